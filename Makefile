@@ -1,0 +1,39 @@
+# stitch — developer entry points. `make test` is what CI runs (.ci/run).
+GO        ?= go
+# Packages whose tests are pure CPU work (tokenizer, templates) run without the race detector:
+# they hold no concurrency and -race slows them ten-fold. Everything else runs with -race.
+NORACE_PKGS := ./render/bpe/... ./render/jinja/...
+RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja)
+
+.PHONY: test test-short bench lint fmt golden e2e-deps build
+
+build:
+	$(GO) build -o stitch .
+
+test: lint e2e-deps
+	$(GO) test -count=1 $(NORACE_PKGS)
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+# Unit tests only: skips e2e and long golden sweeps.
+test-short:
+	$(GO) test -short -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './*/node_modules/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Node clients for the e2e suite (real openai and @openai/agents SDKs).
+e2e-deps:
+	@if [ -f e2e/node/package-lock.json ] && [ ! -d e2e/node/node_modules ]; then cd e2e/node && npm ci --no-audit --no-fund; fi
+
+# Regenerate golden files from the oracles (needs Node and Python; see README "Development").
+golden:
+	cd tools/oracle && npm ci --no-audit --no-fund
+	$(GO) generate ./...

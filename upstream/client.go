@@ -1,0 +1,127 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Options configure a Client. The zero value of each field is usable except BaseURL.
+type Options struct {
+	// BaseURL is vLLM's address without the /v1 suffix, e.g. "http://127.0.0.1:8000".
+	BaseURL string
+	// HTTPClient defaults to a client without an overall timeout (streams may run for minutes);
+	// cancellation comes from the request context.
+	HTTPClient *http.Client
+	// APIKey, when set, is sent as a Bearer token (vLLM --api-key).
+	APIKey string
+}
+
+// Client talks to one vLLM server. It is safe for concurrent use.
+type Client struct {
+	base   string
+	http   *http.Client
+	apiKey string
+}
+
+// New returns a Client for opts.BaseURL.
+func New(opts Options) *Client {
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return &Client{base: strings.TrimRight(opts.BaseURL, "/"), http: hc, apiKey: opts.APIKey}
+}
+
+// BaseURL returns the upstream's base address.
+func (c *Client) BaseURL() string { return c.base }
+
+// HTTPClient returns the underlying client, for pass-through proxying.
+func (c *Client) HTTPClient() *http.Client { return c.http }
+
+// Completions posts body (an encoded CompletionRequest) to /v1/completions and returns the response
+// body on a 2xx answer; the caller closes it. Cancelling ctx aborts the request, which makes vLLM free
+// the sequence's KV cache.
+func (c *Client) Completions(ctx context.Context, body []byte) (io.ReadCloser, error) {
+	resp, err := c.do(ctx, http.MethodPost, "/v1/completions", body)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	ID          string
+	MaxModelLen int // 0 when vLLM does not report it
+}
+
+// Models lists the served models.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read models: %w", err)
+	}
+	var out []Model
+	for _, m := range gjson.GetBytes(data, "data").Array() {
+		out = append(out, Model{ID: m.Get("id").String(), MaxModelLen: int(m.Get("max_model_len").Int())})
+	}
+	return out, nil
+}
+
+// Health reports nil when GET /health answers 2xx.
+func (c *Client) Health(ctx context.Context) error {
+	resp, err := c.do(ctx, http.MethodGet, "/health", nil)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.Body.Close()
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, ctxErr)
+		}
+		return nil, fmt.Errorf("%s %s: %w: %w", method, path, ErrUnreachable, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, &StatusError{Status: resp.StatusCode, Body: data}
+	}
+	return resp, nil
+}
+
+// IsStatus reports whether err is a StatusError with the given status.
+func IsStatus(err error, status int) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == status
+}

@@ -1,0 +1,91 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// CompletionRequest is the body of POST /v1/completions on the token path.
+// The zero values of optional fields are left out of the JSON so vLLM's defaults apply.
+type CompletionRequest struct {
+	Model  string
+	Prompt []uint32 // token ids; vLLM neither tokenizes nor adds BOS
+	// MaxTokens is always sent: vLLM's default is 16.
+	MaxTokens int
+	// Temperature and TopP are raw JSON numbers as the client spelled them; nil leaves vLLM's default.
+	Temperature json.RawMessage
+	TopP        json.RawMessage
+	Stream      bool
+	// IncludeUsage asks for the final usage chunk (stream_options.include_usage).
+	IncludeUsage bool
+	// ReturnTokenIDs asks vLLM for per-chunk token_ids (and prompt_token_ids in the first chunk).
+	ReturnTokenIDs bool
+	StopTokenIDs   []uint32
+	// CacheSalt scopes vLLM's prefix cache (one stable salt per tenant and model).
+	CacheSalt string
+	// StructuredOutputs is a raw JSON object for vLLM's structured_outputs (e.g. {"json": schema}).
+	StructuredOutputs json.RawMessage
+	// Seed is sent when non-nil.
+	Seed *int64
+}
+
+// AppendJSON appends the request's JSON encoding to dst. It allocates nothing beyond dst's growth.
+func (r *CompletionRequest) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"model":`...)
+	dst = strconv.AppendQuote(dst, r.Model) // model names are ASCII; AppendQuote escapes the rest safely
+	dst = append(dst, `,"prompt":[`...)
+	for i, id := range r.Prompt {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendUint(dst, uint64(id), 10)
+	}
+	dst = append(dst, `],"max_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(r.MaxTokens), 10)
+	if len(r.Temperature) > 0 {
+		dst = append(dst, `,"temperature":`...)
+		dst = append(dst, r.Temperature...)
+	}
+	if len(r.TopP) > 0 {
+		dst = append(dst, `,"top_p":`...)
+		dst = append(dst, r.TopP...)
+	}
+	if r.Stream {
+		dst = append(dst, `,"stream":true`...)
+		if r.IncludeUsage {
+			dst = append(dst, `,"stream_options":{"include_usage":true}`...)
+		}
+	}
+	if r.ReturnTokenIDs {
+		dst = append(dst, `,"return_token_ids":true`...)
+	}
+	if len(r.StopTokenIDs) > 0 {
+		dst = append(dst, `,"stop_token_ids":[`...)
+		for i, id := range r.StopTokenIDs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendUint(dst, uint64(id), 10)
+		}
+		dst = append(dst, ']')
+	}
+	if r.CacheSalt != "" {
+		dst = append(dst, `,"cache_salt":`...)
+		dst = appendJSONString(dst, r.CacheSalt)
+	}
+	if len(r.StructuredOutputs) > 0 {
+		dst = append(dst, `,"structured_outputs":`...)
+		dst = append(dst, r.StructuredOutputs...)
+	}
+	if r.Seed != nil {
+		dst = append(dst, `,"seed":`...)
+		dst = strconv.AppendInt(dst, *r.Seed, 10)
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // cannot fail for a string
+	return append(dst, b...)
+}

@@ -1,0 +1,129 @@
+package configs
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole configuration of `stitch serve`. The zero value is not valid; use Default or Load.
+type Config struct {
+	Server    Server    `yaml:"server"`
+	Upstream  Upstream  `yaml:"upstream"`
+	Models    []Model   `yaml:"models"`
+	Store     Store     `yaml:"store"`
+	Artifacts Artifacts `yaml:"artifacts"`
+	Auth      Auth      `yaml:"auth"`
+	Log       Log       `yaml:"log"`
+	Sim       Sim       `yaml:"sim"`
+}
+
+// Server configures the HTTP listener and request limits.
+type Server struct {
+	// Listen is the address to serve on. Default ":8080".
+	Listen string `yaml:"listen"`
+	// MaxBodyBytes caps a request body. Default 32 MiB (Codex sends ~40 KB on turn one; long agent
+	// histories replayed in full reach megabytes).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxInputItems caps the number of input items of one request. Default 10000.
+	MaxInputItems int `yaml:"max_input_items"`
+	// ShutdownTimeout is how long a graceful shutdown waits for streams to finish. Default 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// Upstream configures the vLLM server stitch sends completions to.
+type Upstream struct {
+	// URL is vLLM's base address (no /v1). Empty: run the built-in simulator in-process with the
+	// bundled demo model (the README's `go run . serve`).
+	URL string `yaml:"url"`
+	// APIKey is sent to vLLM as a Bearer token when set (vLLM --api-key).
+	APIKey Secret `yaml:"api_key"`
+	// MaxModelLen overrides the context length read from the upstream's /v1/models. 0: ask upstream.
+	MaxModelLen int `yaml:"max_model_len"`
+}
+
+// Model is one served model profile.
+type Model struct {
+	// Name is the served model name clients send as "model" (and vLLM's --served-model-name).
+	Name string `yaml:"name"`
+	// Dir holds tokenizer.json and tokenizer_config.json (or chat_template.jinja). Empty: the bundled
+	// Qwen3 demo model.
+	Dir string `yaml:"dir"`
+	// ToolCallParser names the output parser for tool calls. Default "hermes" (Qwen3).
+	ToolCallParser string `yaml:"tool_call_parser"`
+	// ReasoningParser names the output parser for reasoning. Default "qwen3".
+	ReasoningParser string `yaml:"reasoning_parser"`
+	// Mode is the continuation mode: "canonical" (default) or "exact". Empty: Artifacts.Mode.
+	Mode string `yaml:"mode"`
+	// ChatTemplateKwargs are defaults passed to the chat template as a JSON object in YAML's key order
+	// (e.g. {"enable_thinking": false}); a request's reasoning.effort overrides enable_thinking.
+	ChatTemplateKwargs json.RawMessage `yaml:"-"`
+	// KwargsNode receives the YAML mapping; Load converts it to ChatTemplateKwargs.
+	KwargsNode yaml.Node `yaml:"chat_template_kwargs"`
+	// CacheSalt pins vLLM's cache_salt for this model; empty derives one per tenant.
+	CacheSalt string `yaml:"cache_salt"`
+}
+
+// Store configures where checkpoints (the durable record of responses) live.
+type Store struct {
+	// DataDir holds the embedded store. Default "./stitch-data". Ignored when Redis is set.
+	DataDir string `yaml:"data_dir"`
+	// Redis is a redis:// URL; when set, checkpoints and artifacts are shared through it (multi-pod).
+	Redis Secret `yaml:"redis"`
+	// ResponseTTL is how long stored responses are kept in Redis. Default 720h (30 days).
+	ResponseTTL time.Duration `yaml:"response_ttl"`
+}
+
+// Artifacts configures the token-artifact fast path.
+type Artifacts struct {
+	// Disabled turns the fast path off: full render every turn (the baseline). Default false.
+	Disabled bool `yaml:"disabled"`
+	// Mode is "canonical" (default: ids equal a full render) or "exact" (history frozen as generated).
+	Mode string `yaml:"mode"`
+	// CacheMB bounds the local (L1) artifact cache in MiB. Default 256.
+	CacheMB int `yaml:"cache_mb"`
+	// TTL is an artifact's lifetime. Default 1h.
+	TTL time.Duration `yaml:"ttl"`
+	// AuditRate is the fraction of fast-path continuations re-tokenized in full in the background and
+	// compared. Default 0.01.
+	AuditRate float64 `yaml:"audit_rate"`
+}
+
+// Auth configures tenants and sealing keys.
+type Auth struct {
+	// APIKeysFile is a JSON list [{"tenant":…,"key_sha256":…}]; reloaded on change. Empty: one tenant
+	// ("default"), any or no key accepted (dev mode).
+	APIKeysFile string `yaml:"api_keys_file"`
+	// SealKeysFile is a JSON list [{"id":…,"secret":"<base64>"}]; the first signs, all verify.
+	// Empty: a random key per process (artifacts then do not survive a restart or cross pods).
+	SealKeysFile string `yaml:"seal_keys_file"`
+}
+
+// Log configures log/slog output.
+type Log struct {
+	// Format is "text" (default) or "json".
+	Format string `yaml:"format"`
+	// Level is "debug", "info" (default), "warn" or "error".
+	Level string `yaml:"level"`
+}
+
+// Sim configures the built-in simulator used when Upstream.URL is empty.
+type Sim struct {
+	// Fast turns the simulator's latency model off (no sleeps). Default false.
+	Fast bool `yaml:"fast"`
+	// Seed makes the simulator's answers reproducible. Default 1.
+	Seed int64 `yaml:"seed"`
+}
+
+// Secret is a string that never appears in logs.
+type Secret string
+
+// LogValue redacts the secret for log/slog.
+func (s Secret) LogValue() slog.Value {
+	if s == "" {
+		return slog.StringValue("")
+	}
+	return slog.StringValue("[redacted]")
+}

@@ -1,0 +1,341 @@
+package bpe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// Load parses a Hugging Face tokenizer.json and returns a tokenizer that reproduces the Rust
+// tokenizers crate's ids for it. Load refuses, with an error wrapping [ErrUnsupported] that names the
+// feature, any configuration it does not implement exactly; malformed input wraps [ErrInvalid].
+// Load does not retain tokenizerJSON.
+func Load(tokenizerJSON []byte) (*Tokenizer, error) {
+	if len(tokenizerJSON) == 0 {
+		return nil, fmt.Errorf("%w: empty input", ErrInvalid)
+	}
+	// The document is only read while Load runs and nothing returned points into it (every kept
+	// string is copied into the tokenizer's own arena), so a zero-copy view is safe and saves a copy
+	// of up to 30 MB.
+	doc := unsafe.String(unsafe.SliceData(tokenizerJSON), len(tokenizerJSON))
+	if !gjson.Valid(doc) {
+		return nil, fmt.Errorf("%w: not valid JSON", ErrInvalid)
+	}
+	root := gjson.Parse(doc)
+	if !root.IsObject() {
+		return nil, fmt.Errorf("%w: top level is not an object", ErrInvalid)
+	}
+	var (
+		l        loader
+		seen     = map[string]bool{}
+		firstErr error
+	)
+	root.ForEach(func(key, value gjson.Result) bool {
+		k := key.String()
+		seen[k] = true
+		var err error
+		switch k {
+		case "version":
+		case "truncation", "padding":
+			if value.Type != gjson.Null {
+				err = unsupported("%s (must be null)", k)
+			}
+		case "added_tokens":
+			err = l.parseAddedTokens(value)
+		case "normalizer":
+			err = l.parseNormalizer(value)
+		case "pre_tokenizer":
+			err = l.parsePreTokenizer(value)
+		case "post_processor":
+			err = l.parsePostProcessor(value)
+		case "decoder":
+			err = l.parseDecoder(value)
+		case "model":
+			err = l.parseModel(value)
+		default:
+			err = unsupported("top-level field %q", k)
+		}
+		firstErr = err
+		return err == nil
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	for _, k := range []string{"model", "decoder", "pre_tokenizer"} {
+		if !seen[k] {
+			return nil, fmt.Errorf("%w: missing %q", ErrInvalid, k)
+		}
+	}
+	return l.build()
+}
+
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
+}
+
+// loader accumulates the parsed parts of tokenizer.json.
+type loader struct {
+	added        []addedTokenJSON
+	normalizeNFC bool
+	split        splitFunc // nil: the whole segment is one pre-token
+	model        modelJSON
+	vocab        gjson.Result
+	merges       gjson.Result
+}
+
+// addedTokenJSON is one entry of "added_tokens".
+type addedTokenJSON struct {
+	ID         uint32 `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized *bool  `json:"normalized"` // absent: the Rust default, !special
+	Special    bool   `json:"special"`
+}
+
+// componentJSON is a normalizer, pre-tokenizer, post-processor or decoder object. Only the fields of
+// the supported types are declared; decoding rejects any other field.
+type componentJSON struct {
+	Type           string          `json:"type"`
+	Pretokenizers  []componentJSON `json:"pretokenizers"`
+	Pattern        *patternJSON    `json:"pattern"`
+	Behavior       string          `json:"behavior"`
+	Invert         bool            `json:"invert"`
+	AddPrefixSpace bool            `json:"add_prefix_space"`
+	TrimOffsets    bool            `json:"trim_offsets"`
+	UseRegex       *bool           `json:"use_regex"` // absent: true, as in the Rust crate
+}
+
+type patternJSON struct {
+	Regex  *string `json:"Regex"`
+	String *string `json:"String"`
+}
+
+// modelJSON holds the scalar fields of "model"; vocab and merges are read separately.
+type modelJSON struct {
+	Type                    string   `json:"type"`
+	Dropout                 *float64 `json:"dropout"`
+	UnkToken                *string  `json:"unk_token"`
+	ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
+	FuseUnk                 bool     `json:"fuse_unk"`
+	ByteFallback            bool     `json:"byte_fallback"`
+	IgnoreMerges            bool     `json:"ignore_merges"`
+}
+
+// decodeStrict decodes one small JSON value into v, refusing fields v does not declare.
+func decodeStrict(raw string, v any, what string) error {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			return unsupported("%s: %v", what, err)
+		}
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
+	}
+	return nil
+}
+
+func (l *loader) parseAddedTokens(v gjson.Result) error {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	if err := decodeStrict(v.Raw, &l.added, "added_tokens"); err != nil {
+		return err
+	}
+	for _, a := range l.added {
+		normalized := !a.Special
+		if a.Normalized != nil {
+			normalized = *a.Normalized
+		}
+		switch {
+		case a.Content == "":
+			return fmt.Errorf("%w: added token %d has empty content", ErrInvalid, a.ID)
+		case a.SingleWord:
+			return unsupported("added token %q (id %d): single_word=true", a.Content, a.ID)
+		case a.LStrip:
+			return unsupported("added token %q (id %d): lstrip=true", a.Content, a.ID)
+		case a.RStrip:
+			return unsupported("added token %q (id %d): rstrip=true", a.Content, a.ID)
+		case normalized:
+			return unsupported("added token %q (id %d): normalized=true", a.Content, a.ID)
+		}
+	}
+	return nil
+}
+
+func (l *loader) parseNormalizer(v gjson.Result) error {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	var c componentJSON
+	if err := decodeStrict(v.Raw, &c, "normalizer"); err != nil {
+		return err
+	}
+	if c.Type != "NFC" {
+		return unsupported("normalizer %q", c.Type)
+	}
+	l.normalizeNFC = true
+	return nil
+}
+
+func (l *loader) parsePreTokenizer(v gjson.Result) error {
+	if v.Type == gjson.Null {
+		return unsupported("pre_tokenizer null (byte-level BPE needs a ByteLevel pre-tokenizer)")
+	}
+	var c componentJSON
+	if err := decodeStrict(v.Raw, &c, "pre_tokenizer"); err != nil {
+		return err
+	}
+	steps := []componentJSON{c}
+	if c.Type == "Sequence" {
+		steps = c.Pretokenizers
+	}
+	// Supported shapes: [Split(regex, Isolated)] then ByteLevel without its own regex, or a ByteLevel
+	// that splits with the GPT-2 pattern itself.
+	switch {
+	case len(steps) == 2 && steps[0].Type == "Split" && steps[1].Type == "ByteLevel":
+		split, err := splitStep(steps[0])
+		if err != nil {
+			return err
+		}
+		if err := byteLevelStep(steps[1], false); err != nil {
+			return err
+		}
+		l.split = split
+	case len(steps) == 1 && steps[0].Type == "ByteLevel":
+		if err := byteLevelStep(steps[0], true); err != nil {
+			return err
+		}
+		if steps[0].UseRegex == nil || *steps[0].UseRegex {
+			split, ok := splitterFor(patternGPT2)
+			if !ok {
+				return unsupported("pre_tokenizer ByteLevel with use_regex=true (GPT-2 pattern)")
+			}
+			l.split = split
+		}
+	default:
+		names := make([]string, len(steps))
+		for i, s := range steps {
+			names[i] = s.Type
+		}
+		return unsupported("pre_tokenizer %s[%s]", c.Type, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// patternGPT2 is the split pattern of a ByteLevel pre-tokenizer with use_regex=true.
+const patternGPT2 = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+
+func splitStep(c componentJSON) (splitFunc, error) {
+	if c.Pattern == nil || c.Pattern.Regex == nil {
+		return nil, unsupported("pre_tokenizer Split with a String pattern")
+	}
+	if c.Behavior != "Isolated" {
+		return nil, unsupported("pre_tokenizer Split behavior %q", c.Behavior)
+	}
+	if c.Invert {
+		return nil, unsupported("pre_tokenizer Split invert=true")
+	}
+	split, ok := splitterFor(*c.Pattern.Regex)
+	if !ok {
+		return nil, unsupported("pre_tokenizer Split regex %q", *c.Pattern.Regex)
+	}
+	return split, nil
+}
+
+func byteLevelStep(c componentJSON, regexAllowed bool) error {
+	if c.AddPrefixSpace {
+		return unsupported("pre_tokenizer ByteLevel add_prefix_space=true")
+	}
+	if !regexAllowed && (c.UseRegex == nil || *c.UseRegex) {
+		return unsupported("pre_tokenizer ByteLevel use_regex=true after a Split")
+	}
+	return nil
+}
+
+func (l *loader) parsePostProcessor(v gjson.Result) error {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	var c componentJSON
+	if err := decodeStrict(v.Raw, &c, "post_processor"); err != nil {
+		return err
+	}
+	// ByteLevel post-processing only adjusts offsets, and stitch encodes with
+	// add_special_tokens=false, so it never changes ids.
+	if c.Type != "ByteLevel" {
+		return unsupported("post_processor %q", c.Type)
+	}
+	return nil
+}
+
+func (l *loader) parseDecoder(v gjson.Result) error {
+	if v.Type == gjson.Null {
+		return unsupported("decoder null")
+	}
+	var c componentJSON
+	if err := decodeStrict(v.Raw, &c, "decoder"); err != nil {
+		return err
+	}
+	// The ByteLevel decoder's flags only matter for offsets; decoding maps code points to bytes.
+	if c.Type != "ByteLevel" {
+		return unsupported("decoder %q", c.Type)
+	}
+	return nil
+}
+
+func (l *loader) parseModel(v gjson.Result) error {
+	if !v.IsObject() {
+		return fmt.Errorf("%w: model is not an object", ErrInvalid)
+	}
+	// Gather the small fields into one object for a strict typed decode; keep vocab and merges
+	// (megabytes) as views for the streaming passes in build.
+	var small bytes.Buffer
+	small.WriteByte('{')
+	v.ForEach(func(key, value gjson.Result) bool {
+		switch key.String() {
+		case "vocab":
+			l.vocab = value
+		case "merges":
+			l.merges = value
+		default:
+			if small.Len() > 1 {
+				small.WriteByte(',')
+			}
+			small.WriteString(key.Raw)
+			small.WriteByte(':')
+			small.WriteString(value.Raw)
+		}
+		return true
+	})
+	small.WriteByte('}')
+	if err := decodeStrict(small.String(), &l.model, "model"); err != nil {
+		return err
+	}
+	m := l.model
+	switch {
+	case m.Type != "BPE":
+		return unsupported("model type %q", m.Type)
+	case m.Dropout != nil && *m.Dropout != 0:
+		return unsupported("model dropout %v", *m.Dropout)
+	case m.UnkToken != nil:
+		return unsupported("model unk_token %q", *m.UnkToken)
+	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
+		return unsupported("model continuing_subword_prefix %q", *m.ContinuingSubwordPrefix)
+	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
+		return unsupported("model end_of_word_suffix %q", *m.EndOfWordSuffix)
+	case m.ByteFallback:
+		return unsupported("model byte_fallback=true")
+	case !l.vocab.IsObject():
+		return fmt.Errorf("%w: model.vocab is missing or not an object", ErrInvalid)
+	case !l.merges.IsArray():
+		return fmt.Errorf("%w: model.merges is missing or not an array", ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package bpe
+
+import (
+	"hash/maphash"
+	"math"
+	"strings"
+	"sync"
+)
+
+const (
+	noRank = math.MaxUint32
+	// smallWord is the longest pre-token (in bytes) merged by rescanning; longer ones use a heap.
+	smallWord = 48
+	// maxCachedWord is the longest pre-token kept in the word cache, as in the Rust crate.
+	maxCachedWord = 256
+	// defaultCacheWords bounds the word cache (about 100 bytes a word).
+	defaultCacheWords = 1 << 16
+	cacheShards       = 16
+)
+
+// appendWord appends the BPE ids of one pre-token (raw bytes) to dst.
+func (t *Tokenizer) appendWord(dst []uint32, w *merger, word string) []uint32 {
+	switch len(word) {
+	case 0:
+		return dst
+	case 1:
+		return append(dst, t.byteID[word[0]])
+	}
+	// ignore_merges: a pre-token that is itself a vocab token is emitted whole.
+	if t.ignoreMerges {
+		if id, ok := t.vocab[word]; ok {
+			return append(dst, id)
+		}
+	}
+	cacheable := len(word) <= maxCachedWord
+	if cacheable {
+		if ids, ok := t.cache.get(word); ok {
+			return append(dst, ids...)
+		}
+	}
+	start := len(dst)
+	if len(word) <= smallWord {
+		dst = w.mergeSmall(t, dst, word)
+	} else {
+		dst = w.mergeHeap(t, dst, word)
+	}
+	if cacheable {
+		t.cache.put(word, dst[start:])
+	}
+	return dst
+}
+
+// merger holds the reusable buffers of BPE merging.
+type merger struct {
+	ids, ranks, merged []uint32
+	prev, next         []int32
+	heap               []mergeItem
+}
+
+// mergeSmall applies merges like the Rust crate's Word::merge_all: always the pair of lowest rank,
+// the leftmost among equals. It rescans the pairs after every merge, which is fastest for short words.
+func (w *merger) mergeSmall(t *Tokenizer, dst []uint32, word string) []uint32 {
+	ids := w.ids[:0]
+	for i := 0; i < len(word); i++ {
+		ids = append(ids, t.byteID[word[i]])
+	}
+	ranks, merged := w.ranks[:0], w.merged[:0]
+	for i := 0; i+1 < len(ids); i++ {
+		r, m, ok := t.merges.get(ids[i], ids[i+1])
+		if !ok {
+			r = noRank
+		}
+		ranks = append(ranks, r)
+		merged = append(merged, m)
+	}
+	for {
+		best, bestRank := -1, uint32(noRank)
+		for i, r := range ranks {
+			if r < bestRank {
+				best, bestRank = i, r
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ids[best] = merged[best]
+		ids = append(ids[:best+1], ids[best+2:]...)
+		ranks = append(ranks[:best], ranks[best+1:]...)
+		merged = append(merged[:best], merged[best+1:]...)
+		if best > 0 {
+			ranks[best-1], merged[best-1] = t.pairRank(ids[best-1], ids[best])
+		}
+		if best < len(ranks) {
+			ranks[best], merged[best] = t.pairRank(ids[best], ids[best+1])
+		}
+	}
+	w.ids, w.ranks, w.merged = ids, ranks, merged
+	return append(dst, ids...)
+}
+
+func (t *Tokenizer) pairRank(a, b uint32) (uint32, uint32) {
+	r, m, ok := t.merges.get(a, b)
+	if !ok {
+		return noRank, 0
+	}
+	return r, m
+}
+
+// mergeItem is a candidate merge of the symbol at pos with the next one.
+type mergeItem struct {
+	rank, merged uint32
+	pos          int32
+}
+
+func (a mergeItem) less(b mergeItem) bool {
+	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
+}
+
+// mergeHeap gives the same result as mergeSmall in O(n log n), with the Rust crate's algorithm: a
+// priority queue of candidate merges by (rank, position) over a linked list of symbols, skipping
+// candidates made stale by earlier merges.
+func (w *merger) mergeHeap(t *Tokenizer, dst []uint32, word string) []uint32 {
+	n := len(word)
+	ids := grow(w.ids, n)
+	prev, next := grow(w.prev, n), grow(w.next, n)
+	for i := range n {
+		ids[i] = t.byteID[word[i]]
+		prev[i], next[i] = int32(i-1), int32(i+1)
+	}
+	next[n-1] = -1
+	h := w.heap[:0]
+	for i := 0; i+1 < n; i++ {
+		if r, m, ok := t.merges.get(ids[i], ids[i+1]); ok {
+			h = heapPush(h, mergeItem{rank: r, merged: m, pos: int32(i)})
+		}
+	}
+	const removed = math.MaxUint32
+	for len(h) > 0 {
+		var top mergeItem
+		top, h = heapPop(h)
+		p := top.pos
+		if ids[p] == removed || next[p] < 0 {
+			continue
+		}
+		q := next[p]
+		// The pair at p may have changed since this candidate was queued; its merged id tells.
+		if _, m, ok := t.merges.get(ids[p], ids[q]); !ok || m != top.merged {
+			continue
+		}
+		ids[p] = top.merged
+		ids[q] = removed
+		next[p] = next[q]
+		if next[p] >= 0 {
+			prev[next[p]] = p
+		}
+		if l := prev[p]; l >= 0 {
+			if r, m, ok := t.merges.get(ids[l], ids[p]); ok {
+				h = heapPush(h, mergeItem{rank: r, merged: m, pos: l})
+			}
+		}
+		if r := next[p]; r >= 0 {
+			if rk, m, ok := t.merges.get(ids[p], ids[r]); ok {
+				h = heapPush(h, mergeItem{rank: rk, merged: m, pos: p})
+			}
+		}
+	}
+	for i := int32(0); i >= 0; i = next[i] {
+		dst = append(dst, ids[i])
+	}
+	w.ids, w.prev, w.next, w.heap = ids, prev, next, h
+	return dst
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func heapPush(h []mergeItem, it mergeItem) []mergeItem {
+	h = append(h, it)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].less(h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	return h
+}
+
+func heapPop(h []mergeItem) (mergeItem, []mergeItem) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, small := 2*i+1, 2*i+2, i
+		if l < len(h) && h[l].less(h[small]) {
+			small = l
+		}
+		if r < len(h) && h[r].less(h[small]) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		h[i], h[small] = h[small], h[i]
+		i = small
+	}
+	return top, h
+}
+
+// wordCache remembers the ids of recent pre-tokens. It is sharded by hash, each shard behind its own
+// lock, and bounded: a full shard is emptied before the next insert.
+type wordCache struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [cacheShards]cacheShard
+}
+
+type cacheShard struct {
+	mu sync.RWMutex
+	m  map[string][]uint32
+}
+
+func newWordCache(words int) *wordCache {
+	c := &wordCache{seed: maphash.MakeSeed(), perShard: max(words/cacheShards, 1)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string][]uint32)
+	}
+	return c
+}
+
+func (c *wordCache) shard(word string) *cacheShard {
+	return &c.shards[maphash.String(c.seed, word)%cacheShards]
+}
+
+func (c *wordCache) get(word string) ([]uint32, bool) {
+	s := c.shard(word)
+	s.mu.RLock()
+	ids, ok := s.m[word]
+	s.mu.RUnlock()
+	return ids, ok
+}
+
+// put stores a copy of ids under a copy of word (which may point into a larger string).
+func (c *wordCache) put(word string, ids []uint32) {
+	s := c.shard(word)
+	v := append([]uint32(nil), ids...)
+	k := strings.Clone(word)
+	s.mu.Lock()
+	if len(s.m) >= c.perShard {
+		clear(s.m)
+	}
+	s.m[k] = v
+	s.mu.Unlock()
+}

@@ -1,0 +1,59 @@
+package bpe
+
+import "math/bits"
+
+// pairTable maps a pair of token ids to the rank of their merge and the merged token's id. It is an
+// open-addressing hash table with linear probing, built once at load and read-only afterwards:
+// about 16 bytes per slot at a load factor of at most 1/2, with no per-entry allocation.
+type pairTable struct {
+	keys  []uint64 // packPair(a, b) | 1<<63; 0 marks an empty slot
+	vals  []uint64 // rank<<32 | merged id
+	mask  uint64
+	shift uint
+}
+
+func newPairTable(n int) *pairTable {
+	size := uint64(16)
+	for size < uint64(n)*2 {
+		size <<= 1
+	}
+	return &pairTable{
+		keys:  make([]uint64, size),
+		vals:  make([]uint64, size),
+		mask:  size - 1,
+		shift: uint(64 - bits.TrailingZeros64(size)),
+	}
+}
+
+// Ids are below 2^31 (checked at load), so the tag bit never collides with a pair.
+func packPair(a, b uint32) uint64 { return uint64(a)<<32 | uint64(b) | 1<<63 }
+
+func (p *pairTable) slot(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> p.shift }
+
+func (p *pairTable) put(a, b, rank, merged uint32) {
+	key := packPair(a, b)
+	for i := p.slot(key); ; i = (i + 1) & p.mask {
+		switch p.keys[i] {
+		case 0:
+			p.keys[i] = key
+			fallthrough
+		case key:
+			p.vals[i] = uint64(rank)<<32 | uint64(merged)
+			return
+		}
+	}
+}
+
+// get returns the merge rank and merged id of the pair (a, b), and whether the pair merges.
+func (p *pairTable) get(a, b uint32) (rank, merged uint32, ok bool) {
+	key := packPair(a, b)
+	for i := p.slot(key); ; i = (i + 1) & p.mask {
+		switch p.keys[i] {
+		case key:
+			v := p.vals[i]
+			return uint32(v >> 32), uint32(v), true
+		case 0:
+			return 0, 0, false
+		}
+	}
+}

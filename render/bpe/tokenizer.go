@@ -1,0 +1,143 @@
+package bpe
+
+import "sync"
+
+// Tokenizer is a byte-level BPE tokenizer loaded from a Hugging Face tokenizer.json. It encodes like
+// the Rust tokenizers crate with add_special_tokens=false: added tokens are split out of the raw text
+// first (leftmost-longest), every segment between them is normalized, pre-tokenized, mapped to bytes
+// and merged by BPE rank. A Tokenizer is immutable after [Load] apart from an internal bounded cache,
+// and safe for concurrent use.
+type Tokenizer struct {
+	alpha        *byteLevelAlphabet
+	split        splitFunc // nil: a segment is one pre-token
+	normalize    bool      // NFC
+	ignoreMerges bool
+
+	// arena holds the decoded bytes of every token; id i spells arena[tokStart[i]:tokEnd[i]].
+	arena            string
+	tokStart, tokEnd []uint32
+	known, special   []uint64 // bitsets by id
+	vocabSize        int
+
+	vocab  map[string]uint32 // raw bytes of a token spelled in the byte-level alphabet → id
+	others map[string]uint32 // tokens with other code points, by their spelling → id
+	byteID [256]uint32       // the id of each single byte
+	merges *pairTable
+
+	added          []addedToken
+	addedByContent map[string]uint32
+	addedByID      map[uint32]int
+	matcher        *addedMatcher
+
+	cache   *wordCache
+	scratch sync.Pool // *encodeScratch
+}
+
+// encodeScratch holds the reusable buffers of one Encode call.
+type encodeScratch struct {
+	spans []span
+	w     merger
+}
+
+func (t *Tokenizer) getScratch() *encodeScratch {
+	if s, ok := t.scratch.Get().(*encodeScratch); ok {
+		return s
+	}
+	return &encodeScratch{}
+}
+
+func (t *Tokenizer) isKnown(id uint32) bool {
+	return int(id) < t.vocabSize && t.known[id/64]&(1<<(id%64)) != 0
+}
+
+func (t *Tokenizer) setKnown(id uint32) { t.known[id/64] |= 1 << (id % 64) }
+
+func (t *Tokenizer) setSpecial(id uint32) {
+	if t.special == nil {
+		t.special = make([]uint64, len(t.known))
+	}
+	t.special[id/64] |= 1 << (id % 64)
+}
+
+// Encode returns the token ids of text, as the Rust crate's encode(text, add_special_tokens=false).
+// Added tokens found in text (for example "<|im_end|>" typed by a user) become their ids.
+func (t *Tokenizer) Encode(text string) []uint32 {
+	return t.AppendEncode(make([]uint32, 0, len(text)/3+1), text)
+}
+
+// AppendEncode appends the token ids of text to dst and returns the extended slice.
+func (t *Tokenizer) AppendEncode(dst []uint32, text string) []uint32 {
+	sc := t.getScratch()
+	pos := 0
+	for pos < len(text) {
+		start, end, id := t.matcher.next(text, pos)
+		if start < 0 {
+			break
+		}
+		dst = t.appendSegment(dst, sc, text[pos:start])
+		dst = append(dst, id)
+		pos = end
+	}
+	dst = t.appendSegment(dst, sc, text[pos:])
+	t.scratch.Put(sc)
+	return dst
+}
+
+// appendSegment encodes text that contains no added token.
+func (t *Tokenizer) appendSegment(dst []uint32, sc *encodeScratch, seg string) []uint32 {
+	if seg == "" {
+		return dst
+	}
+	if t.normalize {
+		seg = normalizeNFC(seg)
+	}
+	if t.split == nil {
+		return t.appendWord(dst, &sc.w, seg)
+	}
+	sc.spans = t.split(sc.spans[:0], seg)
+	for _, sp := range sc.spans {
+		dst = t.appendWord(dst, &sc.w, seg[sp.start:sp.end])
+	}
+	return dst
+}
+
+// Span is the byte range [Start, End) of one added-token match in a text, and the token's id.
+type Span struct {
+	Start, End int
+	ID         uint32
+}
+
+// AddedTokenSpans returns every added-token match of text in order: the same matches Encode splits
+// on. Tokenization is independent across these boundaries: for an offset o that is the Start or End
+// of a span, Encode(text) equals Encode(text[:o]) followed by Encode(text[o:]).
+func (t *Tokenizer) AddedTokenSpans(text string) []Span {
+	var out []Span
+	for pos := 0; pos < len(text); {
+		start, end, id := t.matcher.next(text, pos)
+		if start < 0 {
+			break
+		}
+		out = append(out, Span{Start: start, End: end, ID: id})
+		pos = end
+	}
+	return out
+}
+
+// TokenID returns the id of an added token's content or of a vocab token's tokenizer.json spelling
+// (for example "Ġthe"), and whether there is one. Added tokens take precedence.
+func (t *Tokenizer) TokenID(token string) (uint32, bool) {
+	if id, ok := t.addedByContent[token]; ok {
+		return id, true
+	}
+	var buf [64]byte
+	id, ok, _ := t.lookupSpelling(buf[:0], token)
+	return id, ok
+}
+
+// IsSpecial reports whether id is an added token marked special.
+func (t *Tokenizer) IsSpecial(id uint32) bool {
+	return t.special != nil && int(id) < t.vocabSize && t.special[id/64]&(1<<(id%64)) != 0
+}
+
+// VocabSize returns the largest token id plus one (vocab and added tokens).
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }

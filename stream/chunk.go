@@ -1,0 +1,224 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// Usage is vLLM's token accounting from the final `"choices":[]` chunk
+// (stream_options.include_usage).
+type Usage struct {
+	PromptTokens     int // prompt length in tokens
+	CompletionTokens int // generated tokens, including a final stop token
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens: prompt tokens
+	// served from the prefix cache. vLLM sends it only with
+	// --enable-prompt-tokens-details; 0 when absent.
+	CachedTokens int
+}
+
+// Chunk is one vLLM /v1/completions stream chunk (choice 0 only: stitch never
+// asks for n > 1).
+//
+// A Chunk read by [ParseChunk] into a reused value keeps its slices' capacity
+// across calls: TokenIDs and PromptTokenIDs are overwritten by the next parse.
+type Chunk struct {
+	// TokenIDs are the ids generated since the previous chunk (return_token_ids);
+	// a chunk may carry several, and the last one includes the EOS/stop id.
+	TokenIDs []uint32
+	// PromptTokenIDs is the full prompt; vLLM sends it in the first chunk only.
+	PromptTokenIDs []uint32
+	// Text is vLLM's detokenized text for TokenIDs (informational: stitch
+	// decodes ids itself).
+	Text string
+	// FinishReason is "" while generating, then "stop", "length", "abort" or "error".
+	FinishReason string
+	// StopReason is the raw JSON stop_reason (a stop string, a token id, or
+	// null); nil when absent or null.
+	StopReason json.RawMessage
+	// Usage is set on the usage chunk (empty choices), nil otherwise.
+	Usage *Usage
+	// Err is set when the chunk is an in-stream error; other fields are empty.
+	Err *UpstreamError
+
+	usage Usage // storage for Usage, to avoid an allocation per parse
+}
+
+// reset clears c for reuse, keeping slice capacity.
+func (c *Chunk) reset() {
+	c.TokenIDs = c.TokenIDs[:0]
+	c.PromptTokenIDs = c.PromptTokenIDs[:0]
+	c.Text = ""
+	c.FinishReason = ""
+	c.StopReason = c.StopReason[:0]
+	c.Usage = nil
+	c.Err = nil
+}
+
+// unsafeString views b as a string without copying; the string must not
+// outlive b's next modification. gjson results built from it alias b.
+func unsafeString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// ParseChunk parses one event's data (a JSON object) into c, reusing c's
+// slices. It does not retain data. A data value of `[DONE]` is not a chunk:
+// callers check for it first (ChunkReader does).
+func ParseChunk(data []byte, c *Chunk) error {
+	c.reset()
+	s := unsafeString(data)
+	if !gjson.Valid(s) {
+		return fmt.Errorf("%w: %.80q", ErrBadChunk, data)
+	}
+	root := gjson.Parse(s)
+	if !root.IsObject() {
+		return fmt.Errorf("%w: not an object: %.80q", ErrBadChunk, data)
+	}
+	if e := root.Get("error"); e.Exists() && e.Type != gjson.Null {
+		c.Err = upstreamError(e)
+		return nil
+	}
+	if root.Get("object").Str == "error" {
+		c.Err = upstreamError(root)
+		return nil
+	}
+	if ch := root.Get("choices.0"); ch.Exists() {
+		ch.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "text":
+				c.Text = strings.Clone(v.String()) // detach from data
+			case "finish_reason":
+				if v.Type == gjson.String {
+					c.FinishReason = finishReason(v.Str)
+				}
+			case "stop_reason":
+				if v.Type != gjson.Null {
+					c.StopReason = append(c.StopReason, v.Raw...)
+				}
+			case "token_ids":
+				c.TokenIDs = appendIDs(c.TokenIDs, v)
+			case "prompt_token_ids":
+				c.PromptTokenIDs = appendIDs(c.PromptTokenIDs, v)
+			}
+			return true
+		})
+	}
+	if len(c.StopReason) == 0 {
+		c.StopReason = nil
+	}
+	if u := root.Get("usage"); u.IsObject() {
+		c.usage = Usage{
+			PromptTokens:     int(u.Get("prompt_tokens").Int()),
+			CompletionTokens: int(u.Get("completion_tokens").Int()),
+			CachedTokens:     int(u.Get("prompt_tokens_details.cached_tokens").Int()),
+		}
+		c.Usage = &c.usage
+	}
+	return nil
+}
+
+// finishReason returns a constant string for the known reasons (no allocation
+// and no aliasing of the parsed data).
+func finishReason(s string) string {
+	switch s {
+	case FinishStop:
+		return FinishStop
+	case FinishLength:
+		return FinishLength
+	case FinishAbort:
+		return FinishAbort
+	case FinishError:
+		return FinishError
+	}
+	return strings.Clone(s)
+}
+
+// vLLM finish reasons.
+const (
+	FinishStop   = "stop"   // EOS, a stop token id or a stop string
+	FinishLength = "length" // max_tokens or the context length was reached
+	FinishAbort  = "abort"  // the request was aborted upstream
+	FinishError  = "error"  // the engine failed while generating
+)
+
+func appendIDs(dst []uint32, v gjson.Result) []uint32 {
+	if !v.IsArray() {
+		return dst
+	}
+	v.ForEach(func(_, id gjson.Result) bool {
+		dst = append(dst, uint32(id.Uint()))
+		return true
+	})
+	return dst
+}
+
+func upstreamError(e gjson.Result) *UpstreamError {
+	ue := &UpstreamError{
+		Message: e.Get("message").String(),
+		Type:    e.Get("type").String(),
+		Param:   e.Get("param").String(),
+	}
+	if code := e.Get("code"); code.Type == gjson.Number {
+		ue.Code = int(code.Int())
+	}
+	if ue.Message == "" && e.Type == gjson.String {
+		ue.Message = e.Str
+	}
+	// Detach from the parsed buffer.
+	ue.Message = strings.Clone(ue.Message)
+	ue.Type = strings.Clone(ue.Type)
+	ue.Param = strings.Clone(ue.Param)
+	return ue
+}
+
+// ChunkReader reads vLLM completion chunks from an SSE body.
+// It is not safe for concurrent use.
+type ChunkReader struct {
+	dec   *Decoder
+	chunk Chunk
+	done  bool
+}
+
+// NewChunkReader returns a ChunkReader over an upstream response body.
+func NewChunkReader(r io.Reader) *ChunkReader {
+	return &ChunkReader{dec: NewDecoder(r)}
+}
+
+// Decoder returns the underlying SSE decoder (to set MaxEventSize).
+func (r *ChunkReader) Decoder() *Decoder { return r.dec }
+
+// Next returns the next chunk. The *Chunk is reused: it is valid until the next
+// call. After `data: [DONE]` Next returns io.EOF; if the body ends before it,
+// Next returns ErrTruncated. A chunk carrying an upstream error is returned with
+// Err set and a nil error (the caller decides; usually response.failed).
+func (r *ChunkReader) Next() (*Chunk, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	for {
+		m, err := r.dec.Next()
+		if err == io.EOF {
+			return nil, ErrTruncated
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read upstream stream: %w", err)
+		}
+		data := bytes.TrimSpace(m.Data)
+		if len(data) == 0 {
+			continue
+		}
+		if string(data) == "[DONE]" {
+			r.done = true
+			return nil, io.EOF
+		}
+		if err := ParseChunk(data, &r.chunk); err != nil {
+			return nil, err
+		}
+		return &r.chunk, nil
+	}
+}

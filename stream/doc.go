@@ -1,0 +1,35 @@
+// Package stream turns a vLLM /v1/completions server-sent-event stream (token ids)
+// into OpenAI Responses API events and objects. It knows nothing of HTTP: callers
+// hand it an io.Reader and an io.Writer.
+//
+// # Pipeline
+//
+// One model turn flows through four stages, each usable on its own:
+//
+//  1. [Decoder] splits the upstream byte stream into W3C server-sent events
+//     (https://html.spec.whatwg.org/multipage/server-sent-events.html).
+//  2. [ChunkReader] (or [ParseChunk]) reads each event's data as a vLLM completion
+//     chunk: the new token ids, finish reason, usage, or an in-stream error.
+//  3. [Parser] consumes generated token ids one at a time and reports semantic
+//     [Piece]s: reasoning text, message text, tool-call name and argument bytes
+//     (Qwen3 family: <think>…</think> and hermes <tool_call>{…}</tool_call>).
+//  4. [Emitter] turns pieces into the ordered Responses event stream
+//     (response.created … response.completed) and the final [Response] object;
+//     [Encoder] writes the events as `event: <type>\ndata: <json>\n\n`.
+//
+// [Converter] wires stages 3 and 4 for one turn: feed it every [Chunk], write what
+// it returns with an [Encoder], and read [Converter.Response] and
+// [Converter.TokenIDs] at the end.
+//
+// # Token ranges
+//
+// Every output item records the half-open range [Start, End) of generated token
+// indexes that produced it ([ItemRange]), so callers can cut the generated ids at
+// item (tool-round) boundaries. Ranges are disjoint and ordered; ids covered by
+// no range produced no output (separating newlines, stop tokens, dropped calls).
+//
+// # Concurrency
+//
+// Nothing in this package is safe for concurrent use except where a type says so;
+// each turn owns its own Decoder, Parser, Emitter and Encoder.
+package stream

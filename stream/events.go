@@ -1,0 +1,214 @@
+package stream
+
+// Responses streaming event types, as sent in the SSE `event:` field and the
+// JSON "type" member.
+const (
+	EventResponseCreated        = "response.created"
+	EventResponseInProgress     = "response.in_progress"
+	EventResponseCompleted      = "response.completed"
+	EventResponseIncomplete     = "response.incomplete"
+	EventResponseFailed         = "response.failed"
+	EventOutputItemAdded        = "response.output_item.added"
+	EventOutputItemDone         = "response.output_item.done"
+	EventContentPartAdded       = "response.content_part.added"
+	EventContentPartDone        = "response.content_part.done"
+	EventOutputTextDelta        = "response.output_text.delta"
+	EventOutputTextDone         = "response.output_text.done"
+	EventReasoningTextDelta     = "response.reasoning_text.delta"
+	EventReasoningTextDone      = "response.reasoning_text.done"
+	EventFunctionArgumentsDelta = "response.function_call_arguments.delta"
+	EventFunctionArgumentsDone  = "response.function_call_arguments.done"
+)
+
+// Event is one Responses streaming event. The concrete types are the *Event
+// structs of this package; each carries its sequence_number. Integer indexes
+// and sequence numbers are always marshaled (0 included), and no event has a
+// top-level "error" member (the Go SDK treats any such key as a failure).
+type Event interface {
+	// EventType returns the event's type, e.g. "response.output_text.delta".
+	EventType() string
+	// AppendJSON appends the event's JSON object (the SSE data) to dst.
+	AppendJSON(dst []byte) []byte
+}
+
+var (
+	_ Event = (*ResponseEvent)(nil)
+	_ Event = (*OutputItemEvent)(nil)
+	_ Event = (*ContentPartEvent)(nil)
+	_ Event = (*TextDeltaEvent)(nil)
+	_ Event = (*TextDoneEvent)(nil)
+	_ Event = (*ArgumentsDeltaEvent)(nil)
+	_ Event = (*ArgumentsDoneEvent)(nil)
+)
+
+// ResponseEvent is response.created, response.in_progress, response.completed,
+// response.incomplete or response.failed: a snapshot of the whole response.
+type ResponseEvent struct {
+	Type           string // one of the EventResponse* constants
+	SequenceNumber int
+	Response       *Response // snapshot; not modified after the event is made
+}
+
+// EventType implements Event.
+func (e *ResponseEvent) EventType() string { return e.Type }
+
+// AppendJSON implements Event.
+func (e *ResponseEvent) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, e.Type, e.SequenceNumber)
+	dst = append(dst, `,"response":`...)
+	dst = e.Response.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+// OutputItemEvent is response.output_item.added or response.output_item.done.
+type OutputItemEvent struct {
+	Type           string // EventOutputItemAdded or EventOutputItemDone
+	SequenceNumber int
+	OutputIndex    int
+	Item           *Item // snapshot; not modified after the event is made
+}
+
+// EventType implements Event.
+func (e *OutputItemEvent) EventType() string { return e.Type }
+
+// AppendJSON implements Event.
+func (e *OutputItemEvent) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, e.Type, e.SequenceNumber)
+	dst = append(dst, `,"output_index":`...)
+	dst = appendInt(dst, e.OutputIndex)
+	dst = append(dst, `,"item":`...)
+	dst = e.Item.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+// ContentPartEvent is response.content_part.added or response.content_part.done.
+type ContentPartEvent struct {
+	Type           string // EventContentPartAdded or EventContentPartDone
+	SequenceNumber int
+	ItemID         string
+	OutputIndex    int
+	ContentIndex   int
+	Part           ContentPart
+}
+
+// EventType implements Event.
+func (e *ContentPartEvent) EventType() string { return e.Type }
+
+// AppendJSON implements Event.
+func (e *ContentPartEvent) AppendJSON(dst []byte) []byte {
+	dst = appendItemHead(dst, e.Type, e.SequenceNumber, e.ItemID, e.OutputIndex)
+	dst = append(dst, `,"content_index":`...)
+	dst = appendInt(dst, e.ContentIndex)
+	dst = append(dst, `,"part":`...)
+	dst = e.Part.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+// TextDeltaEvent is response.output_text.delta or response.reasoning_text.delta.
+// Output text deltas carry an empty "logprobs" array, as OpenAI's do.
+type TextDeltaEvent struct {
+	Type           string // EventOutputTextDelta or EventReasoningTextDelta
+	SequenceNumber int
+	ItemID         string
+	OutputIndex    int
+	ContentIndex   int
+	Delta          string
+}
+
+// EventType implements Event.
+func (e *TextDeltaEvent) EventType() string { return e.Type }
+
+// AppendJSON implements Event.
+func (e *TextDeltaEvent) AppendJSON(dst []byte) []byte {
+	dst = appendItemHead(dst, e.Type, e.SequenceNumber, e.ItemID, e.OutputIndex)
+	dst = append(dst, `,"content_index":`...)
+	dst = appendInt(dst, e.ContentIndex)
+	dst = append(dst, `,"delta":`...)
+	dst = appendString(dst, e.Delta)
+	if e.Type == EventOutputTextDelta {
+		dst = append(dst, `,"logprobs":[]`...)
+	}
+	return append(dst, '}')
+}
+
+// TextDoneEvent is response.output_text.done or response.reasoning_text.done.
+type TextDoneEvent struct {
+	Type           string // EventOutputTextDone or EventReasoningTextDone
+	SequenceNumber int
+	ItemID         string
+	OutputIndex    int
+	ContentIndex   int
+	Text           string // the whole text of the content part
+}
+
+// EventType implements Event.
+func (e *TextDoneEvent) EventType() string { return e.Type }
+
+// AppendJSON implements Event.
+func (e *TextDoneEvent) AppendJSON(dst []byte) []byte {
+	dst = appendItemHead(dst, e.Type, e.SequenceNumber, e.ItemID, e.OutputIndex)
+	dst = append(dst, `,"content_index":`...)
+	dst = appendInt(dst, e.ContentIndex)
+	dst = append(dst, `,"text":`...)
+	dst = appendString(dst, e.Text)
+	if e.Type == EventOutputTextDone {
+		dst = append(dst, `,"logprobs":[]`...)
+	}
+	return append(dst, '}')
+}
+
+// ArgumentsDeltaEvent is response.function_call_arguments.delta.
+type ArgumentsDeltaEvent struct {
+	SequenceNumber int
+	ItemID         string
+	OutputIndex    int
+	Delta          string // raw JSON text of the arguments, as generated
+}
+
+// EventType implements Event.
+func (e *ArgumentsDeltaEvent) EventType() string { return EventFunctionArgumentsDelta }
+
+// AppendJSON implements Event.
+func (e *ArgumentsDeltaEvent) AppendJSON(dst []byte) []byte {
+	dst = appendItemHead(dst, EventFunctionArgumentsDelta, e.SequenceNumber, e.ItemID, e.OutputIndex)
+	dst = append(dst, `,"delta":`...)
+	dst = appendString(dst, e.Delta)
+	return append(dst, '}')
+}
+
+// ArgumentsDoneEvent is response.function_call_arguments.done.
+type ArgumentsDoneEvent struct {
+	SequenceNumber int
+	ItemID         string
+	OutputIndex    int
+	Name           string // function name (sent as "name", as OpenAI does)
+	Arguments      string // the concatenation of all deltas
+}
+
+// EventType implements Event.
+func (e *ArgumentsDoneEvent) EventType() string { return EventFunctionArgumentsDone }
+
+// AppendJSON implements Event.
+func (e *ArgumentsDoneEvent) AppendJSON(dst []byte) []byte {
+	dst = appendItemHead(dst, EventFunctionArgumentsDone, e.SequenceNumber, e.ItemID, e.OutputIndex)
+	dst = append(dst, `,"name":`...)
+	dst = appendString(dst, e.Name)
+	dst = append(dst, `,"arguments":`...)
+	dst = appendString(dst, e.Arguments)
+	return append(dst, '}')
+}
+
+func appendHead(dst []byte, typ string, seq int) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, typ)
+	dst = append(dst, `,"sequence_number":`...)
+	return appendInt(dst, seq)
+}
+
+func appendItemHead(dst []byte, typ string, seq int, itemID string, outputIndex int) []byte {
+	dst = appendHead(dst, typ, seq)
+	dst = append(dst, `,"item_id":`...)
+	dst = appendString(dst, itemID)
+	dst = append(dst, `,"output_index":`...)
+	return appendInt(dst, outputIndex)
+}

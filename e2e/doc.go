@@ -1,0 +1,27 @@
+// Package e2e holds the end-to-end suites of stitch: they build the `stitch` binary, start
+// `stitch sim` (the vLLM simulator) and `stitch serve` in front of it as real processes on
+// loopback ports, and drive them with real OpenAI clients.
+//
+// # Suites
+//
+//   - TestGoSDK: the official Go SDK (github.com/openai/openai-go/v3), plus raw HTTP requests
+//     where a client's exact bytes matter (Codex-style full-history replays, stream invariants).
+//   - TestNodeOpenAI: e2e/node/openai_sdk.mjs with the `openai` npm package.
+//   - TestNodeAgents: e2e/node/agents_sdk.mjs with `@openai/agents` (tracing disabled).
+//
+// The stream checks follow docs/FACTS-clients.md: every rule there broke at least one client.
+//
+// # Running
+//
+// All tests skip under `go test -short`. While `stitch serve` or `stitch sim` still answers
+// "not implemented yet" the suites skip; any other startup failure fails them. The Node
+// suites need `node` and e2e/node/node_modules (`make e2e-deps`); without node they skip,
+// except under CI=true where they fail.
+//
+// Environment knobs:
+//   - STITCH_E2E_BASE_URL=http://host:port: drive an already running stitch instead of
+//     building and starting one (no sim, no build).
+//   - STITCH_E2E_BIN=/path/to/stitch: use a prebuilt binary instead of `go build`.
+//
+// The package has no non-test code; this file only documents it.
+package e2e

@@ -1,0 +1,218 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// BoltOptions configures the embedded checkpoint store. The zero value is
+// ready to use.
+type BoltOptions struct {
+	// FileName is the database file inside the data directory. Empty means
+	// "checkpoints.db".
+	FileName string
+	// OpenTimeout bounds the wait for the file lock held by another process
+	// (bolt allows one process per file). Zero means 5s.
+	OpenTimeout time.Duration
+	// Logger receives open/close events. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Bolt is the embedded checkpoint store: one bbolt file in a data directory,
+// for a single process. Writes are fsync'd before PutResponse returns, so a
+// stored response survives a crash or restart. Concurrent PutResponse calls
+// are coalesced into shared transactions (one fsync for many writers).
+//
+// Records never expire; DeleteResponse removes a checkpoint record but not its
+// items, which later checkpoints of the conversation may still reference.
+//
+// Bolt is safe for concurrent use. Keys are tenant+"\x00"+id.
+type Bolt struct {
+	db     *bolt.DB
+	logger *slog.Logger
+}
+
+var (
+	boltResponses = []byte("responses")
+	boltItems     = []byte("items")
+)
+
+// OpenBolt opens (creating if needed, mode 0700/0600) the store in dir.
+func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
+	if opts.FileName == "" {
+		opts.FileName = "checkpoints.db"
+	}
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = 5 * time.Second
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open bolt store: %w", err)
+	}
+	path := filepath.Join(dir, opts.FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("open bolt store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{boltResponses, boltItems} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open bolt store %s: create buckets: %w", path, err)
+	}
+	logger.Info("checkpoint store opened", "backend", "bolt", "path", path)
+	return &Bolt{db: db, logger: logger}, nil
+}
+
+// Close closes the file. Calls after Close fail with ErrClosed.
+func (s *Bolt) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close bolt store: %w", err)
+	}
+	return nil
+}
+
+// PutResponse stores items and cp in one transaction and returns once it is
+// on disk. It replaces any checkpoint or item with the same tenant and id.
+func (s *Bolt) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) error {
+	if err := checkPut(cp, items); err != nil {
+		return err
+	}
+	rec, err := encodeCheckpoint(cp)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("put response %q: %w", cp.ID, err)
+	}
+	// Batch coalesces concurrent writers; it may run the function more than
+	// once if a batch partner fails, which is fine: puts are idempotent.
+	err = s.db.Batch(func(tx *bolt.Tx) error {
+		ib := tx.Bucket(boltItems)
+		for _, it := range items {
+			if err := ib.Put([]byte(localKey(cp.Tenant, it.ID)), it.Data); err != nil {
+				return fmt.Errorf("item %q: %w", it.ID, err)
+			}
+		}
+		return tx.Bucket(boltResponses).Put([]byte(localKey(cp.Tenant, cp.ID)), rec)
+	})
+	if err != nil {
+		return fmt.Errorf("put response %q: %w", cp.ID, boltErr(err))
+	}
+	return nil
+}
+
+// GetResponse returns the checkpoint stored for tenant and id, or an error
+// wrapping ErrNotFound (also for another tenant's id or a malformed id).
+func (s *Bolt) GetResponse(ctx context.Context, tenant, id string) (*Checkpoint, error) {
+	if checkKey(tenant, id) != nil {
+		return nil, fmt.Errorf("get response %q: %w", truncate(id), ErrNotFound)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get response %q: %w", id, err)
+	}
+	var rec []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(boltResponses).Get([]byte(localKey(tenant, id))); v != nil {
+			rec = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get response %q: %w", id, boltErr(err))
+	}
+	if rec == nil {
+		return nil, fmt.Errorf("get response %q: %w", id, ErrNotFound)
+	}
+	cp, err := decodeCheckpoint(rec)
+	if err != nil {
+		return nil, fmt.Errorf("get response %q: %w", id, err)
+	}
+	return cp, nil
+}
+
+// GetItems returns the items with the given ids, in the order of ids
+// (duplicates repeated). A missing id fails the whole call with an error
+// wrapping ErrNotFound that names it.
+func (s *Bolt) GetItems(ctx context.Context, tenant string, ids []string) ([]Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get items: %w", err)
+	}
+	if !validTenant(tenant) {
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get item %q: %w", truncate(ids[0]), ErrNotFound)
+	}
+	items := make([]Item, len(ids))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(boltItems)
+		for i, id := range ids {
+			var v []byte
+			if validID(id) {
+				v = b.Get([]byte(localKey(tenant, id)))
+			}
+			if v == nil {
+				return fmt.Errorf("get item %q: %w", truncate(id), ErrNotFound)
+			}
+			items[i] = Item{ID: id, Data: append([]byte(nil), v...)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, boltErr(err)
+	}
+	return items, nil
+}
+
+// DeleteResponse removes the checkpoint record for tenant and id. Deleting
+// an unknown id returns an error wrapping ErrNotFound. Items are kept: later
+// checkpoints may reference them.
+func (s *Bolt) DeleteResponse(ctx context.Context, tenant, id string) error {
+	if checkKey(tenant, id) != nil {
+		return fmt.Errorf("delete response %q: %w", truncate(id), ErrNotFound)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete response %q: %w", id, err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(boltResponses)
+		k := []byte(localKey(tenant, id))
+		if b.Get(k) == nil {
+			return ErrNotFound
+		}
+		return b.Delete(k)
+	})
+	if err != nil {
+		return fmt.Errorf("delete response %q: %w", id, boltErr(err))
+	}
+	return nil
+}
+
+// boltErr classifies bolt failures: a closed database is ErrClosed, other
+// storage errors are ErrUnavailable; our own sentinels pass through.
+func boltErr(err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid):
+		return err
+	case errors.Is(err, bolt.ErrDatabaseNotOpen):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

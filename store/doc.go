@@ -1,0 +1,46 @@
+// Package store persists stitch's responses and caches their token ids.
+//
+// # Checkpoints
+//
+// A [Checkpoint] is the durable record of one response: request parameters,
+// the ids of its input and output [Item]s and of its whole conversation, the
+// Response JSON and, in exact mode, the generated token ids. It is the source
+// of truth. Items are stored once by id; a checkpoint lists the item ids of
+// its conversation in order, so continuing never copies or walks history.
+//
+// Three stores share one contract (PutResponse, GetResponse, GetItems,
+// DeleteResponse), checked by [github.com/stitchllm/stitch/store/storetest]:
+//   - [Bolt]: embedded bbolt file, single process, fsync'd writes (default);
+//   - [RedisCheckpoints]: Redis for multi-pod deployments, with TTL;
+//   - [Memory]: in-process, for tests.
+//
+// Every key includes the tenant; another tenant's id reads as [ErrNotFound].
+//
+// # Artifacts
+//
+// An [Artifact] caches the exact token ids of a checkpoint with the
+// certified-suffix boundary table, the model fingerprint, tenant and expiry.
+// It is never the source of truth: any failure to read one (miss, expiry,
+// tampering, Redis down) costs a full render and changes no model-visible
+// token. Artifacts are encoded compactly (uvarint ids, about 2 bytes per id)
+// and sealed by a [Sealer] (HMAC-SHA256 with rotating key ids), which also
+// seals generic blobs ([Sealer.Seal], [Sealer.SealPrivate]).
+//
+// # Tiers
+//
+// [Tiered] reads an artifact from [L1] (allegro/bigcache, bounded by bytes,
+// per process) then from a [PortableCache] ([RedisArtifacts]), filling L1 on
+// an L2 hit, and writes through to both. Both tiers hold the same sealed
+// bytes, so every read re-verifies the MAC, tenant and expiry.
+//
+// # Errors
+//
+// Errors wrap the sentinels in errors.go ([ErrNotFound], [ErrInvalid],
+// [ErrExpired], [ErrUnavailable], [ErrInvalidKey], [ErrClosed]); a cancelled
+// or expired caller context is returned as the context's error.
+//
+// # Metrics
+//
+// The package registers no metrics: [L1.Stats] and [Tiered.Stats] return
+// counter snapshots for the caller's collector.
+package store

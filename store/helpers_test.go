@@ -1,0 +1,28 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+)
+
+// waitFor retries op until it succeeds: a readiness loop for a client
+// reconnecting to a restarted server (go-redis may back off dialing for up to
+// a second after failures). It fails the test after 20 seconds.
+func waitFor(t *testing.T, op func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := op()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery after 20s: %v", err)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisArtifactsOptions configures RedisArtifacts. The zero value is ready to
+// use.
+type RedisArtifactsOptions struct {
+	// Prefix starts every key. Empty means "stitch".
+	Prefix string
+}
+
+// RedisArtifacts is the portable (L2) artifact tier: sealed artifact bytes
+// under prefix:{tenant}:art:<id> with a TTL, shared by every pod. It is safe
+// for concurrent use.
+type RedisArtifacts struct {
+	c      redis.UniversalClient
+	prefix string
+}
+
+// NewRedisArtifacts returns an L2 tier using c, which the caller owns. It
+// panics if c is nil.
+func NewRedisArtifacts(c redis.UniversalClient, opts RedisArtifactsOptions) *RedisArtifacts {
+	if c == nil {
+		panic("store: NewRedisArtifacts with nil client")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "stitch"
+	}
+	return &RedisArtifacts{c: c, prefix: opts.Prefix}
+}
+
+// Get returns the sealed bytes for tenant and id, ErrNotFound, or an error
+// wrapping ErrUnavailable (or ctx.Err()) when Redis cannot answer in time.
+func (r *RedisArtifacts) Get(ctx context.Context, tenant, id string) ([]byte, error) {
+	op := fmt.Sprintf("L2 get artifact %q", truncate(id))
+	if checkKey(tenant, id) != nil {
+		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+	}
+	b, err := r.c.Get(ctx, redisKey(r.prefix, tenant, "art", id)).Bytes()
+	if err != nil {
+		return nil, redisErr(ctx, op, err)
+	}
+	return b, nil
+}
+
+// Set stores sealed under tenant and id for ttl (which must be positive).
+func (r *RedisArtifacts) Set(ctx context.Context, tenant, id string, sealed []byte, ttl time.Duration) error {
+	op := fmt.Sprintf("L2 set artifact %q", truncate(id))
+	if err := checkKey(tenant, id); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("%s: non-positive ttl %v", op, ttl)
+	}
+	return redisErr(ctx, op, r.c.Set(ctx, redisKey(r.prefix, tenant, "art", id), sealed, ttl).Err())
+}
+
+// Delete removes the entry for tenant and id; absent is not an error.
+func (r *RedisArtifacts) Delete(ctx context.Context, tenant, id string) error {
+	if checkKey(tenant, id) != nil {
+		return nil
+	}
+	return redisErr(ctx, fmt.Sprintf("L2 delete artifact %q", truncate(id)),
+		r.c.Del(ctx, redisKey(r.prefix, tenant, "art", id)).Err())
+}

@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"sync"
+)
+
+// blockHash identifies a full KV block by its tokens and everything before them: vLLM's
+// H(parent hash, block tokens, extra keys), with cache_salt as an extra key of the first block.
+type blockHash uint64
+
+// kvBlock is one cached block. refs counts running requests that hold it; a block with no refs
+// sits in the free list and may be evicted.
+type kvBlock struct {
+	hash       blockHash
+	refs       int
+	prev, next *kvBlock // free-list links, nil unless refs == 0
+}
+
+// prefixCache models vLLM's automatic prefix cache at block granularity. It holds no KV data,
+// only which blocks would be resident. Safe for concurrent use.
+type prefixCache struct {
+	blockSize int
+	capacity  int
+	seed      maphash.Seed
+
+	mu     sync.Mutex
+	blocks map[blockHash]*kvBlock
+	// free is the eviction queue of unreferenced blocks: head is evicted first.
+	freeHead, freeTail *kvBlock
+	freeLen            int
+	queries, hits      uint64
+}
+
+func newPrefixCache(blockSize, capacity int) *prefixCache {
+	return &prefixCache{
+		blockSize: blockSize,
+		capacity:  capacity,
+		seed:      maphash.MakeSeed(),
+		blocks:    make(map[blockHash]*kvBlock),
+	}
+}
+
+// lease is the set of blocks a running request holds, in chain order, plus the chain of hashes
+// computed so far.
+type lease struct {
+	salt   string
+	hashes []blockHash // hashes of the full blocks seen so far, in order
+	held   []*kvBlock
+}
+
+// extendHashes appends to hashes the chained hashes of the full blocks of tokens that follow the
+// len(hashes) blocks already hashed. tokens is the whole sequence from position 0.
+func (c *prefixCache) extendHashes(salt string, hashes []blockHash, tokens []uint32) []blockHash {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	var buf [8]byte
+	for b := len(hashes); (b+1)*c.blockSize <= len(tokens); b++ {
+		h.Reset()
+		if b == 0 {
+			// Extra keys of the first block: the salt, length-prefixed so no salt is a prefix of
+			// another's encoding. (A LoRA adapter name would go here too.)
+			binary.LittleEndian.PutUint64(buf[:], uint64(len(salt)))
+			h.Write(buf[:])
+			h.WriteString(salt)
+		} else {
+			binary.LittleEndian.PutUint64(buf[:], uint64(hashes[b-1]))
+			h.Write(buf[:])
+		}
+		for _, id := range tokens[b*c.blockSize : (b+1)*c.blockSize] {
+			binary.LittleEndian.PutUint32(buf[:4], id)
+			h.Write(buf[:4])
+		}
+		hashes = append(hashes, blockHash(h.Sum64()))
+	}
+	return hashes
+}
+
+// acquire looks prompt up and reserves its blocks for a new request. It returns the lease and the
+// number of prompt tokens served from cache: vLLM's rule, the longest run of cached leading full
+// blocks, capped at len(prompt)-1 tokens (the last prompt token is always computed) rounded down
+// to whole blocks. readCache false (prompt_logprobs) counts no hits. The prompt's full blocks are
+// cached right away, as vLLM does once prefill is scheduled.
+func (c *prefixCache) acquire(salt string, prompt []uint32, readCache bool) (*lease, int) {
+	l := &lease{salt: salt}
+	l.hashes = c.extendHashes(salt, nil, prompt)
+	maxHit := 0
+	if readCache && len(prompt) > 0 {
+		maxHit = (len(prompt) - 1) / c.blockSize
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hit := 0
+	for hit < maxHit {
+		if _, ok := c.blocks[l.hashes[hit]]; !ok {
+			break
+		}
+		hit++
+	}
+	c.queries += uint64(len(prompt))
+	c.hits += uint64(hit * c.blockSize)
+	l.held = c.holdLocked(l.held, l.hashes)
+	return l, hit * c.blockSize
+}
+
+// release ends a request whose whole sequence (prompt then generated ids) is tokens. The full
+// blocks of tokens[:len-1] are cached — the last sampled token was never forwarded, so it has no
+// KV — then every held block is unreferenced, last block first so that a chain's tail is evicted
+// before its head.
+func (c *prefixCache) release(l *lease, tokens []uint32) {
+	if len(tokens) > 0 {
+		tokens = tokens[:len(tokens)-1]
+	}
+	n := len(l.hashes)
+	l.hashes = c.extendHashes(l.salt, l.hashes, tokens)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l.held = c.holdLocked(l.held, l.hashes[n:])
+	for i := len(l.held) - 1; i >= 0; i-- {
+		b := l.held[i]
+		b.refs--
+		if b.refs == 0 {
+			c.pushFreeLocked(b)
+		}
+	}
+	l.held = nil
+}
+
+// holdLocked references the blocks named by hashes, inserting missing ones while capacity allows
+// (evicting the least recently freed unreferenced block when full), and appends them to held.
+// A block that cannot be placed is skipped: later blocks of the chain can never be hit without it,
+// which is what vLLM sees when it runs out of free blocks to cache.
+func (c *prefixCache) holdLocked(held []*kvBlock, hashes []blockHash) []*kvBlock {
+	for _, h := range hashes {
+		b, ok := c.blocks[h]
+		if ok {
+			if b.refs == 0 {
+				c.unlinkFreeLocked(b)
+			}
+			b.refs++
+			held = append(held, b)
+			continue
+		}
+		if len(c.blocks) >= c.capacity {
+			victim := c.freeHead
+			if victim == nil {
+				continue
+			}
+			c.unlinkFreeLocked(victim)
+			delete(c.blocks, victim.hash)
+		}
+		b = &kvBlock{hash: h, refs: 1}
+		c.blocks[h] = b
+		held = append(held, b)
+	}
+	return held
+}
+
+func (c *prefixCache) pushFreeLocked(b *kvBlock) {
+	b.prev, b.next = c.freeTail, nil
+	if c.freeTail != nil {
+		c.freeTail.next = b
+	} else {
+		c.freeHead = b
+	}
+	c.freeTail = b
+	c.freeLen++
+}
+
+func (c *prefixCache) unlinkFreeLocked(b *kvBlock) {
+	if b.prev != nil {
+		b.prev.next = b.next
+	} else {
+		c.freeHead = b.next
+	}
+	if b.next != nil {
+		b.next.prev = b.prev
+	} else {
+		c.freeTail = b.prev
+	}
+	b.prev, b.next = nil, nil
+	c.freeLen--
+}
+
+// cacheStats is a snapshot of the prefix cache.
+type cacheStats struct {
+	queries, hits uint64 // tokens looked up and tokens found, since start
+	blocks, used  int    // cached blocks, and those held by running requests
+}
+
+func (c *prefixCache) stats() cacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cacheStats{queries: c.queries, hits: c.hits, blocks: len(c.blocks), used: len(c.blocks) - c.freeLen}
+}

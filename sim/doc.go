@@ -1,0 +1,42 @@
+// Package sim is a CPU stand-in for `vllm serve`: the same HTTP API and field placement, the model's
+// real tokenizer, a scripted deterministic model, and a prefix-cache model faithful enough to measure
+// hit ratios and time to first token. stitch's tests, demo and benchmarks run against it.
+//
+// # Endpoints
+//
+// [Server] answers POST /v1/completions (string, token-id or batched prompts; stream and
+// non-stream; return_token_ids; stop, stop_token_ids, seed, cache_salt, stream_options),
+// POST /v1/chat/completions and POST /tokenize's chat form (when a [ChatRenderer] is configured),
+// POST /tokenize's prompt form, POST /detokenize, GET /v1/models, GET /health and GET /metrics
+// (Prometheus text from a registry owned by the Server). Responses follow vLLM's field order and
+// placement: per-choice prompt_token_ids and token_ids, delta ids per stream chunk, prompt ids in
+// the first chunk only, a usage chunk, then "data: [DONE]". Errors use vLLM's
+// {"error":{"message","type","param","code"}} shape.
+//
+// # Prefix cache
+//
+// The KV cache is modelled as a table of full blocks of [Options.BlockSize] tokens keyed by chained
+// hashes; the first block's hash also covers cache_salt. A lookup stops at the first missing block
+// and is capped at n-1 tokens, in whole blocks, as vLLM's scheduler does. When a request ends, the
+// full blocks of its prompt plus all generated tokens but the last (the last sampled token is never
+// forwarded) are cached. Unreferenced blocks are evicted least recently used first once
+// [Options.KVBlocks] is reached. usage.prompt_tokens_details.cached_tokens and the
+// vllm:prefix_cache_* counters both come from this model, so they always agree.
+//
+// # Scripted model
+//
+// The model decodes the prompt, reads the Qwen3 chat structure (<|im_start|>role … <|im_end|>,
+// <tools> in the system block, <tool_response> results) and answers in Qwen3's output format: a tool
+// call when tools are offered and the user spoke last, a text answer quoting a tool result, or text
+// of about [Options.OutputLen] tokens, preceded by a <think> block unless the prompt ends with an
+// empty one. The same seed and prompt always give the same tokens. With [Options.Drift] an answer is
+// sometimes sent with a valid but non-canonical tokenization ("\n","\n" instead of "\n\n"), as real
+// models do.
+//
+// # Latency and faults
+//
+// Time to first token is [Options.TTFTBase] plus [Options.PrefillPerToken] per uncached prompt
+// token; each further token takes [Options.DecodePerToken]. [Options.Fast] turns every sleep of the
+// latency model off. [Options.FailRate], [Options.DropAfter]/[Options.DropRate] and
+// [Options.FirstByteDelay] inject faults for resilience tests.
+package sim

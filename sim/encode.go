@@ -1,0 +1,152 @@
+package sim
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// JSON appenders for the hot path (one stream chunk per token). The output matches pydantic's
+// model_dump_json, which vLLM uses: no spaces, UTF-8 unescaped, fields in declaration order.
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += n
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendIDs appends ids as a JSON array, or null when ids is nil.
+func appendIDs(dst []byte, ids []uint32) []byte {
+	if ids == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendUint(dst, uint64(id), 10)
+	}
+	return append(dst, ']')
+}
+
+// appendStopReason appends a stop_reason: null, a stop string, or a stop token id.
+func appendStopReason(dst []byte, r any) []byte {
+	switch v := r.(type) {
+	case string:
+		return appendJSONString(dst, v)
+	case uint32:
+		return strconv.AppendUint(dst, uint64(v), 10)
+	}
+	return append(dst, "null"...)
+}
+
+// appendNullableString appends s, or null when s is empty.
+func appendNullableString(dst []byte, s string) []byte {
+	if s == "" {
+		return append(dst, "null"...)
+	}
+	return appendJSONString(dst, s)
+}
+
+// usage is vLLM's UsageInfo.
+type usage struct {
+	prompt, completion, cached int
+}
+
+func (u *usage) add(o usage) {
+	u.prompt += o.prompt
+	u.completion += o.completion
+	u.cached += o.cached
+}
+
+// appendUsage appends a UsageInfo object. prompt_tokens_details is null when nothing was cached,
+// as vLLM run with --enable-prompt-tokens-details reports it.
+func appendUsage(dst []byte, u usage) []byte {
+	dst = append(dst, `{"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.prompt), 10)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.prompt+u.completion), 10)
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.completion), 10)
+	dst = append(dst, `,"prompt_tokens_details":`...)
+	if u.cached > 0 {
+		dst = append(dst, `{"cached_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.cached), 10)
+		dst = append(dst, '}')
+	} else {
+		dst = append(dst, "null"...)
+	}
+	return append(dst, '}')
+}
+
+// respHeader is the id, object, created and model fields every response object starts with.
+type respHeader struct {
+	id, object, model string
+	created           int64
+}
+
+func (h *respHeader) append(dst []byte) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = appendJSONString(dst, h.id)
+	dst = append(dst, `,"object":`...)
+	dst = appendJSONString(dst, h.object)
+	dst = append(dst, `,"created":`...)
+	dst = strconv.AppendInt(dst, h.created, 10)
+	dst = append(dst, `,"model":`...)
+	return appendJSONString(dst, h.model)
+}
+
+// appendErrorBody appends vLLM's ErrorResponse: {"error":{"message","type","param","code"}}.
+func appendErrorBody(dst []byte, e *apiError) []byte {
+	dst = append(dst, `{"error":{"message":`...)
+	dst = appendJSONString(dst, e.message)
+	dst = append(dst, `,"type":`...)
+	dst = appendJSONString(dst, e.typ)
+	dst = append(dst, `,"param":`...)
+	dst = appendNullableString(dst, e.param)
+	dst = append(dst, `,"code":`...)
+	dst = strconv.AppendInt(dst, int64(e.status), 10)
+	return append(dst, "}}"...)
+}

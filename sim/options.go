@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Tokenizer is what the simulator needs from the model's tokenizer. *bpe.Tokenizer implements it;
+// implementations must be safe for concurrent use.
+type Tokenizer interface {
+	// Encode tokenizes text without adding special tokens (added tokens are split out first).
+	Encode(text string) []uint32
+	// Decode renders ids as text, special tokens included; invalid UTF-8 becomes U+FFFD.
+	Decode(ids []uint32) string
+	// TokenID looks up an added token's or a vocabulary token's id.
+	TokenID(token string) (uint32, bool)
+	// IsSpecial reports whether id is a special added token (dropped from text by
+	// skip_special_tokens).
+	IsSpecial(id uint32) bool
+}
+
+// StreamDecoder turns ids into text incrementally, holding bytes back until UTF-8 is whole.
+type StreamDecoder interface {
+	// Next returns the text completed by id ("" while a UTF-8 sequence is incomplete).
+	Next(id uint32) string
+	// Flush returns whatever is held (incomplete sequences as U+FFFD).
+	Flush() string
+}
+
+// StreamingTokenizer is an optional capability of a [Tokenizer]: its own incremental decoder. When
+// the tokenizer lacks it, the simulator decodes pending ids with Decode until they end in whole
+// UTF-8.
+type StreamingTokenizer interface {
+	NewStreamDecoder() StreamDecoder
+}
+
+// ChatRenderer renders a chat request with the model's chat template. body is the request's JSON
+// as vLLM receives it (messages, tools, add_generation_prompt, continue_final_message,
+// chat_template_kwargs, …); the renderer reads the fields it needs. It must be safe for concurrent
+// use. An error is reported to the client as 400.
+type ChatRenderer interface {
+	RenderChat(ctx context.Context, body []byte) (string, error)
+}
+
+// ChatRendererFunc adapts a function to [ChatRenderer].
+type ChatRendererFunc func(ctx context.Context, body []byte) (string, error)
+
+// RenderChat calls f.
+func (f ChatRendererFunc) RenderChat(ctx context.Context, body []byte) (string, error) {
+	return f(ctx, body)
+}
+
+// Options configure a [Server]. The zero value of every field but Tokenizer works: no latency, no
+// faults, defaults as documented.
+type Options struct {
+	// Tokenizer is the model's tokenizer. Required.
+	Tokenizer Tokenizer
+	// Renderer renders /v1/chat/completions and /tokenize chat requests. Nil: those answer 501.
+	Renderer ChatRenderer
+
+	// ServedModelName is the model id requests must name (or omit). Default "qwen3".
+	ServedModelName string
+	// ModelRoot is reported as "root" in /v1/models (vLLM reports the model path). Default
+	// ServedModelName.
+	ModelRoot string
+	// MaxModelLen is the context length in tokens: longer prompts are refused with 400, and
+	// max_tokens may not run past it. Default 32768.
+	MaxModelLen int
+
+	// BlockSize is the KV block size in tokens. Default 16 (vLLM's default).
+	BlockSize int
+	// KVBlocks is the KV cache capacity in blocks; unreferenced blocks are evicted LRU beyond it.
+	// Default 65536 (1 Mi tokens at block size 16). Lower it to test eviction.
+	KVBlocks int
+
+	// Seed seeds the scripted model for requests without a seed, and the fault and drift draws.
+	Seed int64
+	// OutputLen is the mean length in tokens of a plain text answer; lengths are drawn uniformly
+	// from [OutputLen/2, 3*OutputLen/2]. Default 64.
+	OutputLen int
+	// Drift is the probability (0…1) that an answer is sent with a non-canonical tokenization of
+	// its text. Default 0.
+	Drift float64
+
+	// Fast turns every sleep of the latency model off (TTFTBase, PrefillPerToken, DecodePerToken).
+	Fast bool
+	// TTFTBase is the fixed part of the time to first token. Default 0.
+	TTFTBase time.Duration
+	// PrefillPerToken is the prefill time per uncached prompt token. Default 0.
+	PrefillPerToken time.Duration
+	// DecodePerToken is the time between two generated tokens. Default 0.
+	DecodePerToken time.Duration
+
+	// FailRate is the probability (0…1) that a generation request fails with HTTP 500.
+	FailRate float64
+	// DropAfter and DropRate: with probability DropRate a generation is cut off after DropAfter
+	// tokens by closing the connection (no finish chunk, no [DONE]). DropRate 0 disables drops.
+	DropAfter int
+	DropRate  float64
+	// FirstByteDelay delays the response headers of every generation request (applied even with
+	// Fast: it is a fault, not latency).
+	FirstByteDelay time.Duration
+
+	// Record, when set, receives one JSON line per generation request: endpoint,
+	// prompt_token_ids, cache_salt, max_tokens, cached_tokens, output_token_ids, finish_reason.
+	// Writes are serialized by the Server.
+	Record io.Writer
+	// Logger receives one Info line per request and Debug details. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *Options) applyDefaults() {
+	if o.ServedModelName == "" {
+		o.ServedModelName = "qwen3"
+	}
+	if o.ModelRoot == "" {
+		o.ModelRoot = o.ServedModelName
+	}
+	if o.MaxModelLen == 0 {
+		o.MaxModelLen = 32768
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = 16
+	}
+	if o.KVBlocks == 0 {
+		o.KVBlocks = 65536
+	}
+	if o.OutputLen == 0 {
+		o.OutputLen = 64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Tokenizer == nil {
+		errs = append(errs, ErrNoTokenizer)
+	}
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadOptions}, args...)...))
+		}
+	}
+	check(o.MaxModelLen > 0, "max model len %d must be positive", o.MaxModelLen)
+	check(o.BlockSize > 0, "block size %d must be positive", o.BlockSize)
+	check(o.KVBlocks > 0, "kv blocks %d must be positive", o.KVBlocks)
+	check(o.OutputLen > 0, "output len %d must be positive", o.OutputLen)
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"drift", o.Drift}, {"fail rate", o.FailRate}, {"drop rate", o.DropRate}} {
+		check(p.v >= 0 && p.v <= 1, "%s %v must be within [0, 1]", p.name, p.v)
+	}
+	check(o.DropAfter >= 0, "drop after %d must not be negative", o.DropAfter)
+	check(o.TTFTBase >= 0 && o.PrefillPerToken >= 0 && o.DecodePerToken >= 0 && o.FirstByteDelay >= 0,
+		"durations must not be negative")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/tidwall/gjson"
+)
+
+// sampling holds the request fields shared by /v1/completions and /v1/chat/completions.
+type sampling struct {
+	maxTokens       int // -1: until the context is full (max_tokens: null)
+	stop            []string
+	stopIDs         []uint32
+	seed            int64
+	salt            string
+	ignoreEOS       bool
+	skipSpecial     bool
+	readCache       bool
+	stream          bool
+	includeUsage    bool
+	continuousUsage bool
+	returnTokenIDs  bool
+}
+
+// parseSampling reads and validates the sampling fields of body. maxKeys are the fields that may
+// carry max_tokens, in priority order; defMax is the default when none is present (-1: to the end
+// of the context).
+func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (sampling, *apiError) {
+	sp := sampling{maxTokens: defMax, seed: s.opts.Seed, skipSpecial: true, readCache: true}
+	for _, k := range maxKeys {
+		v := gjson.GetBytes(body, k)
+		if !v.Exists() {
+			continue
+		}
+		if v.Type == gjson.Null {
+			sp.maxTokens = -1
+			break
+		}
+		n, ok := intValue(v)
+		if !ok {
+			return sp, badRequest(k, "%s must be an integer", k)
+		}
+		if n < 1 {
+			return sp, badRequest(k, "max_tokens must be at least 1, got %d.", n)
+		}
+		sp.maxTokens = int(min(n, math.MaxInt32))
+		break
+	}
+	if v := gjson.GetBytes(body, "temperature"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.Number || v.Float() < 0 {
+			return sp, badRequest("temperature", "temperature must be non-negative, got %s.", v.Raw)
+		}
+	}
+	if v := gjson.GetBytes(body, "top_p"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.Number || v.Float() <= 0 || v.Float() > 1 {
+			return sp, badRequest("top_p", "top_p must be in (0, 1], got %s.", v.Raw)
+		}
+	}
+	if v := gjson.GetBytes(body, "n"); v.Exists() && v.Type != gjson.Null {
+		if n, ok := intValue(v); !ok || n != 1 {
+			return sp, badRequest("n", "n must be 1 in the simulator, got %s.", v.Raw)
+		}
+	}
+	switch v := gjson.GetBytes(body, "stop"); {
+	case !v.Exists() || v.Type == gjson.Null:
+	case v.Type == gjson.String:
+		sp.stop = []string{v.String()}
+	case v.IsArray():
+		for _, x := range v.Array() {
+			if x.Type != gjson.String {
+				return sp, badRequest("stop", "stop must be a string or a list of strings")
+			}
+			sp.stop = append(sp.stop, x.String())
+		}
+	default:
+		return sp, badRequest("stop", "stop must be a string or a list of strings")
+	}
+	if v := gjson.GetBytes(body, "stop_token_ids"); v.Exists() && v.Type != gjson.Null {
+		if !v.IsArray() {
+			return sp, badRequest("stop_token_ids", "stop_token_ids must be a list of integers")
+		}
+		for _, x := range v.Array() {
+			n, ok := intValue(x)
+			if !ok || n < 0 || n > math.MaxUint32 {
+				return sp, badRequest("stop_token_ids", "stop_token_ids must be a list of integers")
+			}
+			sp.stopIDs = append(sp.stopIDs, uint32(n))
+		}
+	}
+	if v := gjson.GetBytes(body, "seed"); v.Exists() && v.Type != gjson.Null {
+		n, ok := intValue(v)
+		if !ok {
+			return sp, badRequest("seed", "seed must be an integer")
+		}
+		sp.seed = n
+	}
+	if v := gjson.GetBytes(body, "cache_salt"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String || v.String() == "" {
+			return sp, badRequest("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
+		}
+		sp.salt = v.String()
+	}
+	var errB *apiError
+	boolField := func(key string, dst *bool) {
+		v := gjson.GetBytes(body, key)
+		if !v.Exists() || v.Type == gjson.Null || errB != nil {
+			return
+		}
+		if v.Type != gjson.True && v.Type != gjson.False {
+			errB = badRequest(key, "%s must be a boolean", key)
+			return
+		}
+		*dst = v.Bool()
+	}
+	boolField("stream", &sp.stream)
+	boolField("return_token_ids", &sp.returnTokenIDs)
+	boolField("ignore_eos", &sp.ignoreEOS)
+	boolField("skip_special_tokens", &sp.skipSpecial)
+	if errB != nil {
+		return sp, errB
+	}
+	if v := gjson.GetBytes(body, "stream_options"); v.Exists() && v.Type != gjson.Null {
+		if !sp.stream {
+			return sp, badRequest("stream_options", "Stream options can only be defined when `stream=True`.")
+		}
+		// vLLM's StreamOptions.include_usage defaults to true once stream_options is present.
+		sp.includeUsage = true
+		if iu := v.Get("include_usage"); iu.Exists() && iu.Type != gjson.Null {
+			sp.includeUsage = iu.Bool()
+		}
+		sp.continuousUsage = v.Get("continuous_usage_stats").Bool()
+	}
+	if v := gjson.GetBytes(body, "prompt_logprobs"); v.Exists() && v.Type != gjson.Null {
+		if sp.stream {
+			return sp, badRequest("prompt_logprobs", "`prompt_logprobs` are not available when `stream=True`.")
+		}
+		sp.readCache = false // vLLM skips prefix-cache reads to compute every prompt logprob
+	}
+	if gjson.GetBytes(body, "echo").Bool() {
+		return sp, badRequest("echo", "echo is not supported by the simulator")
+	}
+	return sp, nil
+}
+
+// intValue returns v as an integer when it is a JSON number without a fractional part.
+func intValue(v gjson.Result) (int64, bool) {
+	if v.Type != gjson.Number {
+		return 0, false
+	}
+	f := v.Float()
+	if f != math.Trunc(f) || math.Abs(f) > 1<<62 {
+		return 0, false
+	}
+	return v.Int(), true
+}
+
+// vocabSizer is an optional tokenizer capability used to reject out-of-vocabulary prompt ids.
+type vocabSizer interface{ VocabSize() int }
+
+// parsePrompts reads /v1/completions' prompt: a string, a list of token ids, or a list of either.
+func (s *Server) parsePrompts(body []byte) ([][]uint32, *apiError) {
+	v := gjson.GetBytes(body, "prompt")
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil, badRequest("prompt", "At least one of `prompt` or `prompt_embeds` must be set.")
+	}
+	if v.Type == gjson.String {
+		return [][]uint32{s.tok.Encode(v.String())}, nil
+	}
+	if !v.IsArray() {
+		return nil, badRequest("prompt", "prompt must be a string, a list of token ids, or a list of either")
+	}
+	items := v.Array()
+	if len(items) == 0 {
+		return nil, badRequest("prompt", "Prompt cannot be empty")
+	}
+	switch items[0].Type {
+	case gjson.Number:
+		ids, err := s.tokenList(v)
+		if err != nil {
+			return nil, err
+		}
+		return [][]uint32{ids}, nil
+	}
+	out := make([][]uint32, 0, len(items))
+	for _, it := range items {
+		switch {
+		case it.Type == gjson.String:
+			out = append(out, s.tok.Encode(it.String()))
+		case it.IsArray():
+			ids, err := s.tokenList(it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ids)
+		default:
+			return nil, badRequest("prompt", "prompt must be a string, a list of token ids, or a list of either")
+		}
+	}
+	return out, nil
+}
+
+// tokenList reads a JSON array of token ids.
+func (s *Server) tokenList(v gjson.Result) ([]uint32, *apiError) {
+	limit := int64(math.MaxUint32)
+	if vs, ok := s.tok.(vocabSizer); ok {
+		limit = int64(vs.VocabSize()) - 1
+	}
+	var ids []uint32
+	var bad *apiError
+	v.ForEach(func(_, x gjson.Result) bool {
+		n, ok := intValue(x)
+		if !ok || n < 0 {
+			bad = badRequest("prompt", "token ids must be non-negative integers, got %s", x.Raw)
+			return false
+		}
+		if n > limit {
+			bad = badRequest("prompt", "Token id %d is out of vocabulary", n)
+			return false
+		}
+		ids = append(ids, uint32(n))
+		return true
+	})
+	return ids, bad
+}
+
+// genParamsFor checks prompt against the context length and returns its generation parameters.
+func (s *Server) genParamsFor(sp sampling, prompt []uint32, endpoint string) (genParams, *apiError) {
+	n, limit := len(prompt), s.opts.MaxModelLen
+	if n == 0 {
+		return genParams{}, badRequest("prompt", "The decoder prompt cannot be empty")
+	}
+	if n > limit {
+		return genParams{}, badRequest("prompt", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", limit, n)
+	}
+	maxTokens := sp.maxTokens
+	if maxTokens < 0 {
+		maxTokens = limit - n
+	}
+	if maxTokens < 1 {
+		return genParams{}, badRequest("max_tokens", "max_tokens must be at least 1, got %d.", maxTokens)
+	}
+	if n+maxTokens > limit {
+		return genParams{}, badRequest("max_tokens", "'max_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", maxTokens, limit, n, maxTokens, limit, n)
+	}
+	return genParams{
+		endpoint:    endpoint,
+		prompt:      prompt,
+		maxTokens:   maxTokens,
+		stop:        sp.stop,
+		stopIDs:     sp.stopIDs,
+		seed:        sp.seed,
+		salt:        sp.salt,
+		ignoreEOS:   sp.ignoreEOS,
+		skipSpecial: sp.skipSpecial,
+		readCache:   sp.readCache,
+	}, nil
+}

@@ -42,15 +42,15 @@ type generation struct {
 	script []uint32 // the tokens the model will produce, end-of-sequence included
 	drop   bool     // cut the connection after Options.DropAfter tokens
 
-	out    []uint32        // ids emitted so far
-	text   strings.Builder // detokenized text so far (after stop-string truncation)
-	sent   int             // bytes of text already handed out
-	dec    StreamDecoder
-	timer  *time.Timer
-	start  time.Time
+	out   []uint32        // ids emitted so far
+	text  strings.Builder // detokenized text so far (after stop-string truncation)
+	sent  int             // bytes of text already handed out
+	dec   StreamDecoder
+	timer *time.Timer
+	start time.Time
 	// firstAt is when the first token was emitted (zero before).
 	firstAt time.Time
-	finish string
+	finish  string
 	// stopReason is the matched stop string (string) or stop token id (uint32); nil for EOS,
 	// length and abort.
 	stopReason any

@@ -1,14 +1,12 @@
 package bpe
 
-// TEMPORARY scaffolding: the pre-tokenizers below run the original patterns through dlclark/regexp2
-// so the rest of the tokenizer can be built and tested. They are replaced by hand-written scanners with
-// Oniguruma's semantics and Unicode 16 classes (issue 2); the signatures stay.
-
-import (
-	"unicode/utf8"
-
-	"github.com/dlclark/regexp2"
-)
+// Pre-tokenizers: hand-written scanners for the Split patterns of the supported tokenizer.json files.
+// Each reproduces what Oniguruma (inside the Rust tokenizers crate) finds for its pattern: at every
+// position the alternatives are tried in order and each quantifier backtracks as Oniguruma's does;
+// the comments show which alternative each branch implements. Classes come from unicode_tables.go
+// (Unicode 16, as that Oniguruma build classifies). Every code point matches some alternative of each
+// pattern, so the pieces are the matches themselves, back to back. Checked against the oracle's spans
+// on 60k random strings (pretok_test.go) and against regexp2 by FuzzSplit.
 
 // span is a half-open byte range [start, end) of a string.
 type span struct{ start, end int }
@@ -20,6 +18,8 @@ type splitFunc func(dst []span, s string) []span
 const (
 	patternQwen  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	patternO200k = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// patternGPT2Split is the pattern of a ByteLevel pre-tokenizer with use_regex=true.
+	patternGPT2Split = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 )
 
 // splitterFor reports the splitter for a tokenizer.json Split pattern, and whether it is supported.
@@ -29,42 +29,270 @@ func splitterFor(pattern string) (splitFunc, bool) {
 		return splitQwen, true
 	case patternO200k:
 		return splitO200k, true
+	case patternGPT2Split:
+		return splitGPT2, true
 	}
 	return nil, false
 }
 
+// splitQwen splits s with patternQwen (Qwen2/Qwen3, cl100k-like).
 func splitQwen(dst []span, s string) []span {
-	return regexpSplit(regexp2.MustCompile(patternQwen, regexp2.Unicode), dst, s)
-}
-func splitO200k(dst []span, s string) []span {
-	return regexpSplit(regexp2.MustCompile(patternO200k, regexp2.Unicode), dst, s)
-}
-
-// regexpSplit implements the "Isolated" split behaviour: matches and the gaps between them are pieces.
-func regexpSplit(re *regexp2.Regexp, dst []span, s string) []span {
-	runes := []rune(s)
-	byteOff := make([]int, len(runes)+1)
-	off := 0
-	for i, r := range runes {
-		byteOff[i] = off
-		off += utf8.RuneLen(r)
-	}
-	byteOff[len(runes)] = off
-	prev := 0
-	m, _ := re.FindRunesMatch(runes)
-	for m != nil {
-		start, end := byteOff[m.Index], byteOff[m.Index+m.Length]
-		if start > prev {
-			dst = append(dst, span{prev, start})
-		}
-		if end > start {
-			dst = append(dst, span{start, end})
-		}
-		prev = end
-		m, _ = re.FindNextMatch(m)
-	}
-	if prev < len(s) {
-		dst = append(dst, span{prev, len(s)})
+	for i := 0; i < len(s); {
+		e := qwenNext(s, i)
+		dst = append(dst, span{i, e})
+		i = e
 	}
 	return dst
+}
+
+// qwenNext returns the end of the patternQwen match starting at s[i].
+func qwenNext(s string, i int) int {
+	c := s[i]
+	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+	if c == '\'' {
+		if n := contractionLen(s, i); n > 0 {
+			return i + n
+		}
+	}
+	// [^\r\n\p{L}\p{N}]?\p{L}+ (the optional prefix is tried first)
+	p, n := propsAt(s, i)
+	if p&propPrefix != 0 && i+n < len(s) {
+		if q, m := propsAt(s, i+n); q&propL != 0 {
+			return runEnd(s, i+n+m, propL)
+		}
+	}
+	if p&propL != 0 {
+		return runEnd(s, i+n, propL)
+	}
+	// \p{N}
+	if p&propN != 0 {
+		return i + n
+	}
+	// ` ?[^\s\p{L}\p{N}]+[\r\n]*`
+	if p&propOther != 0 {
+		return newlinesEnd(s, runEnd(s, i+n, propOther), false)
+	}
+	if c == ' ' && i+1 < len(s) {
+		if q, m := propsAt(s, i+1); q&propOther != 0 {
+			return newlinesEnd(s, runEnd(s, i+1+m, propOther), false)
+		}
+	}
+	// \s*[\r\n]+|\s+(?!\S)|\s+ (s[i] is whitespace here)
+	return spaceEnd(s, i, true)
+}
+
+// splitO200k splits s with patternO200k (gpt-oss, o200k_harmony).
+func splitO200k(dst []span, s string) []span {
+	for i := 0; i < len(s); {
+		e := o200kNext(s, i)
+		dst = append(dst, span{i, e})
+		i = e
+	}
+	return dst
+}
+
+// o200kNext returns the end of the patternO200k match starting at s[i].
+func o200kNext(s string, i int) int {
+	p, n := propsAt(s, i)
+	prefixed := p&propPrefix != 0 && i+n < len(s)
+	// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|…)?
+	if prefixed {
+		if e := o200kLowerWord(s, i+n); e > 0 {
+			return e
+		}
+	}
+	if e := o200kLowerWord(s, i); e > 0 {
+		return e
+	}
+	// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|…)?
+	if prefixed {
+		if q, m := propsAt(s, i+n); q&propUpper != 0 {
+			return withContraction(s, runEnd(s, runEnd(s, i+n+m, propUpper), propLower))
+		}
+	}
+	if p&propUpper != 0 {
+		return withContraction(s, runEnd(s, runEnd(s, i+n, propUpper), propLower))
+	}
+	// \p{N}{1,3}
+	if p&propN != 0 {
+		j := i + n
+		for k := 0; k < 2 && j < len(s); k++ {
+			q, m := propsAt(s, j)
+			if q&propN == 0 {
+				break
+			}
+			j += m
+		}
+		return j
+	}
+	// ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+	if p&propOther != 0 {
+		return newlinesEnd(s, runEnd(s, i+n, propOther), true)
+	}
+	if s[i] == ' ' && i+1 < len(s) {
+		if q, m := propsAt(s, i+1); q&propOther != 0 {
+			return newlinesEnd(s, runEnd(s, i+1+m, propOther), true)
+		}
+	}
+	// \s*[\r\n]+|\s+(?!\S)|\s+ (s[i] is whitespace here: letters, numbers and the rest matched above)
+	return spaceEnd(s, i, true)
+}
+
+// o200kLowerWord matches [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|…)? at s[a],
+// returning its end, or -1. The greedy "upper" run U* is followed by the longest "lower" run when the
+// code point after U* is lower; otherwise U* gives back code points up to the last one that is also
+// lower (Lm, Lo, M belong to both classes), which then forms W+ alone.
+func o200kLowerWord(s string, a int) int {
+	lastLower := -1 // end of the last code point of the upper run that is also lower
+	for j := a; j < len(s); {
+		q, m := propsAt(s, j)
+		if q&propUpper == 0 {
+			if q&propLower != 0 {
+				return withContraction(s, runEnd(s, j+m, propLower))
+			}
+			break
+		}
+		j += m
+		if q&propLower != 0 {
+			lastLower = j
+		}
+	}
+	if lastLower < 0 {
+		return -1
+	}
+	return withContraction(s, lastLower)
+}
+
+// splitGPT2 splits s with patternGPT2Split (ByteLevel use_regex=true).
+func splitGPT2(dst []span, s string) []span {
+	for i := 0; i < len(s); {
+		e := gpt2Next(s, i)
+		dst = append(dst, span{i, e})
+		i = e
+	}
+	return dst
+}
+
+// gpt2Next returns the end of the patternGPT2Split match starting at s[i].
+func gpt2Next(s string, i int) int {
+	// 's|'t|'re|'ve|'m|'ll|'d (case-sensitive)
+	if s[i] == '\'' && i+1 < len(s) {
+		switch s[i+1] {
+		case 's', 't', 'm', 'd':
+			return i + 2
+		case 'r', 'v':
+			if i+2 < len(s) && s[i+2] == 'e' {
+				return i + 3
+			}
+		case 'l':
+			if i+2 < len(s) && s[i+2] == 'l' {
+				return i + 3
+			}
+		}
+	}
+	// ` ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+`
+	p, n := propsAt(s, i)
+	j := i
+	if s[i] == ' ' && i+1 < len(s) {
+		if q, m := propsAt(s, i+1); q&(propL|propN|propOther) != 0 {
+			p, n, j = q, m, i+1
+		}
+	}
+	switch {
+	case p&propL != 0:
+		return runEnd(s, j+n, propL)
+	case p&propN != 0:
+		return runEnd(s, j+n, propN)
+	case p&propOther != 0:
+		return runEnd(s, j+n, propOther)
+	}
+	// \s+(?!\S)|\s+
+	return spaceEnd(s, i, false)
+}
+
+// contractionLen returns the byte length of the (?i:'s|'t|'re|'ve|'m|'ll|'d) match at s[i] (an
+// apostrophe), or 0. Besides ASCII case, Oniguruma's case folding matches only U+017F (ſ) for s
+// (extracted from the oracle: testdata/unicode/casefold.txt).
+func contractionLen(s string, i int) int {
+	if i+1 >= len(s) {
+		return 0
+	}
+	switch s[i+1] {
+	case 's', 'S', 't', 'T', 'm', 'M', 'd', 'D':
+		return 2
+	case 'r', 'R', 'v', 'V':
+		if i+2 < len(s) && s[i+2]|0x20 == 'e' {
+			return 3
+		}
+	case 'l', 'L':
+		if i+2 < len(s) && s[i+2]|0x20 == 'l' {
+			return 3
+		}
+	case 0xC5: // U+017F is C5 BF
+		if i+2 < len(s) && s[i+2] == 0xBF {
+			return 3
+		}
+	}
+	return 0
+}
+
+// withContraction extends a match ending at e by an optional (?i) contraction.
+func withContraction(s string, e int) int {
+	if e < len(s) && s[e] == '\'' {
+		return e + contractionLen(s, e)
+	}
+	return e
+}
+
+// runEnd returns the end of the run of code points with any of bits starting at s[j].
+func runEnd(s string, j int, bits uint16) int {
+	for j < len(s) {
+		if c := s[j]; c < 0x80 {
+			if propASCII[c]&bits == 0 {
+				return j
+			}
+			j++
+			continue
+		}
+		q, m := propsAt(s, j)
+		if q&bits == 0 {
+			return j
+		}
+		j += m
+	}
+	return j
+}
+
+// newlinesEnd returns the end of the run of '\r' and '\n' (and '/' if slash) starting at s[j].
+func newlinesEnd(s string, j int, slash bool) int {
+	for j < len(s) && (s[j] == '\r' || s[j] == '\n' || (slash && s[j] == '/')) {
+		j++
+	}
+	return j
+}
+
+// spaceEnd returns the end of the whitespace match at s[i], which is whitespace:
+// \s*[\r\n]+ (if newline) ends after the last '\r' or '\n' of the run; otherwise \s+(?!\S) leaves
+// the run's last code point to the next piece unless the run ends the input or is one code point
+// long, in which case \s+ takes the run.
+func spaceEnd(s string, i int, newline bool) int {
+	j, last, nl := i, i, -1
+	for j < len(s) {
+		q, m := propsAt(s, j)
+		if q&propSpace == 0 {
+			break
+		}
+		if s[j] == '\r' || s[j] == '\n' {
+			nl = j + 1
+		}
+		last = j
+		j += m
+	}
+	switch {
+	case newline && nl >= 0:
+		return nl
+	case j == len(s) || last == i:
+		return j
+	}
+	return last
 }

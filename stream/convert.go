@@ -1,0 +1,124 @@
+package stream
+
+// ConverterOptions configures a [Converter].
+type ConverterOptions struct {
+	Parser  ParserOptions
+	Emitter EmitterOptions
+}
+
+// Converter runs one turn: vLLM chunks in, Responses events out. It
+// accumulates every generated token id (the token artifact's output part),
+// parses them with a [Parser] and emits with an [Emitter]:
+//
+//	c := stream.NewConverter(tok.NewDecodeStream(), opts)
+//	enc.EncodeAll(c.Start(nil))
+//	for {
+//		ch, err := chunks.Next()
+//		if err == io.EOF { enc.EncodeAll(c.End(nil)); break }
+//		if err != nil { enc.EncodeAll(c.Fail(nil, "server_error", msg)); break }
+//		enc.EncodeAll(c.Chunk(nil, ch))
+//	}
+//
+// Methods append to and return dst. A Converter is not safe for concurrent use.
+type Converter struct {
+	p      *Parser
+	e      *Emitter
+	ids    []uint32
+	prompt []uint32
+	pieces []Piece
+	usage  *Usage
+	u      Usage
+	finish string
+}
+
+// NewConverter returns a Converter decoding text with dec (for example a
+// fresh *bpe.DecodeStream). It panics if dec or opts.Emitter.NewID is nil.
+func NewConverter(dec TokenDecoder, opts ConverterOptions) *Converter {
+	return &Converter{p: NewParser(dec, opts.Parser), e: NewEmitter(opts.Emitter)}
+}
+
+// Emitter returns the underlying Emitter (for ID and Ranges).
+func (c *Converter) Emitter() *Emitter { return c.e }
+
+// Start appends response.created and response.in_progress.
+func (c *Converter) Start(dst []Event) []Event { return c.e.Start(dst) }
+
+// Chunk consumes one upstream chunk. An in-stream upstream error fails the
+// response (response.failed, code "server_error", the upstream message).
+// The chunk is not retained.
+func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
+	if c.e.Ended() {
+		return dst
+	}
+	if ch.Err != nil {
+		c.pieces = c.p.Finish(c.pieces[:0])
+		c.e.SetUsage(c.fallbackUsage())
+		return c.e.Fail(dst, "server_error", ch.Err.Message, c.pieces...)
+	}
+	if len(ch.PromptTokenIDs) > 0 && len(c.prompt) == 0 {
+		c.prompt = append(c.prompt, ch.PromptTokenIDs...)
+	}
+	c.ids = append(c.ids, ch.TokenIDs...)
+	c.pieces = c.pieces[:0]
+	for _, id := range ch.TokenIDs {
+		c.pieces = c.p.Append(c.pieces, id)
+	}
+	if len(c.pieces) > 0 {
+		dst = c.e.Apply(dst, c.pieces...)
+	}
+	if ch.FinishReason != "" {
+		c.finish = ch.FinishReason
+	}
+	if ch.Usage != nil {
+		c.u = *ch.Usage
+		c.usage = &c.u
+	}
+	return dst
+}
+
+// End finishes the turn after `data: [DONE]`: the parser's last pieces, then
+// response.completed, response.incomplete (finish_reason "length") or
+// response.failed (finish_reason "abort"/"error"). Without a usage chunk,
+// usage is counted from the ids seen.
+func (c *Converter) End(dst []Event) []Event {
+	if c.e.Ended() {
+		return dst
+	}
+	c.pieces = c.p.Finish(c.pieces[:0])
+	return c.e.Complete(dst, c.finish, c.fallbackUsage(), c.pieces...)
+}
+
+// Fail ends the turn with response.failed (e.g. on ErrTruncated, a read error
+// or cancellation): open items end "incomplete".
+func (c *Converter) Fail(dst []Event, code, message string) []Event {
+	if c.e.Ended() {
+		return dst
+	}
+	c.pieces = c.p.Finish(c.pieces[:0])
+	c.e.SetUsage(c.fallbackUsage())
+	return c.e.Fail(dst, code, message, c.pieces...)
+}
+
+func (c *Converter) fallbackUsage() *Usage {
+	if c.usage != nil {
+		return c.usage
+	}
+	return &Usage{PromptTokens: len(c.prompt), CompletionTokens: len(c.ids)}
+}
+
+// TokenIDs returns every generated id so far, including a final stop id.
+// The slice is owned by the Converter and grows with later chunks.
+func (c *Converter) TokenIDs() []uint32 { return c.ids }
+
+// PromptTokenIDs returns the prompt ids vLLM echoed in its first chunk (nil if
+// it sent none). Owned by the Converter.
+func (c *Converter) PromptTokenIDs() []uint32 { return c.prompt }
+
+// FinishReason returns the last finish_reason seen ("" before the end).
+func (c *Converter) FinishReason() string { return c.finish }
+
+// Response returns a snapshot of the response object (final after End/Fail).
+func (c *Converter) Response() *Response { return c.e.Response() }
+
+// Ranges returns each finished item's generated-token range, in output order.
+func (c *Converter) Ranges() []ItemRange { return c.e.Ranges() }

@@ -42,10 +42,10 @@ const (
 type scanResult uint8
 
 const (
-	scanMore       scanResult = iota // byte consumed, value not complete
-	scanEnd                          // byte consumed and it completed the value
-	scanEndBefore                    // the value ended just before this byte (a number); byte not consumed
-	scanSyntaxErr                    // the byte cannot continue a JSON value
+	scanMore      scanResult = iota // byte consumed, value not complete
+	scanEnd                         // byte consumed and it completed the value
+	scanEndBefore                   // the value ended just before this byte (a number); byte not consumed
+	scanSyntaxErr                   // the byte cannot continue a JSON value
 )
 
 func (s *jsonScanner) reset() {

@@ -1,0 +1,179 @@
+package render
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file builds the template's `messages` and `tools` values as ordered JSON text, the way
+// vLLM's chat path prepares them (vllm/entrypoints/chat_utils.py, parse_chat_messages and
+// _postprocess_messages). The text is then decoded by jinja.FromJSON, which keeps key order and
+// Python's number spelling, so nothing passes through map[string]any or float64.
+
+// appendMessagesJSON appends the template value of msgs:
+// [{"role","content","tool_calls"?,"reasoning"?,"reasoning_content"?,"tool_call_id"?,"name"?}].
+func appendMessagesJSON(dst []byte, msgs []Message) []byte {
+	dst = append(dst, '[')
+	for i := range msgs {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = appendMessageJSON(dst, &msgs[i])
+	}
+	return append(dst, ']')
+}
+
+func appendMessageJSON(dst []byte, m *Message) []byte {
+	dst = append(dst, `{"role": `...)
+	dst = appendJSONString(dst, m.Role)
+	dst = append(dst, `, "content": `...)
+	dst = appendJSONString(dst, m.Content)
+	if m.Role == "assistant" {
+		// vLLM drops an empty tool_calls list so templates take the plain assistant path.
+		if len(m.ToolCalls) > 0 {
+			dst = append(dst, `, "tool_calls": [`...)
+			for j := range m.ToolCalls {
+				if j > 0 {
+					dst = append(dst, ", "...)
+				}
+				dst = appendToolCallJSON(dst, &m.ToolCalls[j])
+			}
+			dst = append(dst, ']')
+		}
+		if m.Reasoning != nil {
+			dst = append(dst, `, "reasoning": `...)
+			dst = appendJSONString(dst, *m.Reasoning)
+			dst = append(dst, `, "reasoning_content": `...)
+			dst = appendJSONString(dst, *m.Reasoning)
+		}
+	}
+	if m.Role == "tool" && m.ToolCallID != nil {
+		dst = append(dst, `, "tool_call_id": `...)
+		dst = appendJSONString(dst, *m.ToolCallID)
+	}
+	if m.Name != nil {
+		dst = append(dst, `, "name": `...)
+		dst = appendJSONString(dst, *m.Name)
+	}
+	return append(dst, '}')
+}
+
+func appendToolCallJSON(dst []byte, c *ToolCall) []byte {
+	dst = append(dst, '{')
+	if c.ID != "" {
+		dst = append(dst, `"id": `...)
+		dst = appendJSONString(dst, c.ID)
+		dst = append(dst, ", "...)
+	}
+	if c.Type != "" {
+		dst = append(dst, `"type": `...)
+		dst = appendJSONString(dst, c.Type)
+		dst = append(dst, ", "...)
+	}
+	dst = append(dst, `"function": {"name": `...)
+	dst = appendJSONString(dst, c.Name)
+	dst = append(dst, `, "arguments": `...)
+	dst = append(dst, templateArguments(c.Arguments)...)
+	return append(dst, "}}"...)
+}
+
+// templateArguments mirrors vLLM's _postprocess_messages: a string is json.loads-ed (any JSON
+// value it holds is kept, objects in their key order); a string that is not valid JSON (including
+// "" and whitespace) becomes {}; an object or array is kept; null, numbers and booleans become {}.
+//
+// Known divergence: Python's json.loads also accepts the literals NaN, Infinity and -Infinity;
+// arguments using them render as {} here.
+func templateArguments(raw json.RawMessage) []byte {
+	r := gjson.ParseBytes(raw)
+	switch {
+	case r.Type == gjson.String:
+		s := []byte(r.Str)
+		if json.Valid(s) {
+			return s
+		}
+		return []byte("{}")
+	case r.IsObject(), r.IsArray():
+		return raw
+	default:
+		return []byte("{}")
+	}
+}
+
+// appendToolsJSON appends [{"type":"function","function":{"name","description","parameters"}}]
+// with null for an absent description or parameters, as vLLM's tool model dumps them.
+func appendToolsJSON(dst []byte, tools []Tool) []byte {
+	dst = append(dst, '[')
+	for i := range tools {
+		t := &tools[i]
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = append(dst, `{"type": "function", "function": {"name": `...)
+		dst = appendJSONString(dst, t.Name)
+		dst = append(dst, `, "description": `...)
+		if t.Description != nil {
+			dst = appendJSONString(dst, *t.Description)
+		} else {
+			dst = append(dst, "null"...)
+		}
+		dst = append(dst, `, "parameters": `...)
+		if t.Parameters != nil {
+			dst = append(dst, t.Parameters...)
+		} else {
+			dst = append(dst, "null"...)
+		}
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, ']')
+}
+
+// appendJSONString appends s as a JSON string literal. Only '"', '\\' and control characters are
+// escaped; invalid UTF-8 bytes become U+FFFD (a JSON request body cannot carry them).
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, "\ufffd"...)
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, `\"`...)
+		case '\\':
+			dst = append(dst, `\\`...)
+		case '\n':
+			dst = append(dst, `\n`...)
+		case '\r':
+			dst = append(dst, `\r`...)
+		case '\t':
+			dst = append(dst, `\t`...)
+		default:
+			dst = append(dst, `\u00`...)
+			dst = append(dst, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// quoteJSON is appendJSONString for one value.
+func quoteJSON(s string) string { return string(appendJSONString(nil, s)) }

@@ -1,0 +1,170 @@
+package render
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// The golden suite (testdata/render, regenerated as its README says) holds chat requests, the
+// prompt text Python Jinja2 renders for them after vLLM's preprocessing, and the ids the Rust
+// tokenizers give that text.
+
+var goldenDir = filepath.Join("..", "testdata", "render")
+
+var (
+	qwenOnce  sync.Once
+	qwenModel *Model
+	qwenErr   error
+)
+
+// qwen3 loads testdata/models/qwen3 once per test binary (the tokenizer takes ~1 s to load).
+func qwen3(t testing.TB) *Model {
+	t.Helper()
+	qwenOnce.Do(func() {
+		qwenModel, qwenErr = LoadModel(os.DirFS(filepath.Join("..", "testdata", "models", "qwen3")), Options{})
+	})
+	if qwenErr != nil {
+		t.Fatalf("LoadModel(qwen3): %v", qwenErr)
+	}
+	return qwenModel
+}
+
+type goldenCase struct {
+	name string
+	line []byte // the request exactly as Python wrote it
+	text string
+	err  string
+	ids  []uint32
+}
+
+func readJSONL(t testing.TB, path string) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if len(sc.Bytes()) > 0 {
+			out = append(out, slices.Clone(sc.Bytes()))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// loadGolden returns the cases with the expected results of one template ("qwen3", "qwen3-8b").
+func loadGolden(t testing.TB, template string) []goldenCase {
+	t.Helper()
+	cases := readJSONL(t, filepath.Join(goldenDir, "cases.jsonl"))
+	texts := readJSONL(t, filepath.Join(goldenDir, template+".text.jsonl"))
+	ids := map[string][]uint32{}
+	for _, l := range readJSONL(t, filepath.Join(goldenDir, template+".ids.jsonl")) {
+		var v struct {
+			Name string
+			IDs  []uint32
+		}
+		if err := json.Unmarshal(l, &v); err != nil {
+			t.Fatal(err)
+		}
+		ids[v.Name] = v.IDs
+	}
+	if len(cases) != len(texts) {
+		t.Fatalf("%d cases but %d %s texts: regenerate testdata/render", len(cases), len(texts), template)
+	}
+	out := make([]goldenCase, len(cases))
+	for i, l := range cases {
+		var v struct{ Name, Text, Error string }
+		if err := json.Unmarshal(texts[i], &v); err != nil {
+			t.Fatal(err)
+		}
+		name := gjson.GetBytes(l, "name").Str
+		if name != v.Name {
+			t.Fatalf("case %d is %q but text line is %q: regenerate testdata/render", i, name, v.Name)
+		}
+		out[i] = goldenCase{name: name, line: l, text: v.Text, err: v.Error, ids: ids[name]}
+	}
+	return out
+}
+
+// requestFromLine reads one `stitch render` / golden-case line.
+func requestFromLine(line []byte) (ChatRequest, error) {
+	return ParseChatRequest(line)
+}
+
+func TestGoldenTokenization(t *testing.T) {
+	m := qwen3(t)
+	for _, c := range loadGolden(t, "qwen3") {
+		if c.err != "" {
+			continue
+		}
+		if got := m.Encode(c.text); !slices.Equal(got, c.ids) {
+			t.Errorf("%s: Encode(expected text) differs from the Rust oracle (%d vs %d ids)", c.name, len(got), len(c.ids))
+		}
+		enc := m.EncodeWithBoundaries(c.text)
+		if !slices.Equal(enc.IDs, c.ids) {
+			t.Errorf("%s: EncodeWithBoundaries ids differ from the Rust oracle", c.name)
+		}
+	}
+}
+
+func TestGoldenRender(t *testing.T) {
+	if !templateEngineReady {
+		t.Skip("render/jinja not wired in yet")
+	}
+	m := qwen3(t)
+	src, err := os.ReadFile(filepath.Join(goldenDir, "templates", "qwen3-8b.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m8b, err := m.WithTemplate(string(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		template string
+		model    *Model
+	}{{"qwen3", m}, {"qwen3-8b", m8b}} {
+		t.Run(tc.template, func(t *testing.T) {
+			failures := 0
+			for _, c := range loadGolden(t, tc.template) {
+				req, err := requestFromLine(c.line)
+				if err != nil {
+					t.Errorf("%s: parse request: %v", c.name, err)
+					continue
+				}
+				text, ids, err := tc.model.Render(req)
+				switch {
+				case c.err != "":
+					if err == nil {
+						t.Errorf("%s: Render succeeded, want error like %q", c.name, c.err)
+					}
+					continue
+				case err != nil:
+					t.Errorf("%s: Render: %v", c.name, err)
+				case text != c.text:
+					t.Errorf("%s: text differs:\n got: %q\nwant: %q", c.name, text, c.text)
+				case !slices.Equal(ids, c.ids):
+					t.Errorf("%s: ids differ", c.name)
+				default:
+					continue
+				}
+				if failures++; failures > 10 {
+					t.Fatal("too many failures")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,363 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Message is one chat message as vLLM's chat path hands it to the chat template, after its
+// content normalization: Content is always a string (None → "", text parts joined with "\n").
+//
+// Optional keys are pointers so that "absent" and "empty" stay distinct, as they are for a
+// template (`message.name is defined`).
+type Message struct {
+	// Role is the chat role: system, user, assistant, tool, or any custom role the template knows.
+	Role string
+	// Content is the text content.
+	Content string
+	// ToolCalls are an assistant's function calls; empty means none (vLLM drops an empty list).
+	ToolCalls []ToolCall
+	// Reasoning is an assistant's reasoning text; the template sees it as both `reasoning` and
+	// `reasoning_content`. Nil means absent (the Qwen3 template then looks for <think> in Content).
+	Reasoning *string
+	// ToolCallID is a tool message's call id (kept only for role "tool").
+	ToolCallID *string
+	// Name is the optional participant name.
+	Name *string
+}
+
+// ToolCall is one function call of an assistant message.
+type ToolCall struct {
+	// ID is the call id ("" = absent).
+	ID string
+	// Type is the call type, "function" ("" = absent).
+	Type string
+	// Name is the function name.
+	Name string
+	// Arguments is the raw JSON value given by the client: usually a JSON string holding the
+	// arguments object, or an object. It is never decoded into Go numbers; the renderer parses it
+	// the way vLLM does (json.loads of a string, {} when invalid, empty or null).
+	Arguments json.RawMessage
+}
+
+// Tool is a function tool as the template sees it:
+// {"type":"function","function":{"name","description","parameters"}}.
+type Tool struct {
+	Name string
+	// Description is nil when absent (the template then sees null).
+	Description *string
+	// Parameters is the raw JSON schema, byte for byte as the client sent it; nil when absent
+	// (the template then sees null).
+	Parameters json.RawMessage
+}
+
+// ParseChatMessages reads a chat-completions `messages` array (JSON) and applies vLLM's
+// content normalization. Tool-call arguments may be a JSON string or an object; assistant
+// reasoning may be given as `reasoning` or `reasoning_content`. Errors carry the param path
+// ("messages[2].content[0].type").
+func ParseChatMessages(raw []byte) ([]Message, error) {
+	if !gjson.ValidBytes(raw) {
+		return nil, invalid("messages", "not valid JSON")
+	}
+	arr := gjson.ParseBytes(raw)
+	if !arr.IsArray() {
+		return nil, invalid("messages", "must be an array")
+	}
+	var out []Message
+	var err error
+	i := 0
+	arr.ForEach(func(_, m gjson.Result) bool {
+		var msg Message
+		msg, err = parseChatMessage(m, fmt.Sprintf("messages[%d]", i))
+		if err != nil {
+			return false
+		}
+		out = append(out, msg)
+		i++
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func parseChatMessage(m gjson.Result, param string) (Message, error) {
+	if !m.IsObject() {
+		return Message{}, invalid(param, "must be an object")
+	}
+	role := m.Get("role")
+	if role.Type != gjson.String {
+		return Message{}, invalid(param+".role", "must be a string")
+	}
+	msg := Message{Role: role.Str}
+	content, err := chatContent(m.Get("content"), param+".content")
+	if err != nil {
+		return Message{}, err
+	}
+	msg.Content = content
+	if name := m.Get("name"); name.Type == gjson.String {
+		s := name.Str
+		msg.Name = &s
+	}
+	switch msg.Role {
+	case "assistant":
+		r := m.Get("reasoning")
+		if !r.Exists() || r.Type == gjson.Null {
+			r = m.Get("reasoning_content")
+		}
+		switch r.Type {
+		case gjson.String:
+			s := r.Str
+			msg.Reasoning = &s
+		case gjson.Null:
+		default:
+			return Message{}, invalid(param+".reasoning", "must be a string")
+		}
+		tcs := m.Get("tool_calls")
+		if tcs.Exists() && tcs.Type != gjson.Null {
+			if !tcs.IsArray() {
+				return Message{}, invalid(param+".tool_calls", "must be an array")
+			}
+			j := 0
+			tcs.ForEach(func(_, tc gjson.Result) bool {
+				var call ToolCall
+				call, err = parseChatToolCall(tc, fmt.Sprintf("%s.tool_calls[%d]", param, j))
+				if err != nil {
+					return false
+				}
+				msg.ToolCalls = append(msg.ToolCalls, call)
+				j++
+				return true
+			})
+			if err != nil {
+				return Message{}, err
+			}
+		}
+	case "tool":
+		if id := m.Get("tool_call_id"); id.Type == gjson.String {
+			s := id.Str
+			msg.ToolCallID = &s
+		}
+	}
+	return msg, nil
+}
+
+func parseChatToolCall(tc gjson.Result, param string) (ToolCall, error) {
+	if !tc.IsObject() {
+		return ToolCall{}, invalid(param, "must be an object")
+	}
+	fn := tc.Get("function")
+	if !fn.IsObject() {
+		return ToolCall{}, invalid(param+".function", "must be an object")
+	}
+	name := fn.Get("name")
+	if name.Type != gjson.String {
+		return ToolCall{}, invalid(param+".function.name", "must be a string")
+	}
+	call := ToolCall{Name: name.Str}
+	if id := tc.Get("id"); id.Type == gjson.String {
+		call.ID = id.Str
+	}
+	if typ := tc.Get("type"); typ.Type == gjson.String {
+		call.Type = typ.Str
+	}
+	if args := fn.Get("arguments"); args.Exists() {
+		call.Arguments = json.RawMessage(args.Raw)
+	}
+	return call, nil
+}
+
+// chatContent applies vLLM's string content format: None → "", a string as is, a list of text
+// parts joined with "\n" (parts whose text is null are skipped, as vLLM does).
+func chatContent(c gjson.Result, param string) (string, error) {
+	switch {
+	case !c.Exists() || c.Type == gjson.Null:
+		return "", nil
+	case c.Type == gjson.String:
+		return c.Str, nil
+	case c.IsArray():
+		var texts []string
+		var err error
+		j := 0
+		c.ForEach(func(_, part gjson.Result) bool {
+			p := fmt.Sprintf("%s[%d]", param, j)
+			j++
+			if part.Type == gjson.String {
+				texts = append(texts, part.Str)
+				return true
+			}
+			if !part.IsObject() {
+				err = invalid(p, "must be an object or a string")
+				return false
+			}
+			typ := part.Get("type")
+			if typ.Type != gjson.String {
+				err = invalid(p+".type", "must be a string")
+				return false
+			}
+			var field string
+			switch typ.Str {
+			case "text", "input_text", "output_text":
+				field = "text"
+			case "refusal":
+				field = "refusal"
+			case "thinking":
+				field = "thinking"
+			case "image_url", "input_image", "input_audio", "audio_url", "video_url", "input_file", "file",
+				"image_embeds", "audio_embeds", "prompt_embeds":
+				err = unsupported(p+".type", "content part type %q is not supported (text-only renderer)", typ.Str)
+				return false
+			default:
+				err = invalid(p+".type", "unknown content part type %q", typ.Str)
+				return false
+			}
+			t := part.Get(field)
+			switch t.Type {
+			case gjson.String:
+				texts = append(texts, t.Str)
+			case gjson.Null:
+				// vLLM skips text and refusal parts without text; a thinking part without
+				// text makes its join fail.
+				if field == "thinking" {
+					err = invalid(p+".thinking", "must be a string")
+					return false
+				}
+			default:
+				err = invalid(p+"."+field, "must be a string")
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return "", err
+		}
+		return strings.Join(texts, "\n"), nil
+	default:
+		return "", invalid(param, "must be a string, an array of parts or null")
+	}
+}
+
+// ParseChatTools reads a chat-completions `tools` array:
+// [{"type":"function","function":{"name","description","parameters","strict"}}]. Parameters are
+// kept as raw bytes.
+func ParseChatTools(raw []byte) ([]Tool, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if !gjson.ValidBytes(raw) {
+		return nil, invalid("tools", "not valid JSON")
+	}
+	arr := gjson.ParseBytes(raw)
+	if arr.Type == gjson.Null {
+		return nil, nil
+	}
+	if !arr.IsArray() {
+		return nil, invalid("tools", "must be an array")
+	}
+	var out []Tool
+	var err error
+	i := 0
+	arr.ForEach(func(_, t gjson.Result) bool {
+		p := fmt.Sprintf("tools[%d]", i)
+		i++
+		if !t.IsObject() {
+			err = invalid(p, "must be an object")
+			return false
+		}
+		if typ := t.Get("type"); typ.Exists() && typ.Str != "function" {
+			err = unsupported(p+".type", "tool type %q is not supported on the chat path", typ.String())
+			return false
+		}
+		var tool Tool
+		tool, err = parseFunction(t.Get("function"), p+".function")
+		if err != nil {
+			return false
+		}
+		out = append(out, tool)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parseFunction reads {name, description, parameters} (Responses flat tools and chat
+// `function` objects share these keys).
+func parseFunction(f gjson.Result, param string) (Tool, error) {
+	if !f.IsObject() {
+		return Tool{}, invalid(param, "must be an object")
+	}
+	name := f.Get("name")
+	if name.Type != gjson.String {
+		return Tool{}, invalid(param+".name", "must be a string")
+	}
+	tool := Tool{Name: name.Str}
+	switch d := f.Get("description"); d.Type {
+	case gjson.String:
+		s := d.Str
+		tool.Description = &s
+	case gjson.Null:
+	default:
+		return Tool{}, invalid(param+".description", "must be a string")
+	}
+	switch p := f.Get("parameters"); {
+	case !p.Exists() || p.Type == gjson.Null:
+	case p.IsObject():
+		tool.Parameters = json.RawMessage(p.Raw)
+	default:
+		return Tool{}, invalid(param+".parameters", "must be an object")
+	}
+	return tool, nil
+}
+
+// ParseChatRequest reads one chat request in the chat-completions shape (the input of
+// `stitch render`): {"messages":[…], "tools":[…], "add_generation_prompt":true,
+// "continue_final_message":false, "chat_template_kwargs":{…}, "documents":[…]}.
+// add_generation_prompt defaults to true, as in vLLM. Unknown keys are ignored.
+func ParseChatRequest(line []byte) (ChatRequest, error) {
+	if !gjson.ValidBytes(line) {
+		return ChatRequest{}, invalid("", "not valid JSON")
+	}
+	r := gjson.ParseBytes(line)
+	if !r.IsObject() {
+		return ChatRequest{}, invalid("", "must be a JSON object")
+	}
+	req := ChatRequest{AddGenerationPrompt: true}
+	msgs := r.Get("messages")
+	if !msgs.IsArray() {
+		return ChatRequest{}, invalid("messages", "must be an array")
+	}
+	var err error
+	if req.Messages, err = ParseChatMessages([]byte(msgs.Raw)); err != nil {
+		return ChatRequest{}, err
+	}
+	if t := r.Get("tools"); t.Exists() {
+		if req.Tools, err = ParseChatTools([]byte(t.Raw)); err != nil {
+			return ChatRequest{}, err
+		}
+	}
+	for _, b := range []struct {
+		key string
+		dst *bool
+	}{{"add_generation_prompt", &req.AddGenerationPrompt}, {"continue_final_message", &req.ContinueFinalMessage}} {
+		switch v := r.Get(b.key); v.Type {
+		case gjson.True, gjson.False:
+			*b.dst = v.Bool()
+		case gjson.Null:
+		default:
+			return ChatRequest{}, invalid(b.key, "must be a boolean")
+		}
+	}
+	if kw := r.Get("chat_template_kwargs"); kw.Exists() && kw.Type != gjson.Null {
+		req.ChatTemplateKwargs = json.RawMessage(kw.Raw)
+	}
+	if d := r.Get("documents"); d.Exists() && d.Type != gjson.Null {
+		req.Documents = json.RawMessage(d.Raw)
+	}
+	return req, nil
+}

@@ -1,0 +1,416 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/stitchllm/stitch/render/bpe"
+	"github.com/tidwall/gjson"
+)
+
+// Options configures LoadModel. The zero value loads the directory's default template.
+type Options struct {
+	// ChatTemplate, when non-empty, replaces the directory's template (like vLLM's
+	// --chat-template).
+	ChatTemplate string
+	// TemplateName selects a named template when tokenizer_config.json holds a list of
+	// {name, template}; "" means "default" (or the only one).
+	TemplateName string
+	// Now is the clock behind the template's strftime_now; nil leaves the template engine's default.
+	Now func() time.Time
+	// Fuel bounds the template engine's work per render; 0 leaves the engine's default.
+	Fuel int
+}
+
+// Model is a loaded tokenizer and chat template: it renders chat requests to prompt text and
+// token ids exactly as vLLM's chat path does. A Model is immutable and safe for concurrent use.
+type Model struct {
+	tok      *bpe.Tokenizer
+	seg      bpeSegments
+	tmpl     compiledTemplate
+	template string
+	specials []specialToken
+
+	// TokenizerDigest is the sha256 hex of tokenizer.json (part of the fingerprint).
+	TokenizerDigest string
+	// TemplateDigest is the sha256 hex of the chat template text in use.
+	TemplateDigest string
+	// TemplateSource names where the template came from, e.g. "tokenizer_config.json" or
+	// "chat_template.jinja".
+	TemplateSource string
+	// StopTokenIDs are the ids that end an assistant turn: eos_token, generation_config.json's
+	// eos_token_id, and the usual end-of-turn tokens the vocabulary has as special tokens
+	// (<|im_end|>, <|endoftext|>, <|eot_id|>). For Qwen3: 151645, 151643.
+	StopTokenIDs []uint32
+	// GenerationOpensThink reports whether the generation prompt leaves a <think> block open
+	// (the model's output then starts inside reasoning), probed by rendering a one-message chat.
+	GenerationOpensThink bool
+}
+
+// specialToken is one of the tokenizer's special-token strings as the template sees it.
+type specialToken struct {
+	name   string
+	value  string
+	values []string // additional_special_tokens
+	list   bool
+}
+
+var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
+
+// LoadModel reads a Hugging Face model directory: tokenizer.json, tokenizer_config.json
+// (chat_template as a string or a list of {name, template}; special tokens as strings or
+// AddedToken objects), an optional chat_template.jinja (which wins over tokenizer_config.json,
+// as in transformers) and an optional generation_config.json (eos_token_id).
+func LoadModel(fsys fs.FS, opts Options) (*Model, error) {
+	// The small files first, so a bad directory fails before the tokenizer's ~1 s load.
+	cfg, err := fs.ReadFile(fsys, "tokenizer_config.json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: read tokenizer_config.json: %w", ErrModelDir, err)
+	}
+	if !gjson.ValidBytes(cfg) {
+		return nil, fmt.Errorf("%w: tokenizer_config.json is not valid JSON", ErrModelDir)
+	}
+	config := gjson.ParseBytes(cfg)
+	m := &Model{}
+	if m.specials, err = parseSpecialTokens(config); err != nil {
+		return nil, err
+	}
+	if m.template, m.TemplateSource, err = pickTemplate(fsys, config, opts); err != nil {
+		return nil, err
+	}
+	tokJSON, err := fs.ReadFile(fsys, "tokenizer.json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: read tokenizer.json: %w", ErrModelDir, err)
+	}
+	if m.tok, err = bpe.Load(tokJSON); err != nil {
+		return nil, fmt.Errorf("%w: load tokenizer.json: %w", ErrModelDir, err)
+	}
+	m.seg = bpeSegments{m.tok}
+	m.TokenizerDigest = digestBytes(tokJSON)
+	m.TemplateDigest = DigestString(m.template)
+	m.tmpl, err = compileTemplate(m.TemplateSource, m.template, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: compile chat template from %s: %w", ErrModelDir, m.TemplateSource, err)
+	}
+	m.StopTokenIDs, err = m.stopTokens(fsys)
+	if err != nil {
+		return nil, err
+	}
+	m.GenerationOpensThink = m.probeThink()
+	return m, nil
+}
+
+func digestBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// tokenContent reads a special token given as a string or as an AddedToken object.
+func tokenContent(v gjson.Result) (string, bool) {
+	switch {
+	case v.Type == gjson.String:
+		return v.Str, true
+	case v.IsObject():
+		c := v.Get("content")
+		return c.Str, c.Type == gjson.String
+	}
+	return "", false
+}
+
+func parseSpecialTokens(config gjson.Result) ([]specialToken, error) {
+	var out []specialToken
+	for _, k := range specialTokenKeys {
+		if s, ok := tokenContent(config.Get(k)); ok {
+			out = append(out, specialToken{name: k, value: s})
+		}
+	}
+	if add := config.Get("additional_special_tokens"); add.IsArray() {
+		st := specialToken{name: "additional_special_tokens", list: true, values: []string{}}
+		var bad bool
+		add.ForEach(func(_, v gjson.Result) bool {
+			s, ok := tokenContent(v)
+			if !ok {
+				bad = true
+				return false
+			}
+			st.values = append(st.values, s)
+			return true
+		})
+		if bad {
+			return nil, fmt.Errorf("%w: tokenizer_config.json: additional_special_tokens holds a non-token", ErrModelDir)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func pickTemplate(fsys fs.FS, config gjson.Result, opts Options) (text, source string, err error) {
+	if opts.ChatTemplate != "" {
+		return opts.ChatTemplate, "options", nil
+	}
+	if b, err := fs.ReadFile(fsys, "chat_template.jinja"); err == nil {
+		return string(b), "chat_template.jinja", nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", "", fmt.Errorf("%w: read chat_template.jinja: %w", ErrModelDir, err)
+	}
+	ct := config.Get("chat_template")
+	switch {
+	case ct.Type == gjson.String:
+		if opts.TemplateName != "" && opts.TemplateName != "default" {
+			return "", "", fmt.Errorf("%w: chat template %q not found (tokenizer_config.json has a single template)", ErrModelDir, opts.TemplateName)
+		}
+		return ct.Str, "tokenizer_config.json", nil
+	case ct.IsArray():
+		want := opts.TemplateName
+		if want == "" {
+			want = "default"
+		}
+		var names []string
+		var found string
+		var ok bool
+		ct.ForEach(func(_, e gjson.Result) bool {
+			name, tmpl := e.Get("name").Str, e.Get("template")
+			names = append(names, name)
+			if name == want && tmpl.Type == gjson.String {
+				found, ok = tmpl.Str, true
+				return false
+			}
+			return true
+		})
+		if !ok {
+			return "", "", fmt.Errorf("%w: chat template %q not found in tokenizer_config.json (have %s)", ErrModelDir, want, strings.Join(names, ", "))
+		}
+		return found, "tokenizer_config.json:" + want, nil
+	}
+	return "", "", fmt.Errorf("%w: no chat template (neither chat_template.jinja nor tokenizer_config.json chat_template)", ErrModelDir)
+}
+
+func (m *Model) stopTokens(fsys fs.FS) ([]uint32, error) {
+	var ids []uint32
+	add := func(id uint32) {
+		for _, x := range ids {
+			if x == id {
+				return
+			}
+		}
+		ids = append(ids, id)
+	}
+	for _, st := range m.specials {
+		if st.name == "eos_token" {
+			if id, ok := m.tok.TokenID(st.value); ok {
+				add(id)
+			}
+		}
+	}
+	if b, err := fs.ReadFile(fsys, "generation_config.json"); err == nil {
+		eos := gjson.GetBytes(b, "eos_token_id")
+		if eos.IsArray() {
+			for _, v := range eos.Array() {
+				add(uint32(v.Uint()))
+			}
+		} else if eos.Type == gjson.Number {
+			add(uint32(eos.Uint()))
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: read generation_config.json: %w", ErrModelDir, err)
+	}
+	for _, s := range []string{"<|im_end|>", "<|endoftext|>", "<|eot_id|>"} {
+		if id, ok := m.tok.TokenID(s); ok && m.tok.IsSpecial(id) {
+			add(id)
+		}
+	}
+	return ids, nil
+}
+
+// WithTemplate returns a copy of m that renders with another chat template (same tokenizer).
+func (m *Model) WithTemplate(source string, opts Options) (*Model, error) {
+	c := *m
+	c.template, c.TemplateSource = source, "options"
+	c.TemplateDigest = DigestString(source)
+	var err error
+	if c.tmpl, err = compileTemplate(c.TemplateSource, source, opts); err != nil {
+		return nil, fmt.Errorf("%w: compile chat template: %w", ErrModelDir, err)
+	}
+	c.GenerationOpensThink = c.probeThink()
+	return &c, nil
+}
+
+// probeThink renders a one-message chat with and without the generation prompt and reports
+// whether the added text opens a <think> block it does not close.
+func (m *Model) probeThink() bool {
+	msgs := []Message{{Role: "user", Content: "ping"}}
+	with, err1 := m.RenderText(ChatRequest{Messages: msgs, AddGenerationPrompt: true})
+	without, err2 := m.RenderText(ChatRequest{Messages: msgs})
+	if err1 != nil || err2 != nil || !strings.HasPrefix(with, without) {
+		return false
+	}
+	gen := with[len(without):]
+	return strings.LastIndex(gen, "<think>") > strings.LastIndex(gen, "</think>")
+}
+
+// Tokenizer returns the model's tokenizer.
+func (m *Model) Tokenizer() *bpe.Tokenizer { return m.tok }
+
+// Template returns the chat template text in use.
+func (m *Model) Template() string { return m.template }
+
+// Encode tokenizes text with add_special_tokens=false (vLLM's chat path).
+func (m *Model) Encode(text string) []uint32 { return m.tok.Encode(text) }
+
+// EncodeWithBoundaries tokenizes text like Encode and also returns its boundary table, for a
+// token artifact to extend next turn with Extend.
+func (m *Model) EncodeWithBoundaries(text string) Encoding { return encodeWithBoundaries(m.seg, text) }
+
+// Extend tokenizes next reusing prev, the Encoding of an earlier prompt: ids up to the last
+// added-token boundary where both texts agree are copied and only the rest is tokenized (the
+// certified suffix of DESIGN.md). The result always equals EncodeWithBoundaries(next).
+func (m *Model) Extend(prev Encoding, next string) (Encoding, Reuse) {
+	return extend(m.seg, prev, next)
+}
+
+// bpeSegments adapts *bpe.Tokenizer to segmentEncoder.
+type bpeSegments struct{ *bpe.Tokenizer }
+
+func (b bpeSegments) addedSpans(text string) []Span {
+	spans := b.AddedTokenSpans(text)
+	out := make([]Span, len(spans))
+	for i, s := range spans {
+		out[i] = Span{Start: s.Start, End: s.End, ID: s.ID}
+	}
+	return out
+}
+
+// ChatRequest is one render: chat messages after Responses mapping, plus template options.
+type ChatRequest struct {
+	Messages []Message
+	// Tools are shown to the template; none means the template sees tools=None.
+	Tools []Tool
+	// AddGenerationPrompt appends the assistant header for the model's answer.
+	AddGenerationPrompt bool
+	// ContinueFinalMessage cuts the text after the last message's content so the model continues
+	// it (transformers' continue_final_message); incompatible with AddGenerationPrompt.
+	ContinueFinalMessage bool
+	// ChatTemplateKwargs is a JSON object whose keys become template variables
+	// (e.g. {"enable_thinking": false}); nil or null means none.
+	ChatTemplateKwargs json.RawMessage
+	// Documents is a JSON array passed as `documents` (RAG templates); nil means None.
+	Documents json.RawMessage
+}
+
+// reservedKwargs are variables chat_template_kwargs may not replace.
+var reservedKwargs = map[string]bool{
+	"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
+	"continue_final_message": true, "chat_template": true,
+}
+
+// templateVars is a render's input in template-engine-neutral form (JSON text for values).
+type templateVars struct {
+	messages            []byte
+	tools               []byte // nil: None
+	documents           []byte // nil: None
+	addGenerationPrompt bool
+	specials            []specialToken
+	kwargs              []kwarg
+}
+
+type kwarg struct {
+	name  string
+	value []byte // raw JSON
+}
+
+func (m *Model) vars(req *ChatRequest) (*templateVars, error) {
+	v := &templateVars{
+		messages:            appendMessagesJSON(make([]byte, 0, 256*len(req.Messages)+64), req.Messages),
+		addGenerationPrompt: req.AddGenerationPrompt,
+		specials:            m.specials,
+	}
+	if len(req.Tools) > 0 {
+		v.tools = appendToolsJSON(nil, req.Tools)
+	}
+	if len(req.Documents) > 0 {
+		d := gjson.ParseBytes(req.Documents)
+		if !gjson.ValidBytes(req.Documents) || !(d.IsArray() || d.Type == gjson.Null) {
+			return nil, invalid("documents", "must be an array")
+		}
+		if d.IsArray() {
+			v.documents = req.Documents
+		}
+	}
+	if len(req.ChatTemplateKwargs) > 0 {
+		if !gjson.ValidBytes(req.ChatTemplateKwargs) {
+			return nil, invalid("chat_template_kwargs", "not valid JSON")
+		}
+		kw := gjson.ParseBytes(req.ChatTemplateKwargs)
+		switch {
+		case kw.Type == gjson.Null:
+		case kw.IsObject():
+			var err error
+			kw.ForEach(func(k, val gjson.Result) bool {
+				if reservedKwargs[k.Str] {
+					err = invalid("chat_template_kwargs."+k.Str, "may not override %q", k.Str)
+					return false
+				}
+				v.kwargs = append(v.kwargs, kwarg{name: k.Str, value: []byte(val.Raw)})
+				return true
+			})
+			if err != nil {
+				return nil, err
+			}
+		default:
+			return nil, invalid("chat_template_kwargs", "must be an object")
+		}
+	}
+	return v, nil
+}
+
+// RenderText applies the chat template to req after vLLM's message preprocessing and returns
+// the prompt text. Template failures wrap ErrTemplate; bad input wraps ErrInvalidInput.
+func (m *Model) RenderText(req ChatRequest) (string, error) {
+	if req.AddGenerationPrompt && req.ContinueFinalMessage {
+		return "", invalid("continue_final_message", "cannot be combined with add_generation_prompt")
+	}
+	v, err := m.vars(&req)
+	if err != nil {
+		return "", err
+	}
+	text, err := m.tmpl.execute(v)
+	if err != nil {
+		return "", fmt.Errorf("apply chat template %s: %w: %w", m.TemplateSource, ErrTemplate, err)
+	}
+	if req.ContinueFinalMessage && len(req.Messages) > 0 {
+		final := pyStrip(req.Messages[len(req.Messages)-1].Content)
+		i := strings.LastIndex(text, final)
+		if i < 0 {
+			return "", fmt.Errorf("%w: continue_final_message: the final message does not appear in the rendered chat", ErrTemplate)
+		}
+		text = text[:i+len(final)]
+	}
+	return text, nil
+}
+
+// Render returns the prompt text and its ids (tokenized with add_special_tokens=false).
+func (m *Model) Render(req ChatRequest) (string, []uint32, error) {
+	text, err := m.RenderText(req)
+	if err != nil {
+		return "", nil, err
+	}
+	return text, m.tok.Encode(text), nil
+}
+
+// pyStrip is Python's str.strip(): it removes the characters str.isspace() reports.
+func pyStrip(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		switch r {
+		case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x1680, 0x2028, 0x2029,
+			0x202f, 0x205f, 0x3000:
+			return true
+		}
+		return r >= 0x2000 && r <= 0x200a
+	})
+}

@@ -1,0 +1,116 @@
+package render
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"testing/fstest"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+)
+
+func TestLoadModelQwen3(t *testing.T) {
+	m := qwen3(t)
+	if want := []uint32{151645, 151643}; !slices.Equal(m.StopTokenIDs, want) {
+		t.Errorf("StopTokenIDs = %v, want %v", m.StopTokenIDs, want)
+	}
+	if m.TokenizerDigest != "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4" {
+		t.Errorf("TokenizerDigest = %s", m.TokenizerDigest)
+	}
+	if m.TemplateSource != "tokenizer_config.json" || m.TemplateDigest != DigestString(m.Template()) {
+		t.Errorf("template source %q digest %s", m.TemplateSource, m.TemplateDigest)
+	}
+	var names []string
+	for _, s := range m.specials {
+		names = append(names, s.name)
+	}
+	if diff := cmp.Diff([]string{"eos_token", "pad_token", "additional_special_tokens"}, names); diff != "" {
+		t.Errorf("special tokens (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadModelTemplates(t *testing.T) {
+	t.Parallel()
+	dir := func(files map[string]string) fstest.MapFS {
+		fsys := fstest.MapFS{}
+		for k, v := range files {
+			fsys[k] = &fstest.MapFile{Data: []byte(v)}
+		}
+		return fsys
+	}
+	tests := []struct {
+		name       string
+		fsys       fstest.MapFS
+		opts       Options
+		wantTmpl   string
+		wantSource string
+		wantErr    error
+	}{
+		{"string", dir(map[string]string{"tokenizer_config.json": `{"chat_template":"A","eos_token":{"content":"<|im_end|>","special":true}}`}), Options{}, "A", "tokenizer_config.json", nil},
+		{"list default", dir(map[string]string{"tokenizer_config.json": `{"chat_template":[{"name":"tool_use","template":"T"},{"name":"default","template":"D"}]}`}), Options{}, "D", "tokenizer_config.json:default", nil},
+		{"list named", dir(map[string]string{"tokenizer_config.json": `{"chat_template":[{"name":"tool_use","template":"T"},{"name":"default","template":"D"}]}`}), Options{TemplateName: "tool_use"}, "T", "tokenizer_config.json:tool_use", nil},
+		{"list missing", dir(map[string]string{"tokenizer_config.json": `{"chat_template":[{"name":"x","template":"T"}]}`}), Options{}, "", "", ErrModelDir},
+		{"jinja file wins", dir(map[string]string{"tokenizer_config.json": `{"chat_template":"A"}`, "chat_template.jinja": "J"}), Options{}, "J", "chat_template.jinja", nil},
+		{"option wins", dir(map[string]string{"tokenizer_config.json": `{"chat_template":"A"}`, "chat_template.jinja": "J"}), Options{ChatTemplate: "O"}, "O", "options", nil},
+		{"none", dir(map[string]string{"tokenizer_config.json": `{}`}), Options{}, "", "", ErrModelDir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tmpl, source, err := pickTemplate(tt.fsys, gjson.ParseBytes(tt.fsys["tokenizer_config.json"].Data), tt.opts)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("LoadModel error = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tmpl != tt.wantTmpl || source != tt.wantSource {
+				t.Errorf("template %q from %q, want %q from %q", tmpl, source, tt.wantTmpl, tt.wantSource)
+			}
+		})
+	}
+}
+
+func TestLoadModelErrors(t *testing.T) {
+	t.Parallel()
+	for name, fsys := range map[string]fstest.MapFS{
+		"no config":    {},
+		"bad config":   {"tokenizer_config.json": {Data: []byte("{")}},
+		"no tokenizer": {"tokenizer_config.json": {Data: []byte(`{"chat_template":"x"}`)}},
+		"bad tokenizer": {"tokenizer_config.json": {Data: []byte(`{"chat_template":"x"}`)},
+			"tokenizer.json": {Data: []byte(`{}`)}},
+	} {
+		if _, err := LoadModel(fsys, Options{}); !errors.Is(err, ErrModelDir) {
+			t.Errorf("%s: LoadModel error = %v, want ErrModelDir", name, err)
+		}
+	}
+}
+
+func TestFingerprintDigest(t *testing.T) {
+	t.Parallel()
+	base := Fingerprint{ServedModel: "qwen3", TokenizerDigest: "a", TemplateDigest: "b", RendererVersion: RendererVersion}
+	seen := map[string]string{base.Digest(): "base"}
+	// Changing any single field, or moving bytes between fields, changes the digest.
+	for name, f := range map[string]Fingerprint{
+		"model":    {ServedModel: "qwen3x", TokenizerDigest: "a", TemplateDigest: "b", RendererVersion: RendererVersion},
+		"shift":    {ServedModel: "qwen3a", TokenizerDigest: "", TemplateDigest: "b", RendererVersion: RendererVersion},
+		"salt":     func() Fingerprint { f := base; f.CacheSalt = "s"; return f }(),
+		"lora":     func() Fingerprint { f := base; f.LoRA = "l"; return f }(),
+		"kwargs":   func() Fingerprint { f := base; f.ChatTemplateKwargs = `{"enable_thinking":false}`; return f }(),
+		"tools":    func() Fingerprint { f := base; f.ToolsDigest = ToolsDigest([]Tool{{Name: "f"}}); return f }(),
+		"instr":    func() Fingerprint { f := base; f.InstructionsDigest = DigestString("x"); return f }(),
+		"parsers":  func() Fingerprint { f := base; f.ToolCallParser, f.ReasoningParser = "hermes", "qwen3"; return f }(),
+		"mm":       func() Fingerprint { f := base; f.Multimodal = "m"; return f }(),
+		"renderer": func() Fingerprint { f := base; f.RendererVersion = "x"; return f }(),
+	} {
+		d := f.Digest()
+		if prev, dup := seen[d]; dup {
+			t.Errorf("fingerprint %s has the same digest as %s", name, prev)
+		}
+		seen[d] = name
+	}
+}

@@ -1,0 +1,161 @@
+package render
+
+import (
+	"crypto/sha256"
+	"hash"
+	"sort"
+)
+
+// Span is one added-token match in a text: bytes [Start, End) tokenize to the single id ID.
+type Span struct {
+	Start, End int
+	ID         uint32
+}
+
+// segmentEncoder is what the certified suffix needs from the tokenizer: an encoder with
+// add_special_tokens=false, and the added-token matches it splits on first.
+type segmentEncoder interface {
+	AppendEncode(dst []uint32, text string) []uint32
+	addedSpans(text string) []Span
+}
+
+// Boundary is a point of a prompt text where tokenization splits independently: the start or
+// the end of an added-token match. ids[:Index] is exactly the encoding of text[:Offset], and
+// Digest (sha256 of text[:Offset]) lets a later text be compared with this one without keeping
+// the text.
+type Boundary struct {
+	Offset int
+	Index  int
+	Digest [sha256.Size]byte
+}
+
+// Encoding is a prompt's token ids with its boundary table (ascending offsets; offset 0 is
+// never listed). It is what a token artifact keeps to extend the prompt next turn.
+type Encoding struct {
+	IDs        []uint32
+	Boundaries []Boundary
+}
+
+// Reuse reports how much of a previous Encoding an Extend kept.
+type Reuse struct {
+	// Offset is the text offset of the boundary used (0: nothing reused).
+	Offset int
+	// Tokens is the number of leading ids copied from the previous encoding.
+	Tokens int
+}
+
+// encodeWithBoundaries encodes text segment by segment between added-token matches,
+// recording a boundary (with its prefix digest) at every match start and end.
+func encodeWithBoundaries(enc segmentEncoder, text string) Encoding {
+	spans := enc.addedSpans(text)
+	var e Encoding
+	e.IDs = make([]uint32, 0, len(text)/3+len(spans)+1)
+	e.Boundaries = make([]Boundary, 0, 2*len(spans))
+	h := sha256.New()
+	pos := 0
+	for _, s := range spans {
+		e.IDs = enc.AppendEncode(e.IDs, text[pos:s.Start])
+		writeString(h, text[pos:s.Start])
+		e.Boundaries = addBoundary(e.Boundaries, h, s.Start, len(e.IDs))
+		e.IDs = append(e.IDs, s.ID)
+		writeString(h, text[s.Start:s.End])
+		e.Boundaries = addBoundary(e.Boundaries, h, s.End, len(e.IDs))
+		pos = s.End
+	}
+	e.IDs = enc.AppendEncode(e.IDs, text[pos:])
+	return e
+}
+
+func addBoundary(b []Boundary, h hash.Hash, offset, index int) []Boundary {
+	if offset == 0 || (len(b) > 0 && b[len(b)-1].Offset == offset) {
+		return b
+	}
+	nb := Boundary{Offset: offset, Index: index}
+	h.Sum(nb.Digest[:0])
+	return append(b, nb)
+}
+
+func writeString(h hash.Hash, s string) {
+	if len(s) > 0 {
+		h.Write([]byte(s)) // sha256 never fails; the conversion is cheap next to hashing
+	}
+}
+
+// extend encodes next reusing prev: it finds the last offset o that is a boundary of both texts
+// and where their prefixes are equal (by digest), and returns prev.IDs[:k] followed by the
+// encoding of next[o:]. The result equals encodeWithBoundaries(enc, next) exactly: o must be a
+// boundary of next too, because text after o can turn characters before o into an added-token
+// match ("<" + "think>").
+func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
+	spans := enc.addedSpans(next)
+	// Pass 1: digests at every boundary of next; find the last common, equal one.
+	type mark struct {
+		offset int
+		digest [sha256.Size]byte
+	}
+	marks := make([]mark, 0, 2*len(spans))
+	h := sha256.New()
+	pos := 0
+	add := func(off int) {
+		if off == 0 || (len(marks) > 0 && marks[len(marks)-1].offset == off) {
+			return
+		}
+		m := mark{offset: off}
+		h.Sum(m.digest[:0])
+		marks = append(marks, m)
+	}
+	for _, s := range spans {
+		writeString(h, next[pos:s.Start])
+		add(s.Start)
+		writeString(h, next[s.Start:s.End])
+		add(s.End)
+		pos = s.End
+	}
+	best := -1 // index into prev.Boundaries
+	j := 0
+	for _, m := range marks {
+		for j < len(prev.Boundaries) && prev.Boundaries[j].Offset < m.offset {
+			j++
+		}
+		if j == len(prev.Boundaries) {
+			break
+		}
+		if prev.Boundaries[j].Offset != m.offset {
+			continue
+		}
+		if prev.Boundaries[j].Digest != m.digest {
+			break // prefixes differ here, so at every later offset too
+		}
+		best = j
+	}
+	var reuse Reuse
+	out := Encoding{Boundaries: make([]Boundary, 0, len(marks))}
+	if best >= 0 {
+		b := prev.Boundaries[best]
+		if b.Index <= len(prev.IDs) {
+			reuse = Reuse{Offset: b.Offset, Tokens: b.Index}
+			out.Boundaries = append(out.Boundaries, prev.Boundaries[:best+1]...)
+		}
+	}
+	out.IDs = make([]uint32, 0, reuse.Tokens+(len(next)-reuse.Offset)/3+len(spans)+1)
+	out.IDs = append(out.IDs, prev.IDs[:reuse.Tokens]...)
+	// Pass 2: encode from the reused offset, which is a span start or end of next.
+	first := sort.Search(len(spans), func(i int) bool { return spans[i].End > reuse.Offset })
+	pos = reuse.Offset
+	mi := sort.Search(len(marks), func(i int) bool { return marks[i].offset > reuse.Offset })
+	record := func(off int) {
+		if mi < len(marks) && marks[mi].offset == off {
+			out.Boundaries = append(out.Boundaries, Boundary{Offset: off, Index: len(out.IDs), Digest: marks[mi].digest})
+			mi++
+		}
+	}
+	for _, s := range spans[first:] {
+		out.IDs = enc.AppendEncode(out.IDs, next[pos:s.Start])
+		record(s.Start)
+		out.IDs = append(out.IDs, s.ID)
+		record(s.End)
+		pos = s.End
+	}
+	out.IDs = enc.AppendEncode(out.IDs, next[pos:])
+	return out, reuse
+}

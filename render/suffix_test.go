@@ -1,0 +1,153 @@
+package render
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// fakeEncoder is a context-sensitive toy tokenizer: added tokens matched leftmost-longest on the
+// raw text, then greedy longest-match over a small vocabulary inside each segment, bytes as a
+// fallback. It exercises the boundary bookkeeping without render/bpe.
+type fakeEncoder struct {
+	added []string
+	vocab []string
+}
+
+func newFakeEncoder() *fakeEncoder {
+	return &fakeEncoder{
+		added: []string{"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "<|im_start|>x"},
+		vocab: []string{"ab", "abc", "bca", "th", "ink", "<th", "im_", "|>", "\n\n", " a", "aa", "aaa", "é"},
+	}
+}
+
+func (f *fakeEncoder) addedSpans(text string) []Span {
+	var out []Span
+	for i := 0; i < len(text); {
+		best := -1
+		for k, a := range f.added {
+			if strings.HasPrefix(text[i:], a) && (best < 0 || len(a) > len(f.added[best])) {
+				best = k
+			}
+		}
+		if best < 0 {
+			i++
+			continue
+		}
+		out = append(out, Span{Start: i, End: i + len(f.added[best]), ID: uint32(1000 + best)})
+		i += len(f.added[best])
+	}
+	return out
+}
+
+func (f *fakeEncoder) AppendEncode(dst []uint32, text string) []uint32 {
+	for i := 0; i < len(text); {
+		best := -1
+		for k, v := range f.vocab {
+			if strings.HasPrefix(text[i:], v) && (best < 0 || len(v) > len(f.vocab[best])) {
+				best = k
+			}
+		}
+		if best < 0 {
+			dst = append(dst, uint32(text[i]))
+			i++
+			continue
+		}
+		dst = append(dst, uint32(500+best))
+		i += len(f.vocab[best])
+	}
+	return dst
+}
+
+// encodeAll is the reference: the same tokenizer run over the whole text at once.
+func (f *fakeEncoder) encodeAll(text string) []uint32 {
+	var ids []uint32
+	pos := 0
+	for _, s := range f.addedSpans(text) {
+		ids = f.AppendEncode(ids, text[pos:s.Start])
+		ids = append(ids, s.ID)
+		pos = s.End
+	}
+	return f.AppendEncode(ids, text[pos:])
+}
+
+var suffixFragments = []string{
+	"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "<", "think>", "<|im_", "start|>",
+	"x", "a", "b", "c", "ab", " ", "\n", "\n\n", "é", "user\n", "assistant\n", "hello", "|>", "<th",
+}
+
+func randomText(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for range n {
+		b.WriteString(suffixFragments[r.IntN(len(suffixFragments))])
+	}
+	return b.String()
+}
+
+func TestExtendMatchesFullEncode(t *testing.T) {
+	t.Parallel()
+	enc := newFakeEncoder()
+	r := rand.New(rand.NewPCG(1, 2))
+	reused := 0
+	for i := range 3000 {
+		base := randomText(r, r.IntN(30))
+		p := base + randomText(r, r.IntN(10))
+		next := base + randomText(r, r.IntN(12))
+		if i%5 == 0 {
+			next = p + randomText(r, r.IntN(12)) // pure continuation
+		}
+		prev := encodeWithBoundaries(enc, p)
+		got, reuse := extend(enc, prev, next)
+		full := encodeWithBoundaries(enc, next)
+		if slices.Equal(enc.encodeAll(p), prev.IDs) && slices.Equal(enc.encodeAll(next), got.IDs) &&
+			slices.Equal(full.Boundaries, got.Boundaries) {
+			if reuse.Tokens > 0 {
+				reused++
+			}
+			continue
+		}
+		if diff := cmp.Diff(enc.encodeAll(p), prev.IDs, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("encodeWithBoundaries(%q) ids differ (-want +got):\n%s", p, diff)
+		}
+		if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("extend(%q → %q) reuse %+v ids differ (-want +got):\n%s", p, next, reuse, diff)
+		}
+		if diff := cmp.Diff(full.Boundaries, got.Boundaries, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("extend(%q → %q) boundaries differ (-want +got):\n%s", p, next, diff)
+		}
+	}
+	if reused < 1000 {
+		t.Errorf("only %d of 3000 extensions reused tokens; the test does not exercise reuse", reused)
+	}
+}
+
+func TestExtendRejectsBoundaryThatMovesInNext(t *testing.T) {
+	t.Parallel()
+	enc := newFakeEncoder()
+	// In P the text splits at "<" | "<|im_end|>"; in next, "<" + "think>" is one added token, so
+	// offset 2 is not a boundary of next and must not be reused.
+	p := "a<<|im_end|>"
+	next := "a<think>b"
+	prev := encodeWithBoundaries(enc, p)
+	got, reuse := extend(enc, prev, next)
+	if reuse.Tokens != 0 {
+		t.Errorf("extend reused %+v, want nothing", reuse)
+	}
+	if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("ids differ (-want +got):\n%s", diff)
+	}
+	// Longest-match growth: "<|im_start|>" in P but "<|im_start|>x" in next.
+	p = "q<|im_start|>y"
+	next = "q<|im_start|>xz"
+	got, reuse = extend(enc, encodeWithBoundaries(enc, p), next)
+	if reuse.Offset != 1 {
+		t.Errorf("extend reuse offset %d, want 1 (the start of the grown token)", reuse.Offset)
+	}
+	if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("ids differ (-want +got):\n%s", diff)
+	}
+}

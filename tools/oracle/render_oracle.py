@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Reference prompt texts for the render golden suite: vLLM's chat preprocessing + Jinja2 as
+transformers configures it. Independent of stitch's Go code on purpose: it is the oracle.
+
+Usage: python3 tools/oracle/render_oracle.py TEMPLATE_NAME TEMPLATE_FILE TOKENIZER_CONFIG \\
+           < testdata/render/cases.jsonl > testdata/render/TEMPLATE_NAME.text.jsonl
+
+TEMPLATE_FILE is a .jinja file, or "-" to use tokenizer_config.json's chat_template.
+Each output line is {"name", "text"} or {"name", "error"} (ensure_ascii, so no raw U+2028).
+"""
+import json
+import sys
+from datetime import datetime
+
+import jinja2
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+assert jinja2.__version__ == "3.1.6", jinja2.__version__
+
+SPECIAL_KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]
+
+
+def token_str(v):
+    if isinstance(v, dict):
+        return v.get("content")
+    return v
+
+
+def special_tokens_map(config):
+    # transformers' special_tokens_map: the set special tokens as strings.
+    out = {}
+    for k in SPECIAL_KEYS:
+        v = token_str(config.get(k))
+        if isinstance(v, str):
+            out[k] = v
+    if isinstance(config.get("additional_special_tokens"), list):
+        out["additional_special_tokens"] = [token_str(v) for v in config["additional_special_tokens"]]
+    return out
+
+
+def make_env():
+    # transformers' _compile_jinja_template setup.
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(fmt):
+        return datetime(2026, 1, 2, 3, 4, 5).strftime(fmt)  # fixed: goldens must not depend on the clock
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+def part_text(part):
+    # vLLM's string content format: text-like parts give their text; text/refusal without it are skipped.
+    if isinstance(part, str):
+        return part
+    t = part.get("type")
+    if t in ("text", "input_text", "output_text"):
+        return part.get("text")
+    if t == "refusal":
+        return part.get("refusal")
+    if t == "thinking":
+        return part.get("thinking")
+    raise ValueError("unsupported part type %r" % t)
+
+
+def preprocess(messages):
+    """vLLM chat_utils.parse_chat_messages + _postprocess_messages, string content format."""
+    conv = []
+    for m in messages:
+        role = m["role"]
+        content = m.get("content")
+        if content is None:
+            texts = []
+        elif isinstance(content, str):
+            texts = [content]
+        else:
+            texts = [t for t in (part_text(p) for p in content) if t is not None]
+        msg = {"role": role, "content": "\n".join(texts)}
+        if role == "assistant":
+            if m.get("tool_calls") is not None:
+                calls = []
+                for tc in m["tool_calls"]:
+                    c = {}
+                    for k in ("id", "type"):
+                        if k in tc:
+                            c[k] = tc[k]
+                    c["function"] = {"name": tc["function"]["name"], "arguments": tc["function"].get("arguments")}
+                    calls.append(c)
+                msg["tool_calls"] = calls
+            reasoning = m.get("reasoning")
+            if reasoning is None:
+                reasoning = m.get("reasoning_content")
+            if reasoning is not None:
+                msg["reasoning"] = reasoning
+                msg["reasoning_content"] = reasoning
+        elif role == "tool":
+            if "tool_call_id" in m:
+                msg["tool_call_id"] = m["tool_call_id"]
+        if isinstance(m.get("name"), str):
+            msg["name"] = m["name"]
+        conv.append(msg)
+    for msg in conv:
+        if msg["role"] == "assistant" and "tool_calls" in msg:
+            if len(msg["tool_calls"]) == 0:
+                del msg["tool_calls"]
+                continue
+            for tc in msg["tool_calls"]:
+                a = tc["function"].get("arguments")
+                if isinstance(a, str):
+                    try:
+                        tc["function"]["arguments"] = json.loads(a)
+                    except json.JSONDecodeError:
+                        tc["function"]["arguments"] = {}
+                elif not isinstance(a, (dict, list)):
+                    tc["function"]["arguments"] = {}
+    return conv
+
+
+def tool_dicts(tools):
+    if not tools:
+        return None
+    return [{"type": "function", "function": {"name": t["function"]["name"],
+                                              "description": t["function"].get("description"),
+                                              "parameters": t["function"].get("parameters")}} for t in tools]
+
+
+def main():
+    name, template_file, config_file = sys.argv[1:4]
+    with open(config_file, encoding="utf-8") as f:
+        config = json.load(f)
+    if template_file == "-":
+        source = config["chat_template"]
+    else:
+        with open(template_file, encoding="utf-8", newline="") as f:
+            source = f.read()
+    template = make_env().from_string(source)
+    specials = special_tokens_map(config)
+    data = sys.stdin.buffer.read().decode("utf-8")
+    for line in data.split("\n"):  # never splitlines(): U+2028 is not a line break here
+        if not line:
+            continue
+        case = json.loads(line)
+        kwargs = dict(specials)
+        kwargs.update(case.get("chat_template_kwargs") or {})
+        try:
+            text = template.render(messages=preprocess(case["messages"]), tools=tool_dicts(case.get("tools")),
+                                   documents=None, add_generation_prompt=case.get("add_generation_prompt", True),
+                                   **kwargs)
+            res = {"name": case["name"], "text": text}
+        except Exception as e:  # noqa: BLE001 — the error is the expected result
+            res = {"name": case["name"], "error": "%s: %s" % (type(e).__name__, e)}
+        sys.stdout.write(json.dumps(res, ensure_ascii=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()

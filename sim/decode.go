@@ -1,6 +1,10 @@
 package sim
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/stitchllm/stitch/render/bpe"
+)
 
 // maxHeldIDs bounds how many ids the fallback decoder holds while their text ends in an
 // incomplete UTF-8 sequence (a character is at most 4 bytes, so at most 4 byte tokens).
@@ -33,10 +37,14 @@ func (d *heldDecoder) Flush() string {
 	return s
 }
 
-// newStreamDecoder returns tok's own incremental decoder, or the fallback.
+// newStreamDecoder returns tok's own incremental decoder (bpe's DecodeStream for the real
+// tokenizer), or the fallback.
 func newStreamDecoder(tok Tokenizer) StreamDecoder {
-	if st, ok := tok.(StreamingTokenizer); ok {
-		return st.NewStreamDecoder()
+	switch t := tok.(type) {
+	case *bpe.Tokenizer:
+		return t.NewDecodeStream()
+	case StreamingTokenizer:
+		return t.NewStreamDecoder()
 	}
 	return &heldDecoder{tok: tok}
 }

@@ -8,18 +8,42 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/stitchllm/stitch/render/bpe"
 
 	"github.com/stitchllm/stitch/sim"
 	"github.com/stitchllm/stitch/sim/simtest"
 )
 
-// testTokenizer is the tokenizer the tests run with.
+// qwenDir is the Qwen3 model directory (tokenizer.json, tokenizer_config.json).
+const qwenDir = "../testdata/models/qwen3"
+
+// realTokenizer loads Qwen3's tokenizer once for the whole package (about a second).
+var realTokenizer = sync.OnceValues(func() (*bpe.Tokenizer, error) {
+	data, err := os.ReadFile(filepath.Join(qwenDir, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	return bpe.Load(data)
+})
+
+// testTokenizer is the tokenizer the tests run with: Qwen3's real one.
 func testTokenizer(t testing.TB) sim.Tokenizer {
 	t.Helper()
-	return simtest.ByteTokenizer{}
+	tok, err := realTokenizer()
+	if err != nil {
+		t.Fatalf("load Qwen3 tokenizer: %v", err)
+	}
+	return tok
 }
+
+// byteTokenizer is the stand-in tokenizer (one id per byte), for the fallback decoder.
+var byteTokenizer sim.Tokenizer = simtest.ByteTokenizer{}
 
 // newTestServer starts a simulator with opts (Fast on, the test tokenizer) behind httptest.
 func newTestServer(t testing.TB, opts sim.Options) (*sim.Server, *httptest.Server) {

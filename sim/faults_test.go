@@ -174,7 +174,9 @@ func TestDrift(t *testing.T) {
 	_, drifting := newTestServer(t, sim.Options{Seed: 1, Drift: 1})
 	tok := testTokenizer(t)
 	prompt := ids(t, qwenChat(nil, true, [2]string{"user", "hi"}))
-	body := func() map[string]any { return map[string]any{"prompt": prompt, "max_tokens": 2000, "return_token_ids": true} }
+	body := func() map[string]any {
+		return map[string]any{"prompt": prompt, "max_tokens": 2000, "return_token_ids": true}
+	}
 	a := complete(t, plain.URL, body()).Choices[0]
 	b := complete(t, drifting.URL, body()).Choices[0]
 	if slices.Equal(a.TokenIDs, b.TokenIDs) {

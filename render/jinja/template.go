@@ -1,0 +1,77 @@
+package jinja
+
+import (
+	"strings"
+	"time"
+)
+
+// DefaultFuel is the evaluation step budget used when Options.Fuel is 0.
+const DefaultFuel = 10_000_000
+
+// Options configures parsing and rendering. The zero value works.
+type Options struct {
+	// Now returns the time used by strftime_now. Nil means time.Now.
+	Now func() time.Time
+	// Fuel is the maximum number of evaluation steps (statements, loop
+	// iterations and expression nodes) one Execute may take before it
+	// fails with KindFuel. 0 means DefaultFuel.
+	Fuel int
+}
+
+// Template is a parsed template. It is immutable and safe for concurrent
+// use by multiple goroutines.
+type Template struct {
+	name string
+	body []node
+	opts Options
+}
+
+// Parse parses source as a chat template configured like transformers'
+// ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+// extensions=[loopcontrols]). Errors are *Error, usually KindSyntax, or
+// KindAssertion for an unknown filter or test outside a conditional.
+func Parse(name, source string, opts Options) (*Template, error) {
+	toks, err := lex(name, source)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{name: name, toks: toks}
+	body, _, err := p.parseBody()
+	if err != nil {
+		return nil, err
+	}
+	if err := resolve(name, body); err != nil {
+		return nil, err
+	}
+	return &Template{name: name, body: body, opts: opts}, nil
+}
+
+// Name returns the name given to Parse.
+func (t *Template) Name() string { return t.name }
+
+// Execute renders the template with vars as its context. vars is only
+// read. Errors are *Error naming the template, line and cause.
+func (t *Template) Execute(vars map[string]Value) (string, error) {
+	var out strings.Builder
+	fuel := t.opts.Fuel
+	if fuel <= 0 {
+		fuel = DefaultFuel
+	}
+	now := time.Now
+	if t.opts.Now != nil {
+		now = t.opts.Now
+	}
+	ev := &evaluator{t: t, out: &out, fuel: fuel, now: now}
+	root := &frame{user: vars}
+	top := &frame{parent: root}
+	if _, err := ev.execBody(t.body, top); err != nil {
+		if e, ok := err.(*Error); ok {
+			if e.Name == "" {
+				e.Name = t.name
+			}
+			return "", e
+		}
+		return "", err
+	}
+	return out.String(), nil
+}

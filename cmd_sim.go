@@ -1,11 +1,184 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/render/bpe"
+	"github.com/stitchllm/stitch/sim"
+)
+
+// simFlags are `stitch sim`'s flags; the defaults model a mid-size model on one GPU.
+type simFlags struct {
+	listen, modelDir, name, record, logLevel string
+	maxModelLen, blockSize, kvBlocks         int
+	seed                                     int64
+	outputLen                                int
+	drift                                    float64
+	fast                                     bool
+	ttftBase                                 time.Duration
+	prefillUS, decodeUS                      float64
+	failRate, dropRate                       float64
+	dropAfter                                int
+	firstByteDelay, shutdownTimeout          time.Duration
+}
 
 func runSim(ctx context.Context, env cliEnv, args []string) error {
-	fs := newFlagSet(env, "sim", "[flags]")
+	return runSimReady(ctx, env, args, nil)
+}
+
+// runSimReady is runSim; ready, when set, gets the bound address once the server accepts
+// connections (tests listen on port 0).
+func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr string)) error {
+	fs := newFlagSet(env, "sim", "[--listen ADDR] [--model-dir DIR] [--served-model-name NAME] [flags]")
+	var f simFlags
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "`address` to serve the vLLM API on")
+	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory` (tokenizer.json, tokenizer_config.json); empty: the bundled Qwen3 demo model")
+	fs.StringVar(&f.name, "served-model-name", "", "model id clients must send (default: the model directory's base name, or "+demomodel.Name+")")
+	fs.IntVar(&f.maxModelLen, "max-model-len", 32768, "context length in `tokens`; longer prompts get 400")
+	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size in `tokens` (prefix-cache granularity)")
+	fs.IntVar(&f.kvBlocks, "kv-blocks", 65536, "KV cache capacity in `blocks`; unreferenced blocks are evicted LRU beyond it")
+	fs.Int64Var(&f.seed, "seed", 0, "seed of the scripted model (requests without a seed), drift and fault draws")
+	fs.IntVar(&f.outputLen, "output-len", 64, "mean length in `tokens` of a plain text answer (uniform in [L/2, 3L/2])")
+	fs.Float64Var(&f.drift, "drift", 0, "`probability` that an answer is sent with a non-canonical tokenization (\"\\n\",\"\\n\" for \"\\n\\n\")")
+	fs.BoolVar(&f.fast, "fast", false, "turn every latency-model sleep off (tests, throughput benchmarks)")
+	fs.DurationVar(&f.ttftBase, "ttft-base", 20*time.Millisecond, "fixed part of the time to first token")
+	fs.Float64Var(&f.prefillUS, "prefill-us-per-token", 100, "prefill time per uncached prompt token, in `microseconds`")
+	fs.Float64Var(&f.decodeUS, "decode-us-per-token", 10000, "time between generated tokens, in `microseconds`")
+	fs.StringVar(&f.record, "record", "", "append one JSON line per generation request to `file`")
+	fs.Float64Var(&f.failRate, "fail-rate", 0, "`probability` that a generation request fails with HTTP 500")
+	fs.IntVar(&f.dropAfter, "drop-after", 0, "with --drop-rate: close the connection after this many `tokens`")
+	fs.Float64Var(&f.dropRate, "drop-rate", 0, "`probability` that a generation is cut off after --drop-after tokens")
+	fs.DurationVar(&f.firstByteDelay, "first-byte-delay", 0, "delay before the response headers of every generation request (applies with --fast too)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running requests may finish after SIGTERM")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error (logs go to stderr)")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		fmt.Fprintf(env.stderr, "stitch sim: --log-level: %v\n", err)
+		return errUsage
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	opts, closeRecord, err := f.options(logger)
+	if err != nil {
+		return err
+	}
+	defer closeRecord()
+	s, err := sim.New(opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	logger.Info("vLLM simulator listening", "addr", ln.Addr().String(), "model", opts.ServedModelName,
+		"max_model_len", opts.MaxModelLen, "kv_blocks", opts.KVBlocks, "fast", opts.Fast, "chat", opts.Renderer != nil)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	return serveSim(ctx, logger, &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}, ln, f.shutdownTimeout)
+}
+
+// options turns the flags into sim.Options, loading the model. The returned func closes the
+// record file.
+func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
+	opts := sim.Options{
+		ServedModelName: f.name, MaxModelLen: f.maxModelLen, BlockSize: f.blockSize, KVBlocks: f.kvBlocks,
+		Seed: f.seed, OutputLen: f.outputLen, Drift: f.drift, Fast: f.fast, TTFTBase: f.ttftBase,
+		PrefillPerToken: microseconds(f.prefillUS), DecodePerToken: microseconds(f.decodeUS),
+		FailRate: f.failRate, DropAfter: f.dropAfter, DropRate: f.dropRate, FirstByteDelay: f.firstByteDelay,
+		Logger: logger,
+	}
+	nop := func() {}
+	if f.maxModelLen <= 0 || f.blockSize <= 0 || f.kvBlocks <= 0 || f.outputLen <= 0 || f.prefillUS < 0 || f.decodeUS < 0 {
+		return opts, nop, errors.New("--max-model-len, --block-size, --kv-blocks and --output-len must be positive, latencies not negative")
+	}
+	var fsys fs.FS
+	root := f.modelDir
+	if root == "" {
+		var err error
+		if fsys, err = demomodel.FS(); err != nil {
+			return opts, nop, err
+		}
+		root = demomodel.Name
+	} else {
+		fsys = os.DirFS(f.modelDir)
+	}
+	if opts.ServedModelName == "" {
+		opts.ServedModelName = filepath.Base(filepath.Clean(root))
+	}
+	opts.ModelRoot = root
+	tok, renderer, err := loadSimModel(fsys, logger)
+	if err != nil {
+		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
+	}
+	opts.Tokenizer, opts.Renderer = tok, renderer
+	if f.record == "" {
+		return opts, nop, nil
+	}
+	rf, err := os.OpenFile(f.record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return opts, nop, fmt.Errorf("open record file: %w", err)
+	}
+	opts.Record = rf
+	return opts, func() {
+		if err := rf.Close(); err != nil {
+			logger.Warn("close record file", "err", err)
+		}
+	}, nil
+}
+
+// loadSimModel loads the tokenizer and chat template of a model directory. A directory whose
+// template cannot be loaded still serves the token path: chat endpoints then answer 501.
+func loadSimModel(fsys fs.FS, logger *slog.Logger) (*bpe.Tokenizer, sim.ChatRenderer, error) {
+	m, err := render.LoadModel(fsys, render.Options{})
+	if err == nil {
+		return m.Tokenizer(), sim.ModelRenderer(m), nil
+	}
+	data, rerr := fs.ReadFile(fsys, "tokenizer.json")
+	if rerr != nil {
+		return nil, nil, errors.Join(err, rerr)
+	}
+	tok, terr := bpe.Load(data)
+	if terr != nil {
+		return nil, nil, errors.Join(err, terr)
+	}
+	logger.Warn("chat template unavailable: /v1/chat/completions and chat /tokenize answer 501", "err", err)
+	return tok, nil, nil
+}
+
+func microseconds(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }
+
+// serveSim serves until ctx ends (SIGTERM/SIGINT from main), then shuts down gracefully.
+func serveSim(ctx context.Context, logger *slog.Logger, hs *http.Server, ln net.Listener, timeout time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", timeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
 }

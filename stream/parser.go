@@ -269,10 +269,11 @@ func (p *Parser) finish(dst []Piece, end int) []Piece {
 }
 
 // flushDecoder routes text held by the decoder (an incomplete UTF-8 sequence
-// cut by a marker) to the current mode.
+// cut by a marker or the end) to the current mode; idx is the index of the id
+// that cut it, so the text belongs to the id before.
 func (p *Parser) flushDecoder(dst []Piece, idx int) []Piece {
 	if s := p.dec.Flush(); s != "" {
-		dst = p.text(dst, s, idx)
+		dst = p.text(dst, s, max(idx-1, 0))
 	}
 	return dst
 }
@@ -288,7 +289,19 @@ func (p *Parser) text(dst []Piece, s string, idx int) []Piece {
 	case modeTool:
 		return p.callText(dst, s, idx)
 	case modeText:
-		if p.thinkAllowed && strings.TrimSpace(s) != "" {
+		if p.thinkAllowed {
+			if strings.TrimSpace(s) == "" {
+				// Whitespace before a possible <think>: hold it; it is
+				// dropped if reasoning opens.
+				if p.seg.leading {
+					s = strings.TrimLeft(s, "\n")
+				}
+				if s != "" {
+					p.seg.held += s
+					p.seg.leading = false
+				}
+				return dst
+			}
 			p.thinkAllowed = false
 		}
 		return p.segmentText(dst, s, PieceText)

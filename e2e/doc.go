@@ -6,14 +6,20 @@
 //
 //   - TestGoSDK: the official Go SDK (github.com/openai/openai-go/v3), plus raw HTTP requests
 //     where a client's exact bytes matter (Codex-style full-history replays, stream invariants).
-//   - TestNodeOpenAI: e2e/node/openai_sdk.mjs with the `openai` npm package.
-//   - TestNodeAgents: e2e/node/agents_sdk.mjs with `@openai/agents` (tracing disabled).
+//   - TestNode/openai: e2e/node/openai_sdk.mjs with the `openai` npm package.
+//   - TestNode/agents: e2e/node/agents_sdk.mjs with `@openai/agents` (tracing disabled, a
+//     fetch guard that fails any request leaving loopback).
+//   - TestModelsPassThrough: vLLM's /v1/models through stitch.
+//   - TestServeRestart: stored responses survive a restart of serve on the same data dir;
+//     SIGTERM exits 0.
+//   - TestAnalyzeStream, TestParseSSE: self-tests of the stream checker (no server; they also
+//     run under -short).
 //
 // The stream checks follow docs/FACTS-clients.md: every rule there broke at least one client.
 //
 // # Running
 //
-// All tests skip under `go test -short`. While `stitch serve` or `stitch sim` still answers
+// All server tests skip under `go test -short`. While `stitch serve` or `stitch sim` still answers
 // "not implemented yet" the suites skip; any other startup failure fails them. The Node
 // suites need `node` and e2e/node/node_modules (`make e2e-deps`); without node they skip,
 // except under CI=true where they fail.

@@ -107,6 +107,8 @@ func (e *notImplementedError) Error() string {
 type stack struct {
 	baseURL string // http://127.0.0.1:PORT, no trailing slash
 	tmpDir  string // removed by stop; "" for an external stack
+	bin     string // the stitch binary; "" for an external stack
+	simAddr string // host:port of the sim; "" for an external stack
 	procs   []*proc
 }
 
@@ -135,14 +137,14 @@ func startStack() (*stack, error) {
 }
 
 func (st *stack) start() error {
-	bin := os.Getenv("STITCH_E2E_BIN")
-	if bin == "" {
-		bin = filepath.Join(st.tmpDir, "stitch")
-		if err := buildBinary(bin); err != nil {
+	st.bin = os.Getenv("STITCH_E2E_BIN")
+	if st.bin == "" {
+		st.bin = filepath.Join(st.tmpDir, "stitch")
+		if err := buildBinary(st.bin); err != nil {
 			return err
 		}
 	}
-	sim, err := startReady(bin, "sim", "/health", func(addr string) []string {
+	sim, err := startReady(st.bin, "sim", "/health", func(addr string) []string {
 		return []string{"sim", "--listen", addr, "--fast", "--served-model-name", modelName}
 	})
 	if sim != nil {
@@ -151,14 +153,12 @@ func (st *stack) start() error {
 	if err != nil {
 		return err
 	}
+	st.simAddr = sim.addr
 	dataDir := filepath.Join(st.tmpDir, "data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	serve, err := startReady(bin, "serve", "/readyz", func(addr string) []string {
-		return []string{"serve", "--listen", addr, "--upstream", "http://" + sim.addr,
-			"--served-model-name", modelName, "--data-dir", dataDir}
-	})
+	serve, err := st.startServe(dataDir)
 	if serve != nil {
 		st.procs = append(st.procs, serve)
 	}
@@ -167,6 +167,16 @@ func (st *stack) start() error {
 	}
 	st.baseURL = "http://" + serve.addr
 	return nil
+}
+
+// startServe starts one more `stitch serve` in front of the stack's sim, storing in dataDir,
+// and waits until it is ready. The caller stops the returned process (also on error, when
+// it is not nil).
+func (st *stack) startServe(dataDir string) (*proc, error) {
+	return startReady(st.bin, "serve", "/readyz", func(addr string) []string {
+		return []string{"serve", "--listen", addr, "--upstream", "http://" + st.simAddr,
+			"--served-model-name", modelName, "--data-dir", dataDir}
+	})
 }
 
 // buildBinary builds the stitch command of the enclosing module into out.
@@ -315,11 +325,14 @@ func (st *stack) logOutput(t *testing.T) {
 	}
 }
 
-// client returns an official Go SDK client for the stack. Retries are off so a 5xx or a
-// dropped connection fails the test instead of being retried away.
-func (st *stack) client() openai.Client {
+// client returns an official Go SDK client for the stack.
+func (st *stack) client() openai.Client { return newClient(st.baseURL) }
+
+// newClient returns an official Go SDK client for the stitch at baseURL. Retries are off so
+// a 5xx or a dropped connection fails the test instead of being retried away.
+func newClient(baseURL string) openai.Client {
 	return openai.NewClient(
-		option.WithBaseURL(st.baseURL+"/v1/"),
+		option.WithBaseURL(baseURL+"/v1/"),
 		option.WithAPIKey(apiKey),
 		option.WithMaxRetries(0),
 	)

@@ -121,9 +121,6 @@ func TestGoldenTokenization(t *testing.T) {
 }
 
 func TestGoldenRender(t *testing.T) {
-	if !templateEngineReady {
-		t.Skip("render/jinja not wired in yet")
-	}
 	m := qwen3(t)
 	src, err := os.ReadFile(filepath.Join(goldenDir, "templates", "qwen3-8b.jinja"))
 	if err != nil {

@@ -151,3 +151,42 @@ func TestExtendRejectsBoundaryThatMovesInNext(t *testing.T) {
 		t.Errorf("ids differ (-want +got):\n%s", diff)
 	}
 }
+
+// TestExtendQwen3 checks the certified suffix with the real tokenizer against the Rust oracle's
+// ids of the golden prompts: every earlier text P (a cut of the prompt plus a random tail, or
+// another prompt) extended to the prompt T must give exactly T's oracle ids.
+func TestExtendQwen3(t *testing.T) {
+	m := qwen3(t)
+	cases := loadGolden(t, "qwen3")
+	r := rand.New(rand.NewPCG(3, 4))
+	tails := []string{"", "<", "<|im_", "think>", "\n", " ", "x", "<|im_end|>", "é", "<think>\n\n</think>\n\n", "ʼ"}
+	reusedTokens, total := 0, 0
+	for i, c := range cases {
+		if c.err != "" {
+			continue
+		}
+		for k := range 3 {
+			var p string
+			switch k {
+			case 0, 1:
+				cut := r.IntN(len(c.text) + 1)
+				for cut > 0 && cut < len(c.text) && (c.text[cut]&0xC0) == 0x80 {
+					cut-- // stay on a UTF-8 boundary so P is valid text
+				}
+				p = c.text[:cut] + tails[r.IntN(len(tails))]
+			default:
+				p = cases[(i+1)%len(cases)].text
+			}
+			got, reuse := m.Extend(m.EncodeWithBoundaries(p), c.text)
+			if !slices.Equal(got.IDs, c.ids) {
+				t.Fatalf("%s: Extend from a %d-byte prefix (reuse %+v) differs from the oracle", c.name, len(p), reuse)
+			}
+			if want := m.EncodeWithBoundaries(c.text); !slices.Equal(want.Boundaries, got.Boundaries) {
+				t.Fatalf("%s: Extend boundaries differ from EncodeWithBoundaries", c.name)
+			}
+			reusedTokens += reuse.Tokens
+			total += len(c.ids)
+		}
+	}
+	t.Logf("reused %d of %d tokens", reusedTokens, total)
+}

@@ -1,0 +1,121 @@
+package stream_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stitchllm/stitch/stream"
+)
+
+func TestParseChunk(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want stream.Chunk
+		err  error
+	}{
+		{
+			name: "first chunk",
+			in:   `{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"Hi \"x\"","logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[13048,220],"prompt_token_ids":[1,2,3]}],"usage":null}`,
+			want: stream.Chunk{TokenIDs: []uint32{13048, 220}, PromptTokenIDs: []uint32{1, 2, 3}, Text: `Hi "x"`},
+		},
+		{
+			name: "finish with stop string",
+			in:   `{"choices":[{"index":0,"text":"","finish_reason":"stop","stop_reason":"\n\n","token_ids":[],"prompt_token_ids":null}],"usage":null}`,
+			want: stream.Chunk{FinishReason: "stop", StopReason: json.RawMessage(`"\n\n"`)},
+		},
+		{
+			name: "finish with stop token id",
+			in:   `{"choices":[{"index":0,"text":"","finish_reason":"stop","stop_reason":151645,"token_ids":[151645]}]}`,
+			want: stream.Chunk{TokenIDs: []uint32{151645}, FinishReason: "stop", StopReason: json.RawMessage(`151645`)},
+		},
+		{
+			name: "usage with cached tokens",
+			in:   `{"choices":[],"usage":{"prompt_tokens":100,"total_tokens":110,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":96}}}`,
+			want: stream.Chunk{Usage: &stream.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 96}},
+		},
+		{
+			name: "usage without details",
+			in:   `{"choices":[],"usage":{"prompt_tokens":5,"total_tokens":6,"completion_tokens":1,"prompt_tokens_details":null}}`,
+			want: stream.Chunk{Usage: &stream.Usage{PromptTokens: 5, CompletionTokens: 1}},
+		},
+		{
+			name: "error wrapper",
+			in:   `{"error": {"message": "boom", "type": "InternalServerError", "param": null, "code": 500}}`,
+			want: stream.Chunk{Err: &stream.UpstreamError{Message: "boom", Type: "InternalServerError", Code: 500}},
+		},
+		{
+			name: "error object shape",
+			in:   `{"object":"error","message":"bad","type":"BadRequestError","param":"max_tokens","code":400}`,
+			want: stream.Chunk{Err: &stream.UpstreamError{Message: "bad", Type: "BadRequestError", Param: "max_tokens", Code: 400}},
+		},
+		{name: "not json", in: `{"choices":`, err: stream.ErrBadChunk},
+		{name: "not an object", in: `[1]`, err: stream.ErrBadChunk},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var c stream.Chunk
+			err := stream.ParseChunk([]byte(tt.in), &c)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("ParseChunk(%s) error = %v, want %v", tt.in, err, tt.err)
+			}
+			if err != nil {
+				return
+			}
+			opt := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".usage" }, cmp.Ignore())
+			if diff := cmp.Diff(tt.want, c, cmp.AllowUnexported(stream.Chunk{}), opt, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("ParseChunk(%s) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func TestParseChunkReuseDoesNotAlias(t *testing.T) {
+	t.Parallel()
+	data := []byte(`{"choices":[{"index":0,"text":"abc","finish_reason":"length","token_ids":[1]}]}`)
+	var c stream.Chunk
+	if err := stream.ParseChunk(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	copy(data, strings.Repeat("x", len(data)))
+	if c.Text != "abc" || c.FinishReason != "length" {
+		t.Errorf("chunk aliases its input: %+v", c)
+	}
+}
+
+func TestChunkReader(t *testing.T) {
+	t.Parallel()
+	body := "data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"token_ids\":[64]}]}\n\n: ping\n\ndata: [DONE]\n\ndata: {\"choices\":[]}\n\n"
+	r := stream.NewChunkReader(strings.NewReader(body))
+	c, err := r.Next()
+	if err != nil || len(c.TokenIDs) != 1 || c.TokenIDs[0] != 64 {
+		t.Fatalf("first Next = %+v, %v", c, err)
+	}
+	for range 2 {
+		if _, err := r.Next(); err != io.EOF {
+			t.Fatalf("after [DONE]: err = %v, want io.EOF", err)
+		}
+	}
+	r = stream.NewChunkReader(strings.NewReader("data: {\"choices\":[]}\n\n"))
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); !errors.Is(err, stream.ErrTruncated) {
+		t.Errorf("no [DONE]: err = %v, want ErrTruncated", err)
+	}
+}
+
+func TestUpstreamErrorString(t *testing.T) {
+	t.Parallel()
+	e := &stream.UpstreamError{Message: "boom", Type: "InternalServerError", Code: 500}
+	if got, want := e.Error(), "upstream error 500 (InternalServerError): boom"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}

@@ -144,9 +144,7 @@ func (st *stack) start() error {
 			return err
 		}
 	}
-	sim, err := startReady(st.bin, "sim", "/health", func(addr string) []string {
-		return []string{"sim", "--listen", addr, "--fast", "--served-model-name", modelName}
-	})
+	sim, err := st.startSim()
 	if sim != nil {
 		st.procs = append(st.procs, sim)
 	}
@@ -158,7 +156,7 @@ func (st *stack) start() error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	serve, err := st.startServe(dataDir)
+	serve, err := st.startServe(st.simAddr, dataDir)
 	if serve != nil {
 		st.procs = append(st.procs, serve)
 	}
@@ -169,14 +167,58 @@ func (st *stack) start() error {
 	return nil
 }
 
-// startServe starts one more `stitch serve` in front of the stack's sim, storing in dataDir,
-// and waits until it is ready. The caller stops the returned process (also on error, when
-// it is not nil).
-func (st *stack) startServe(dataDir string) (*proc, error) {
+// startSim starts a `stitch sim --fast` with extra flags and waits until it is ready. The
+// caller stops the returned process (also on error, when it is not nil).
+func (st *stack) startSim(extra ...string) (*proc, error) {
+	return startReady(st.bin, "sim", "/health", func(addr string) []string {
+		return append([]string{"sim", "--listen", addr, "--fast", "--served-model-name", modelName}, extra...)
+	})
+}
+
+// startServe starts a `stitch serve` in front of the sim at simAddr, storing in dataDir, and
+// waits until it is ready. The caller stops the returned process (also on error, when it is
+// not nil).
+func (st *stack) startServe(simAddr, dataDir string) (*proc, error) {
 	return startReady(st.bin, "serve", "/readyz", func(addr string) []string {
-		return []string{"serve", "--listen", addr, "--upstream", "http://" + st.simAddr,
+		return []string{"serve", "--listen", addr, "--upstream", "http://" + simAddr,
 			"--served-model-name", modelName, "--data-dir", dataDir}
 	})
+}
+
+// extraProcs starts processes for one test and stops them (logging their output when the
+// test failed) at its end.
+type extraProcs struct {
+	t     *testing.T
+	procs []*proc
+}
+
+func newExtraProcs(t *testing.T) *extraProcs {
+	e := &extraProcs{t: t}
+	t.Cleanup(func() {
+		for i := len(e.procs) - 1; i >= 0; i-- {
+			p := e.procs[i]
+			if err := p.stop(); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			if t.Failed() {
+				t.Logf("---- test's own stitch %s (%s) output:\n%s", p.name, p.state(), p.tail())
+			}
+		}
+	})
+	return e
+}
+
+// start runs start, keeps the process for cleanup, and fails the test on error.
+func (e *extraProcs) start(what string, start func() (*proc, error)) *proc {
+	e.t.Helper()
+	p, err := start()
+	if p != nil {
+		e.procs = append(e.procs, p)
+	}
+	if err != nil {
+		e.t.Fatalf("start %s: %v", what, err)
+	}
+	return p
 }
 
 // buildBinary builds the stitch command of the enclosing module into out.

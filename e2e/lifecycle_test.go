@@ -43,27 +43,10 @@ func TestServeRestart(t *testing.T) {
 		t.Skip("external stack (STITCH_E2E_BASE_URL): cannot restart it")
 	}
 	dataDir := t.TempDir()
-	var procs []*proc
-	t.Cleanup(func() {
-		for _, p := range procs {
-			if err := p.stop(); err != nil {
-				t.Errorf("stop: %v", err)
-			}
-			if t.Failed() {
-				t.Logf("---- restart-test stitch serve (%s) output:\n%s", p.state(), p.tail())
-			}
-		}
-	})
+	procs := newExtraProcs(t)
 	start := func() *proc {
 		t.Helper()
-		p, err := st.startServe(dataDir)
-		if p != nil {
-			procs = append(procs, p)
-		}
-		if err != nil {
-			t.Fatalf("start serve on %s: %v", dataDir, err)
-		}
-		return p
+		return procs.start("serve", func() (*proc, error) { return st.startServe(st.simAddr, dataDir) })
 	}
 
 	p1 := start()

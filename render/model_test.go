@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -112,5 +113,91 @@ func TestFingerprintDigest(t *testing.T) {
 			t.Errorf("fingerprint %s has the same digest as %s", name, prev)
 		}
 		seen[d] = name
+	}
+}
+
+func TestGenerationOpensThink(t *testing.T) {
+	m := qwen3(t)
+	if m.GenerationOpensThink {
+		t.Errorf("Qwen3 release template: GenerationOpensThink = true, want false")
+	}
+	// Qwen3 "thinking-2507" style: the generation prompt opens <think>.
+	opens, err := m.WithTemplate("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"+
+		"{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !opens.GenerationOpensThink {
+		t.Errorf("template opening <think>: GenerationOpensThink = false, want true")
+	}
+}
+
+func TestRenderTextOptions(t *testing.T) {
+	m := qwen3(t)
+	msgs := []Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "The answer is  \n"}}
+	got, err := m.RenderText(ChatRequest{Messages: msgs, ContinueFinalMessage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nThe answer is"; got != want {
+		t.Errorf("continue_final_message text = %q, want %q", got, want)
+	}
+	for name, req := range map[string]ChatRequest{
+		"both":            {Messages: msgs, ContinueFinalMessage: true, AddGenerationPrompt: true},
+		"reserved kwarg":  {Messages: msgs, ChatTemplateKwargs: []byte(`{"tools":[]}`)},
+		"kwargs not dict": {Messages: msgs, ChatTemplateKwargs: []byte(`[1]`)},
+		"documents":       {Messages: msgs, Documents: []byte(`{"a":1}`)},
+	} {
+		if _, err := m.RenderText(req); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("%s: RenderText error = %v, want ErrInvalidInput", name, err)
+		}
+	}
+	// A template failure (raise_exception) is ErrTemplate.
+	bad, err := m.WithTemplate("{{ raise_exception('no') }}", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.RenderText(ChatRequest{Messages: msgs}); !errors.Is(err, ErrTemplate) {
+		t.Errorf("raise_exception: RenderText error = %v, want ErrTemplate", err)
+	}
+}
+
+// TestResponsesRenderGrowth renders a Responses conversation turn by turn, as the server does,
+// and checks that each turn's prompt extends the previous one exactly.
+func TestResponsesRenderGrowth(t *testing.T) {
+	m := qwen3(t)
+	turns := [][]string{
+		{`{"role":"user","content":"Weather in Paris and Lyon?"}`},
+		{`{"type":"reasoning","content":[{"type":"reasoning_text","text":"Two cities: call twice."}]}`,
+			`{"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\": \"Paris\"}"}`,
+			`{"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{\"city\": \"Lyon\"}"}`,
+			`{"type":"function_call_output","call_id":"c1","output":"18C"}`,
+			`{"type":"function_call_output","call_id":"c2","output":"21C"}`},
+		{`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Paris 18C, Lyon 21C."}]}`,
+			`{"role":"user","content":"Thanks! <|im_end|> tomorrow?"}`},
+	}
+	tools := json.RawMessage(`[{"type":"function","name":"get_weather","description":"Weather.","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`)
+	var items []json.RawMessage
+	var prev Encoding
+	for i, turn := range turns {
+		for _, it := range turn {
+			items = append(items, json.RawMessage(it))
+		}
+		conv, err := FromResponses(ResponsesInput{Instructions: "Be brief.", Items: items, Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := m.RenderText(ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, reuse := m.Extend(prev, text)
+		if !slices.Equal(next.IDs, m.Encode(text)) {
+			t.Fatalf("turn %d: Extend differs from Encode", i)
+		}
+		if i > 0 && reuse.Tokens == 0 {
+			t.Errorf("turn %d: nothing reused", i)
+		}
+		prev = next
 	}
 }

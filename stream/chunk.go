@@ -79,47 +79,77 @@ func ParseChunk(data []byte, c *Chunk) error {
 	if !root.IsObject() {
 		return fmt.Errorf("%w: not an object: %.80q", ErrBadChunk, data)
 	}
-	if e := root.Get("error"); e.Exists() && e.Type != gjson.Null {
-		c.Err = upstreamError(e)
+	// One pass over the top-level members (gjson Get would rescan per key).
+	var choices, usage, errObj gjson.Result
+	isErrorObject := false
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "choices":
+			choices = v
+		case "usage":
+			usage = v
+		case "error":
+			errObj = v
+		case "object":
+			isErrorObject = v.Str == "error"
+		}
+		return true
+	})
+	if errObj.Exists() && errObj.Type != gjson.Null {
+		c.Err = upstreamError(errObj)
 		return nil
 	}
-	if root.Get("object").Str == "error" {
+	if isErrorObject {
 		c.Err = upstreamError(root)
 		return nil
 	}
-	if ch := root.Get("choices.0"); ch.Exists() {
-		ch.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "text":
-				c.Text = strings.Clone(v.String()) // detach from data
-			case "finish_reason":
-				if v.Type == gjson.String {
-					c.FinishReason = finishReason(v.Str)
-				}
-			case "stop_reason":
-				if v.Type != gjson.Null {
-					c.StopReason = append(c.StopReason, v.Raw...)
-				}
-			case "token_ids":
-				c.TokenIDs = appendIDs(c.TokenIDs, v)
-			case "prompt_token_ids":
-				c.PromptTokenIDs = appendIDs(c.PromptTokenIDs, v)
-			}
-			return true
+	if choices.IsArray() {
+		choices.ForEach(func(_, ch gjson.Result) bool {
+			c.parseChoice(ch)
+			return false // choice 0 only
 		})
 	}
 	if len(c.StopReason) == 0 {
 		c.StopReason = nil
 	}
-	if u := root.Get("usage"); u.IsObject() {
-		c.usage = Usage{
-			PromptTokens:     int(u.Get("prompt_tokens").Int()),
-			CompletionTokens: int(u.Get("completion_tokens").Int()),
-			CachedTokens:     int(u.Get("prompt_tokens_details.cached_tokens").Int()),
-		}
+	if usage.IsObject() {
+		c.usage = Usage{}
+		usage.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "prompt_tokens":
+				c.usage.PromptTokens = int(v.Int())
+			case "completion_tokens":
+				c.usage.CompletionTokens = int(v.Int())
+			case "prompt_tokens_details":
+				c.usage.CachedTokens = int(v.Get("cached_tokens").Int())
+			}
+			return true
+		})
 		c.Usage = &c.usage
 	}
 	return nil
+}
+
+func (c *Chunk) parseChoice(ch gjson.Result) {
+	ch.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "text":
+			c.Text = strings.Clone(v.String()) // detach from data
+		case "finish_reason":
+			if v.Type == gjson.String {
+				c.FinishReason = finishReason(v.Str)
+			}
+		case "stop_reason":
+			if v.Type != gjson.Null {
+				c.StopReason = append(c.StopReason, v.Raw...)
+			}
+		case "token_ids":
+			c.TokenIDs = appendIDs(c.TokenIDs, v)
+		case "prompt_token_ids":
+			c.PromptTokenIDs = appendIDs(c.PromptTokenIDs, v)
+		}
+		return true
+	})
 }
 
 // finishReason returns a constant string for the known reasons (no allocation
@@ -146,10 +176,37 @@ const (
 	FinishError  = "error"  // the engine failed while generating
 )
 
+// appendIDs appends the ids of a JSON array of non-negative integers,
+// parsing the raw text directly (the first chunk echoes the whole prompt).
+// Elements that are not plain integers fall back to gjson's conversion.
 func appendIDs(dst []uint32, v gjson.Result) []uint32 {
-	if !v.IsArray() {
+	raw := v.Raw
+	if len(raw) < 2 || raw[0] != '[' {
 		return dst
 	}
+	base := len(dst)
+	var n uint64
+	digits := false
+	for i := 1; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case '0' <= c && c <= '9':
+			n = n*10 + uint64(c-'0')
+			digits = true
+		case c == ',' || c == ']':
+			if digits {
+				dst = append(dst, uint32(n))
+			}
+			n, digits = 0, false
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+		default:
+			return appendIDsSlow(dst[:base], v)
+		}
+	}
+	return dst
+}
+
+func appendIDsSlow(dst []uint32, v gjson.Result) []uint32 {
 	v.ForEach(func(_, id gjson.Result) bool {
 		dst = append(dst, uint32(id.Uint()))
 		return true

@@ -119,3 +119,14 @@ func TestUpstreamErrorString(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+func TestParseChunkOddIDs(t *testing.T) {
+	t.Parallel()
+	var c stream.Chunk
+	if err := stream.ParseChunk([]byte(`{"choices":[{"token_ids":[ 1 ,2, 3.0 ,4e0]}]}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]uint32{1, 2, 3, 4}, c.TokenIDs); diff != "" {
+		t.Errorf("token ids (-want +got):\n%s", diff)
+	}
+}

@@ -139,6 +139,20 @@ func TestAnalyzeStream(t *testing.T) {
 			delete(evs[11], "output_index")
 			return evs
 		}, want: "item event without output_index"},
+		{name: "message added without content", mutate: func(evs []ev) []ev {
+			delete(evs[9]["item"].(ev), "content")
+			return evs
+		}, want: `message needs "content": []`},
+		{name: "created output null", mutate: func(evs []ev) []ev {
+			evs[0]["response"] = ev{"id": "resp_1", "object": "response", "status": "in_progress", "output": nil}
+			return evs
+		}, want: "response.output must be an array"},
+		{name: "content index skips", mutate: func(evs []ev) []ev {
+			for _, i := range []int{10, 11, 12, 13, 14} {
+				evs[i]["content_index"] = 1
+			}
+			return evs
+		}, want: "content_index 1, want 0"},
 		{name: "done sentinel", raw: func(s []sseEvent) []sseEvent {
 			return append(s, sseEvent{Data: []byte("[DONE]")})
 		}, want: "[DONE]"},

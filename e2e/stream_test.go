@@ -139,6 +139,9 @@ func analyzeStream(events []sseEvent) (streamResult, problems) {
 		if _, ok := keys["error"]; ok && we.Type != "error" {
 			t.errorf("event %d (%s): top-level \"error\" key (the Go SDK aborts on it): %s", i, we.Type, ev.Data)
 		}
+		if i == 0 && we.Type == "response.created" && !outputIsArray(keys["response"]) {
+			t.errorf("event 0 (response.created): response.output must be an array, even empty (the Node stream helper indexes it)")
+		}
 		if we.SequenceNumber == nil {
 			t.errorf("event %d (%s): no sequence_number", i, we.Type)
 		} else if *we.SequenceNumber != int64(i) {
@@ -182,6 +185,17 @@ func analyzeStream(events []sseEvent) (streamResult, problems) {
 	return res, t
 }
 
+// outputIsArray reports whether the response object raw has an "output" array.
+func outputIsArray(raw json.RawMessage) bool {
+	var r struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return false
+	}
+	return len(r.Output) > 0 && r.Output[0] == '['
+}
+
 func isTerminal(typ string) bool {
 	return typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed"
 }
@@ -205,6 +219,9 @@ func checkItems(t *problems, evs []wireEvent) []*itemState {
 			}
 			it := &itemState{id: we.Item.ID, typ: we.Item.Type, parts: map[int]*partState{},
 				callID: we.Item.CallID, name: we.Item.Name, argsAtStart: we.Item.Arguments}
+			if it.typ == "message" && we.Item.Content == nil {
+				t.errorf("%s: message needs \"content\": [] at added (the Node stream helper appends to it)", where)
+			}
 			if it.typ == "function_call" {
 				if it.callID == "" || it.name == "" {
 					t.errorf("%s: function_call needs call_id and name at added: %+v", where, *we.Item)
@@ -261,6 +278,9 @@ func checkItems(t *problems, evs []wireEvent) []*itemState {
 				if p != nil {
 					t.errorf("%s: content_index %d added twice", where, ci)
 					continue
+				}
+				if ci != len(it.parts) {
+					t.errorf("%s: content_index %d, want %d (parts are appended in order)", where, ci, len(it.parts))
 				}
 				it.parts[ci] = &partState{typ: we.Part.Type}
 				continue

@@ -74,6 +74,12 @@ type (
 		stmtBase
 		brk bool
 	}
+	// errorNode fails when executed.
+	errorNode struct {
+		stmtBase
+		kind Kind
+		msg  string
+	}
 	// generationNode is transformers' {% generation %} block, rendered
 	// as its body.
 	generationNode struct {

@@ -32,6 +32,6 @@
 //
 // Options.Fuel bounds the work of one Execute; nesting depth and macro
 // recursion are bounded; range() is limited to 100000 items as in the
-// sandbox. include, import, extends and block need a loader and fail
-// with KindUnsupported.
+// sandbox. include, import and extends fail with KindType when executed,
+// as in Jinja2 without a loader; block renders its body in place.
 package jinja

@@ -44,9 +44,6 @@ const (
 	// KindFuel: the evaluation exceeded Options.Fuel steps. Python has no
 	// such limit.
 	KindFuel
-	// KindUnsupported: a feature this engine deliberately lacks, such as
-	// include, import or extends (Jinja2 would need a loader).
-	KindUnsupported
 )
 
 var kindNames = [...]string{
@@ -65,7 +62,6 @@ var kindNames = [...]string{
 	KindOverflow:     "OverflowError",
 	KindRecursion:    "RecursionError",
 	KindFuel:         "FuelExhausted",
-	KindUnsupported:  "Unsupported",
 }
 
 // String returns the Python exception class name of the kind.

@@ -115,9 +115,6 @@ func (ev *evaluator) exec(n node, f *frame) (control, error) {
 		if err != nil {
 			return ctlNone, err
 		}
-		if v.k == kUndefined && v.n == 1 {
-			return ctlNone, undefinedError(v)
-		}
 		if v.k == kString {
 			ev.out.WriteString(v.s)
 		} else {
@@ -194,6 +191,8 @@ func (ev *evaluator) exec(n node, f *frame) (control, error) {
 		return ctlContinue, nil
 	case *generationNode:
 		return ev.execBody(n.body, f)
+	case *errorNode:
+		return ctlNone, errf(n.kind, "%s", n.msg)
 	}
 	return ctlNone, nil
 }
@@ -243,9 +242,6 @@ func (ev *evaluator) iterate(v Value) ([]Value, error) {
 	case kString:
 		return stringChars(v.s), nil
 	case kUndefined:
-		if v.n == 1 {
-			return nil, undefinedError(v)
-		}
 		return nil, nil
 	}
 	return nil, errf(KindType, "'%s' object is not iterable", v.typeName())
@@ -521,9 +517,6 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 			v, err := ev.eval(it, f)
 			if err != nil {
 				return Value{}, err
-			}
-			if v.k == kUndefined && v.n == 1 {
-				return Value{}, undefinedError(v)
 			}
 			b.WriteString(v.str())
 		}

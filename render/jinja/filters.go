@@ -118,9 +118,6 @@ func lookupFilter(name string) filterFunc {
 
 // softStr is Jinja2's soft_str: str(v), "" for Undefined.
 func softStr(v Value) (string, error) {
-	if v.k == kUndefined && v.n == 1 {
-		return "", undefinedError(v)
-	}
 	return v.str(), nil
 }
 
@@ -182,7 +179,26 @@ func filterAttr(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error)
 	if err != nil {
 		return Value{}, err
 	}
-	return getAttr(v, name)
+	if v.k == kUndefined {
+		return Value{}, undefinedError(v)
+	}
+	if isDunder(name) {
+		return unsafeUndefined(v, name), nil
+	}
+	if m, ok := methodValue(v, name); ok {
+		return m, nil
+	}
+	switch v.k {
+	case kNamespace:
+		if r, ok := v.mapv().getStr(name); ok {
+			return r, nil
+		}
+	case kLoop:
+		if r, ok := loopAttr(v.o.(*loopObj), name); ok {
+			return r, nil
+		}
+	}
+	return undefined("'" + v.typeName() + " object' has no attribute '" + name + "'"), nil
 }
 
 func filterBatch(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
@@ -617,9 +633,6 @@ func filterLength(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, erro
 			return Int(int64(v.mapv().Len())), nil
 		}
 	case kUndefined:
-		if v.n == 1 {
-			return Value{}, undefinedError(v)
-		}
 		return Int(0), nil
 	case kLoop:
 		return Int(int64(v.o.(*loopObj).length)), nil

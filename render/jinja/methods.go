@@ -271,7 +271,7 @@ func pySplitWhitespace(s string, max int) []Value {
 			return out
 		}
 		if max >= 0 && len(out) == max {
-			out = append(out, String(strings.TrimRightFunc(s[i:], isPySpace)))
+			out = append(out, String(s[i:]))
 			return out
 		}
 		j := i
@@ -302,7 +302,7 @@ func pyRSplitWhitespace(s string, max int) []Value {
 			break
 		}
 		if max >= 0 && len(rev) == max {
-			rev = append(rev, String(strings.TrimLeftFunc(s[:j], isPySpace)))
+			rev = append(rev, String(s[:j]))
 			break
 		}
 		i := j

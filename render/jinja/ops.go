@@ -323,9 +323,6 @@ func contains(container, item Value) (bool, error) {
 	switch container.k {
 	case kString:
 		if item.k != kString {
-			if item.k == kUndefined {
-				return false, undefinedError(item)
-			}
 			return false, errf(KindType, "'in <string>' requires string as left operand, not %s", item.typeName())
 		}
 		return strings.Contains(container.s, item.s), nil
@@ -343,9 +340,6 @@ func contains(container, item Value) (bool, error) {
 		_, ok := container.mapv().get(item)
 		return ok, nil
 	case kUndefined:
-		if container.n == 1 {
-			return false, undefinedError(container)
-		}
 		return false, nil
 	}
 	return false, errf(KindType, "argument of type '%s' is not iterable", container.typeName())

@@ -15,6 +15,9 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int
+	// loops counts the for bodies enclosing the current position within
+	// the current macro (break and continue need one).
+	loops int
 }
 
 func (p *parser) cur() token { return p.toks[p.i] }
@@ -193,6 +196,9 @@ func (p *parser) parseStatement() (node, error) {
 		_, err = p.expectType(tokBlockEnd)
 		return &outputNode{sp, x}, err
 	case "break", "continue":
+		if p.loops == 0 {
+			return nil, p.fail(t, "'%s' outside loop", t.val)
+		}
 		p.next()
 		_, err := p.expectType(tokBlockEnd)
 		return &loopControlNode{sp, t.val == "break"}, err
@@ -206,8 +212,36 @@ func (p *parser) parseStatement() (node, error) {
 			return nil, err
 		}
 		return &generationNode{sp, body}, p.endBlock()
-	case "include", "import", "from", "extends", "block":
-		return nil, newError(KindUnsupported, p.name, t.line, "tag '%s' needs a template loader, which this engine does not provide", t.val)
+	case "include", "import", "from", "extends":
+		// Jinja2 parses these and fails when they run, since transformers'
+		// environment has no loader.
+		for p.cur().typ != tokBlockEnd && p.cur().typ != tokEOF {
+			p.next()
+		}
+		if _, err := p.expectType(tokBlockEnd); err != nil {
+			return nil, err
+		}
+		return &errorNode{sp, KindType, "no loader for this environment specified"}, nil
+	case "block":
+		p.next()
+		if _, err := p.expectType(tokName); err != nil {
+			return nil, err
+		}
+		p.skipName("scoped")
+		p.skipName("required")
+		if _, err := p.expectType(tokBlockEnd); err != nil {
+			return nil, err
+		}
+		body, _, err := p.parseBody("endblock")
+		if err != nil {
+			return nil, err
+		}
+		p.next()
+		if p.cur().typ == tokName {
+			p.next()
+		}
+		_, err = p.expectType(tokBlockEnd)
+		return &generationNode{sp, body}, err
 	}
 	return nil, p.fail(t, "Encountered unknown tag '%s'.", t.val)
 }
@@ -235,7 +269,9 @@ func (p *parser) parseFor(sp stmtBase) (node, error) {
 	if _, err := p.expectType(tokBlockEnd); err != nil {
 		return nil, err
 	}
+	p.loops++
 	body, end, err := p.parseBody("endfor", "else")
+	p.loops--
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +433,11 @@ func (p *parser) parseMacro(sp stmtBase) (node, error) {
 	if _, err := p.expectType(tokBlockEnd); err != nil {
 		return nil, err
 	}
-	if m.body, _, err = p.parseBody("endmacro"); err != nil {
+	saved := p.loops
+	p.loops = 0
+	m.body, _, err = p.parseBody("endmacro")
+	p.loops = saved
+	if err != nil {
 		return nil, err
 	}
 	markMacro(m)
@@ -423,7 +463,11 @@ func (p *parser) parseCallBlock(sp stmtBase) (node, error) {
 	if _, err := p.expectType(tokBlockEnd); err != nil {
 		return nil, err
 	}
-	if m.body, _, err = p.parseBody("endcall"); err != nil {
+	saved := p.loops
+	p.loops = 0
+	m.body, _, err = p.parseBody("endcall")
+	p.loops = saved
+	if err != nil {
 		return nil, err
 	}
 	markMacro(m)

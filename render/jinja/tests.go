@@ -55,8 +55,10 @@ func buildTests() map[string]testFunc {
 		}
 	}
 	return map[string]testFunc{
-		"boolean":   kindTest(func(v Value) bool { return v.k == kBool }),
-		"callable":  kindTest(func(v Value) bool { return v.k == kFunc || v.k == kLoop && v.o.(*loopObj).recurse != nil }),
+		"boolean": kindTest(func(v Value) bool { return v.k == kBool }),
+		"callable": kindTest(func(v Value) bool {
+			return v.k == kFunc || v.k == kUndefined || v.k == kLoop && v.o.(*loopObj).recurse != nil
+		}),
 		"defined":   kindTest(func(v Value) bool { return v.k != kUndefined }),
 		"undefined": kindTest(func(v Value) bool { return v.k == kUndefined }),
 		"divisibleby": func(ev *evaluator, v Value, args []Value, kw []kwArg) (bool, error) {
@@ -129,6 +131,8 @@ func buildTests() map[string]testFunc {
 				return v.n == o.n, nil
 			case kInt:
 				return v.n == o.n && v.n >= -5 && v.n <= 256, nil
+			case kString:
+				return v.s == o.s, nil
 			case kList, kTuple, kMap, kNamespace, kFunc, kLoop:
 				return v.o == o.o, nil
 			}

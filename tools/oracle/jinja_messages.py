@@ -74,7 +74,7 @@ def conversation(n_turns):
                 "reasoning_content": "Need weather for city %d." % i,
                 "tool_calls": [
                     {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "City %d" % i, "days": i, "ratio": 0.5}}},
-                    {"type": "function", "function": {"name": "search", "arguments": "{\"query\": \"weather %d\"}" % i}},
+                    {"type": "function", "function": {"name": "search", "arguments": {"query": "weather %d" % i}}},
                 ],
             })
             msgs.append({"role": "tool", "content": "{\"temp\": %d.5, \"unit\": \"celsius\"}" % i, "name": "get_weather"})
@@ -135,6 +135,19 @@ SETS = {
         "tools": TOOLS,
         "add_generation_prompt": True,
         "enable_thinking": True,
+    },
+    "08_string_arguments": {
+        "messages": [
+            {"role": "user", "content": "Call it."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"type": "function", "function": {"name": "search", "arguments": "{\"query\": \"x\"}"}}]},
+            {"role": "tool", "content": "ok"},
+        ],
+        "tools": TOOLS[:1],
+        "add_generation_prompt": True,
+    },
+    "09_minimal": {
+        "messages": [{"role": "user", "content": "hi"}],
     },
     "07_continue": {
         "messages": [

@@ -77,6 +77,9 @@ type ParserOptions struct {
 	// ParallelToolCalls keeps every tool call; false keeps only the first
 	// well-formed one and drops later ones.
 	ParallelToolCalls bool
+	// DisableToolCalls treats tool-call markers as text (tool_choice "none",
+	// or a request without tools).
+	DisableToolCalls bool
 }
 
 // Qwen3 special token ids.
@@ -213,7 +216,7 @@ func (p *Parser) Append(dst []Piece, id uint32) []Piece {
 		p.mode = modeText
 		p.seg = segment{start: idx + 1, leading: true}
 		return dst
-	case id == p.opts.ToolCallStart && (p.mode == modeText || p.mode == modeTool):
+	case id == p.opts.ToolCallStart && !p.opts.DisableToolCalls && (p.mode == modeText || p.mode == modeTool):
 		dst = p.flushDecoder(dst, idx)
 		if p.mode == modeTool {
 			dst = p.endCall(dst, idx)

@@ -1,0 +1,59 @@
+package stream_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/stitchllm/stitch/stream"
+)
+
+// Example wires one turn the way the server does: upstream SSE body in,
+// Responses SSE out. A real server passes a *bpe.DecodeStream as decoder.
+func Example() {
+	upstream := strings.NewReader(
+		"data: {\"choices\":[{\"index\":0,\"text\":\"Hi\",\"token_ids\":[72,105],\"prompt_token_ids\":[1,2,3]}],\"usage\":null}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"stop\",\"token_ids\":[151645]}],\"usage\":null}\n\n" +
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3,\"total_tokens\":6}}\n\n" +
+			"data: [DONE]\n\n")
+	conv := stream.NewConverter(&byteDecoder{}, stream.ConverterOptions{
+		Parser:  stream.Qwen3Options(),
+		Emitter: stream.EmitterOptions{Response: stream.Response{Model: "qwen3"}, NewID: counterIDs(), Now: fixedNow},
+	})
+	var types []string
+	write := func(events []stream.Event) {
+		for _, ev := range events {
+			types = append(types, ev.EventType())
+		}
+		_ = stream.NewEncoder(io.Discard).EncodeAll(events) // the HTTP response writer, flushed per call
+	}
+	write(conv.Start(nil))
+	chunks := stream.NewChunkReader(upstream)
+	for {
+		ch, err := chunks.Next()
+		if err == io.EOF {
+			write(conv.End(nil))
+			break
+		}
+		if err != nil {
+			write(conv.Fail(nil, "server_error", err.Error()))
+			break
+		}
+		write(conv.Chunk(nil, ch))
+	}
+	fmt.Fprintln(os.Stdout, strings.Join(types, "\n"))
+	r := conv.Response()
+	fmt.Println(r.Status, r.Output[0].Text(), conv.TokenIDs(), conv.Ranges()[0].Start, conv.Ranges()[0].End)
+	// Output:
+	// response.created
+	// response.in_progress
+	// response.output_item.added
+	// response.content_part.added
+	// response.output_text.delta
+	// response.output_text.done
+	// response.content_part.done
+	// response.output_item.done
+	// response.completed
+	// completed Hi [72 105 151645] 0 2
+}

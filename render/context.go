@@ -7,77 +7,10 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// This file builds the template's `messages` and `tools` values as ordered JSON text, the way
-// vLLM's chat path prepares them (vllm/entrypoints/chat_utils.py, parse_chat_messages and
-// _postprocess_messages). The text is then decoded by jinja.FromJSON, which keeps key order and
-// Python's number spelling, so nothing passes through map[string]any or float64.
-
-// appendMessagesJSON appends the template value of msgs:
-// [{"role","content","tool_calls"?,"reasoning"?,"reasoning_content"?,"tool_call_id"?,"name"?}].
-func appendMessagesJSON(dst []byte, msgs []Message) []byte {
-	dst = append(dst, '[')
-	for i := range msgs {
-		if i > 0 {
-			dst = append(dst, ", "...)
-		}
-		dst = appendMessageJSON(dst, &msgs[i])
-	}
-	return append(dst, ']')
-}
-
-func appendMessageJSON(dst []byte, m *Message) []byte {
-	dst = append(dst, `{"role": `...)
-	dst = appendJSONString(dst, m.Role)
-	dst = append(dst, `, "content": `...)
-	dst = appendJSONString(dst, m.Content)
-	if m.Role == "assistant" {
-		// vLLM drops an empty tool_calls list so templates take the plain assistant path.
-		if len(m.ToolCalls) > 0 {
-			dst = append(dst, `, "tool_calls": [`...)
-			for j := range m.ToolCalls {
-				if j > 0 {
-					dst = append(dst, ", "...)
-				}
-				dst = appendToolCallJSON(dst, &m.ToolCalls[j])
-			}
-			dst = append(dst, ']')
-		}
-		if m.Reasoning != nil {
-			dst = append(dst, `, "reasoning": `...)
-			dst = appendJSONString(dst, *m.Reasoning)
-			dst = append(dst, `, "reasoning_content": `...)
-			dst = appendJSONString(dst, *m.Reasoning)
-		}
-	}
-	if m.Role == "tool" && m.ToolCallID != nil {
-		dst = append(dst, `, "tool_call_id": `...)
-		dst = appendJSONString(dst, *m.ToolCallID)
-	}
-	if m.Name != nil {
-		dst = append(dst, `, "name": `...)
-		dst = appendJSONString(dst, *m.Name)
-	}
-	return append(dst, '}')
-}
-
-func appendToolCallJSON(dst []byte, c *ToolCall) []byte {
-	dst = append(dst, '{')
-	if c.ID != "" {
-		dst = append(dst, `"id": `...)
-		dst = appendJSONString(dst, c.ID)
-		dst = append(dst, ", "...)
-	}
-	if c.Type != "" {
-		dst = append(dst, `"type": `...)
-		dst = appendJSONString(dst, c.Type)
-		dst = append(dst, ", "...)
-	}
-	dst = append(dst, `"function": {"name": `...)
-	dst = appendJSONString(dst, c.Name)
-	dst = append(dst, `, "arguments": `...)
-	dst = append(dst, templateArguments(c.Arguments)...)
-	return append(dst, "}}"...)
-}
+// This file holds the JSON side of vLLM's message preprocessing (vllm/entrypoints/chat_utils.py,
+// _postprocess_messages) and the tools value as ordered JSON text. jinja.FromJSON decodes these
+// keeping key order and Python's number semantics, so nothing passes through map[string]any or
+// float64.
 
 // templateArguments mirrors vLLM's _postprocess_messages: a string is json.loads-ed (any JSON
 // value it holds is kept, objects in their key order); a string that is not valid JSON (including

@@ -309,9 +309,9 @@ var reservedKwargs = map[string]bool{
 	"continue_final_message": true, "chat_template": true,
 }
 
-// templateVars is a render's input in template-engine-neutral form (JSON text for values).
+// templateVars is a render's input in template-engine-neutral form (raw JSON for client values).
 type templateVars struct {
-	messages            []byte
+	messages            []Message
 	tools               []byte // nil: None
 	documents           []byte // nil: None
 	addGenerationPrompt bool
@@ -326,7 +326,7 @@ type kwarg struct {
 
 func (m *Model) vars(req *ChatRequest) (*templateVars, error) {
 	v := &templateVars{
-		messages:            appendMessagesJSON(make([]byte, 0, 256*len(req.Messages)+64), req.Messages),
+		messages:            req.Messages,
 		addGenerationPrompt: req.AddGenerationPrompt,
 		specials:            m.specials,
 	}
@@ -384,12 +384,20 @@ func (m *Model) RenderText(req ChatRequest) (string, error) {
 		return "", fmt.Errorf("apply chat template %s: %w: %w", m.TemplateSource, ErrTemplate, err)
 	}
 	if req.ContinueFinalMessage && len(req.Messages) > 0 {
-		final := pyStrip(req.Messages[len(req.Messages)-1].Content)
-		i := strings.LastIndex(text, final)
+		// transformers (4.4x) apply_chat_template: cut after the last occurrence of the final
+		// content, keeping its trailing whitespace when the template kept it.
+		final := req.Messages[len(req.Messages)-1].Content
+		stripped := pyStrip(final)
+		i := strings.LastIndex(text, stripped)
 		if i < 0 {
 			return "", fmt.Errorf("%w: continue_final_message: the final message does not appear in the rendered chat", ErrTemplate)
 		}
-		text = text[:i+len(final)]
+		lstripped := strings.TrimLeftFunc(final, pySpace)
+		if end := i + len(lstripped); end <= len(text) && text[i:end] == final {
+			text = text[:end]
+		} else {
+			text = text[:i+len(stripped)]
+		}
 	}
 	return text, nil
 }
@@ -404,13 +412,14 @@ func (m *Model) Render(req ChatRequest) (string, []uint32, error) {
 }
 
 // pyStrip is Python's str.strip(): it removes the characters str.isspace() reports.
-func pyStrip(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool {
-		switch r {
-		case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x1680, 0x2028, 0x2029,
-			0x202f, 0x205f, 0x3000:
-			return true
-		}
-		return r >= 0x2000 && r <= 0x200a
-	})
+func pyStrip(s string) string { return strings.TrimFunc(s, pySpace) }
+
+// pySpace reports whether Python's str.isspace() is true for r.
+func pySpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x1680, 0x2028, 0x2029,
+		0x202f, 0x205f, 0x3000:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200a
 }

@@ -139,7 +139,7 @@ func TestRenderTextOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nThe answer is"; got != want {
+	if want := "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nThe answer is  \n"; got != want {
 		t.Errorf("continue_final_message text = %q, want %q", got, want)
 	}
 	for name, req := range map[string]ChatRequest{

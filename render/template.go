@@ -6,8 +6,8 @@ import (
 	"github.com/stitchllm/stitch/render/jinja"
 )
 
-// This file is the only one that knows render/jinja: it turns templateVars (ordered JSON text)
-// into template variables the way transformers' render call does:
+// This file is the only one that knows render/jinja: it turns templateVars into template
+// variables the way transformers' render call does:
 // render(messages=…, tools=…, documents=…, add_generation_prompt=…, **special_tokens_map,
 // **chat_template_kwargs).
 
@@ -45,9 +45,9 @@ func (j jinjaTemplate) execute(v *templateVars) (string, error) {
 		}
 		vars[kw.name] = val
 	}
-	msgs, err := jinja.FromJSON(v.messages)
+	msgs, err := messagesValue(v.messages)
 	if err != nil {
-		return "", fmt.Errorf("messages: %w", err)
+		return "", err
 	}
 	vars["messages"] = msgs
 	vars["tools"] = jinja.None()
@@ -64,4 +64,55 @@ func (j jinjaTemplate) execute(v *templateVars) (string, error) {
 	}
 	vars["add_generation_prompt"] = jinja.Bool(v.addGenerationPrompt)
 	return j.t.Execute(vars)
+}
+
+// messagesValue builds the template's `messages` the way vLLM's parse_chat_messages leaves them:
+// {"role","content","tool_calls"?,"reasoning"?,"reasoning_content"?,"tool_call_id"?,"name"?} in
+// that key order. Only tool-call arguments go through JSON (templateArguments, FromJSON).
+func messagesValue(msgs []Message) (jinja.Value, error) {
+	items := make([]jinja.Value, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		mp := jinja.NewMap()
+		mp.Set("role", jinja.String(m.Role))
+		mp.Set("content", jinja.String(m.Content))
+		if m.Role == "assistant" {
+			// vLLM drops an empty tool_calls list so templates take the plain assistant path.
+			if len(m.ToolCalls) > 0 {
+				calls := make([]jinja.Value, len(m.ToolCalls))
+				for j := range m.ToolCalls {
+					c := &m.ToolCalls[j]
+					args, err := jinja.FromJSON(templateArguments(c.Arguments))
+					if err != nil {
+						return jinja.Value{}, fmt.Errorf("messages[%d].tool_calls[%d].function.arguments: %w", i, j, err)
+					}
+					fn := jinja.NewMap()
+					fn.Set("name", jinja.String(c.Name))
+					fn.Set("arguments", args)
+					call := jinja.NewMap()
+					if c.ID != "" {
+						call.Set("id", jinja.String(c.ID))
+					}
+					if c.Type != "" {
+						call.Set("type", jinja.String(c.Type))
+					}
+					call.Set("function", jinja.MapValue(fn))
+					calls[j] = jinja.MapValue(call)
+				}
+				mp.Set("tool_calls", jinja.List(calls...))
+			}
+			if m.Reasoning != nil {
+				mp.Set("reasoning", jinja.String(*m.Reasoning))
+				mp.Set("reasoning_content", jinja.String(*m.Reasoning))
+			}
+		}
+		if m.Role == "tool" && m.ToolCallID != nil {
+			mp.Set("tool_call_id", jinja.String(*m.ToolCallID))
+		}
+		if m.Name != nil {
+			mp.Set("name", jinja.String(*m.Name))
+		}
+		items[i] = jinja.MapValue(mp)
+	}
+	return jinja.List(items...), nil
 }

@@ -1,11 +1,230 @@
 package main
 
-import "context"
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/stitchllm/stitch/configs"
+	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/upstream"
+)
 
 func runServe(ctx context.Context, env cliEnv, args []string) error {
-	fs := newFlagSet(env, "serve", "[flags]")
-	if err := parseFlags(env, fs, args); err != nil {
+	cfg, err := configs.Load("stitch serve", args, os.Getenv, env.stdout)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		fmt.Fprintf(env.stderr, "stitch serve: %v\n", err)
+		return errUsage
+	}
+	logger, err := newLogger(cfg.Log, env.stderr)
+	if err != nil {
 		return err
 	}
-	return errNotImplemented
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	models := make(map[string]*render.Model, len(cfg.Models))
+	for _, p := range cfg.Models {
+		m, err := loadModel(p.Dir)
+		if err != nil {
+			return fmt.Errorf("model %s: %w", p.Name, err)
+		}
+		models[p.Name] = m
+	}
+
+	upstreamURL := cfg.Upstream.URL
+	if upstreamURL == "" {
+		first := cfg.Models[0]
+		addr, stop, err := startBuiltinSim(ctx, logger, models[first.Name], first.Name, cfg.Sim)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		upstreamURL = "http://" + addr
+		logger.Info("no --upstream given: running the built-in simulator with the bundled demo model (not a real LLM)",
+			"sim", upstreamURL, "model", first.Name)
+	}
+	up := upstream.New(upstream.Options{BaseURL: upstreamURL, APIKey: string(cfg.Upstream.APIKey)})
+	maxLens := upstreamMaxModelLens(ctx, logger, up, cfg.Upstream.MaxModelLen)
+
+	checkpoints, err := store.OpenBolt(cfg.Store.DataDir, store.BoltOptions{})
+	if err != nil {
+		return fmt.Errorf("open store in %s: %w", cfg.Store.DataDir, err)
+	}
+	defer checkpoints.Close()
+
+	var auth middleware.Authenticator = middleware.DevAuth{}
+	if cfg.Auth.APIKeysFile != "" {
+		if auth, err = middleware.NewFileAuth(cfg.Auth.APIKeysFile, logger); err != nil {
+			return err
+		}
+	}
+
+	runtimes := make(map[string]*server.Model, len(cfg.Models))
+	for _, p := range cfg.Models {
+		maxLen := maxLens[p.Name]
+		if maxLen == 0 {
+			maxLen = 32768
+			logger.Warn("upstream did not report max_model_len; assuming 32768", "model", p.Name)
+		}
+		runtimes[p.Name] = server.NewModelRuntime(server.ModelConfig{
+			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
+			ChatTemplateKwargs: p.ChatTemplateKwargs, CacheSalt: cacheSalter(p.Name, p.CacheSalt),
+		})
+	}
+	srv, err := server.New(server.Options{
+		Logger: logger, Registry: reg, Upstream: up, Models: runtimes, Checkpoints: checkpoints, Auth: auth,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, MaxInputItems: cfg.Server.MaxInputItems,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	logger.Info("stitch serving the Responses API", "addr", ln.Addr().String(), "upstream", upstreamURL,
+		"data_dir", cfg.Store.DataDir, "models", len(runtimes), "version", version)
+	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout)
+}
+
+// serveUntilDone serves until ctx ends, then shuts down gracefully, letting open streams finish
+// within timeout.
+func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, ln net.Listener, timeout time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", timeout)
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func loadModel(dir string) (*render.Model, error) {
+	var fsys fs.FS
+	if dir == "" {
+		var err error
+		if fsys, err = demomodel.FS(); err != nil {
+			return nil, err
+		}
+	} else {
+		fsys = os.DirFS(dir)
+	}
+	return render.LoadModel(fsys, render.Options{})
+}
+
+// startBuiltinSim runs the simulator in-process on a loopback port.
+func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Model, name string, sc configs.Sim) (string, func(), error) {
+	s, err := sim.New(sim.Options{
+		Tokenizer: m.Tokenizer(), Renderer: sim.ModelRenderer(m), ServedModelName: name,
+		Fast: sc.Fast, Seed: sc.Seed, Logger: logger.With("component", "sim"),
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("built-in simulator: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("built-in simulator: %w", err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}
+	return ln.Addr().String(), stop, nil
+}
+
+// upstreamMaxModelLens asks /v1/models for each model's context length, waiting up to 10 s for the
+// upstream to come up (vLLM may still be loading). A fixed override wins.
+func upstreamMaxModelLens(ctx context.Context, logger *slog.Logger, up *upstream.Client, override int) map[string]int {
+	out := map[string]int{}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		models, err := up.Models(cctx)
+		cancel()
+		if err == nil {
+			for _, m := range models {
+				out[m.ID] = m.MaxModelLen
+			}
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			logger.Warn("upstream /v1/models unavailable at start", "err", err)
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if override > 0 {
+		for k := range out {
+			out[k] = override
+		}
+		out[""] = override
+	}
+	return out
+}
+
+// cacheSalter returns the per-tenant cache_salt: HMAC-SHA256(secret, tenant, model), so tenants
+// never share (or probe) each other's prefix cache. A pinned salt wins.
+func cacheSalter(model, pinned string) func(tenant string) string {
+	if pinned != "" {
+		return func(string) string { return pinned }
+	}
+	return func(tenant string) string {
+		mac := hmac.New(sha256.New, []byte("stitch cache salt v1"))
+		io.WriteString(mac, tenant)
+		mac.Write([]byte{0})
+		io.WriteString(mac, model)
+		return hex.EncodeToString(mac.Sum(nil)[:16])
+	}
+}
+
+func newLogger(lc configs.Log, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(lc.Level)); err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if lc.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
 }

@@ -1,0 +1,240 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/stream"
+)
+
+// output is a turn's result as it streams: the converter (token ids → Responses events), timing,
+// and the terminal event held back until the checkpoint is durable.
+type output struct {
+	conv       *stream.Converter
+	start      time.Time
+	firstToken time.Time
+	now        func() time.Time
+	terminal   []stream.Event // the terminal event, held until persisted
+	events     int            // non-terminal events already handed to the sink
+	failed     bool           // the response was failed after the stream ended (store error)
+}
+
+func (s *Server) newOutput(t *turn) *output {
+	req := t.req
+	resp := stream.Response{
+		Model: req.Model, Instructions: nil, ParallelToolCalls: req.ParallelToolCalls,
+		PreviousResponseID: req.PreviousResponseID, Reasoning: req.ReasoningJSON, Store: req.Store,
+		Text: req.TextJSON, ToolChoice: req.ToolChoice.Raw, Tools: req.Tools, Truncation: req.Truncation,
+		User: req.User, Metadata: req.Metadata,
+	}
+	if req.Instructions != nil {
+		resp.Instructions = appendJSONString(nil, *req.Instructions)
+	}
+	if req.MaxOutputTokens > 0 {
+		n := req.MaxOutputTokens
+		resp.MaxOutputTokens = &n
+	}
+	resp.Temperature = rawFloat(req.Temperature)
+	resp.TopP = rawFloat(req.TopP)
+	popts := t.model.Parser
+	popts.ThinkingOpen = t.prompt.ThinkingOpen
+	popts.ParallelToolCalls = req.ParallelToolCalls
+	conv := stream.NewConverter(t.model.NewDecoder(), stream.ConverterOptions{
+		Parser:  popts,
+		Emitter: stream.EmitterOptions{Response: resp, NewID: s.opts.NewID, Now: s.opts.Now},
+	})
+	return &output{conv: conv, start: t.start, now: s.opts.Now}
+}
+
+func rawFloat(raw []byte) *float64 {
+	if len(raw) == 0 {
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return nil
+	}
+	return &f
+}
+
+func (o *output) begin() []stream.Event { return o.conv.Start(nil) }
+
+// consume reads upstream chunks until [DONE], an error, or ctx's end, handing non-terminal events to
+// sink as they come. It returns nil when the stream ended cleanly; the terminal event is then held
+// (see finish). A sink write error (client gone) stops reading; ctx is then cancelled by net/http.
+func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) error {
+	chunks := stream.NewChunkReader(body)
+	var events []stream.Event
+	for {
+		ch, err := chunks.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return o.hold(sink, o.conv.End(events[:0]))
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			code, msg := "server_error", "The model server stream ended unexpectedly."
+			if errors.Is(err, stream.ErrTruncated) {
+				msg = "The model server closed the stream before the response finished."
+			}
+			_ = o.hold(sink, o.conv.Fail(events[:0], code, msg))
+			return fmt.Errorf("upstream stream: %w", err)
+		}
+		if o.firstToken.IsZero() && len(ch.TokenIDs) > 0 {
+			o.firstToken = o.now()
+		}
+		events = o.conv.Chunk(events[:0], ch)
+		if ch.Err != nil {
+			_ = o.hold(sink, events)
+			return fmt.Errorf("upstream: %w", ch.Err)
+		}
+		if len(events) > 0 {
+			o.events += len(events)
+			if err := sink.write(events); err != nil {
+				return fmt.Errorf("write to client: %w", err)
+			}
+		}
+	}
+}
+
+// hold writes every event but the last (the terminal one), which it keeps for finish.
+func (o *output) hold(sink eventSink, events []stream.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	last := len(events) - 1
+	o.terminal = []stream.Event{events[last]}
+	if last == 0 {
+		return nil
+	}
+	o.events += last
+	return sink.write(events[:last])
+}
+
+// finish returns the held terminal event, failing the response first if the stream did not end.
+func (o *output) finish(runErr error) []stream.Event {
+	if o.terminal == nil {
+		msg := "The response was interrupted."
+		if runErr != nil && errors.Is(runErr, context.Canceled) {
+			msg = "The request was cancelled."
+		}
+		events := o.conv.Fail(nil, "server_error", msg)
+		if n := len(events); n > 0 {
+			o.terminal = []stream.Event{events[n-1]}
+			return events
+		}
+	}
+	return o.terminal
+}
+
+// failAfterPersist replaces the held terminal event with response.failed (same sequence number).
+func (o *output) failAfterPersist(code, message string) []stream.Event {
+	var seq int
+	if len(o.terminal) == 1 {
+		if ev, ok := o.terminal[0].(*stream.ResponseEvent); ok {
+			seq = ev.SequenceNumber
+		}
+	}
+	r := o.conv.Response()
+	r.Status = stream.StatusFailed
+	r.Error = &stream.ResponseError{Code: code, Message: message}
+	o.terminal = []stream.Event{&stream.ResponseEvent{Type: stream.EventResponseFailed, SequenceNumber: seq, Response: r}}
+	o.failed = true
+	return o.terminal
+}
+
+func (o *output) responseID() string { return o.conv.Emitter().ID() }
+
+func (o *output) status() string {
+	if o.failed {
+		return stream.StatusFailed
+	}
+	return o.conv.Response().Status
+}
+
+func (o *output) streamed() bool { return o.events > 0 }
+
+func (o *output) responseJSON() []byte {
+	r := o.conv.Response()
+	if o.failed {
+		r.Status = stream.StatusFailed
+	}
+	return r.AppendJSON(nil)
+}
+
+func (o *output) tokenIDs() []uint32 { return o.conv.TokenIDs() }
+
+func (o *output) outputTokens() int { return len(o.conv.TokenIDs()) }
+
+func (o *output) cachedTokens() int {
+	if u := o.conv.Response().Usage; u != nil {
+		return u.InputTokensDetails.CachedTokens
+	}
+	return 0
+}
+
+func (o *output) ttft() time.Duration {
+	if o.firstToken.IsZero() {
+		return 0
+	}
+	return o.firstToken.Sub(o.start)
+}
+
+// items returns the output items as stored items (failed responses keep none).
+func (o *output) items() []store.Item {
+	r := o.conv.Response()
+	if r.Status == stream.StatusFailed || o.failed {
+		return nil
+	}
+	out := make([]store.Item, 0, len(r.Output))
+	for i := range r.Output {
+		it := &r.Output[i]
+		out = append(out, store.Item{ID: it.ID, Data: it.AppendJSON(nil)})
+	}
+	return out
+}
+
+// eventSink receives events in order.
+type eventSink interface {
+	write(events []stream.Event) error
+}
+
+// sseSink writes events as server-sent events and flushes after each batch.
+type sseSink struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	enc *stream.Encoder
+	hdr bool
+}
+
+func newSSESink(w http.ResponseWriter) *sseSink {
+	return &sseSink{w: w, rc: http.NewResponseController(w), enc: stream.NewEncoder(w)}
+}
+
+func (s *sseSink) write(events []stream.Event) error {
+	if !s.hdr {
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		h.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(http.StatusOK)
+		s.hdr = true
+	}
+	if err := s.enc.EncodeAll(events); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// discardSink drops events (stream:false collects the final object instead).
+type discardSink struct{}
+
+func (discardSink) write([]stream.Event) error { return nil }

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/stream"
+)
+
+// ModelConfig describes one served model for NewModelRuntime.
+type ModelConfig struct {
+	Name               string
+	Render             *render.Model
+	MaxModelLen        int
+	ChatTemplateKwargs json.RawMessage
+	CacheSalt          func(tenant string) string
+}
+
+// NewModelRuntime builds a model's runtime with the full-render preparer (every turn renders and
+// tokenizes the whole conversation).
+func NewModelRuntime(c ModelConfig) *Model {
+	tok := c.Render.Tokenizer()
+	opts := stream.Qwen3Options()
+	for _, m := range []struct {
+		text string
+		dst  *uint32
+	}{{"<think>", &opts.ThinkStart}, {"</think>", &opts.ThinkEnd}, {"<tool_call>", &opts.ToolCallStart}, {"</tool_call>", &opts.ToolCallEnd}} {
+		if id, ok := tok.TokenID(m.text); ok {
+			*m.dst = id
+		}
+	}
+	opts.EndOfTurn = append([]uint32(nil), c.Render.StopTokenIDs...)
+	return &Model{
+		Name:               c.Name,
+		Preparer:           FullRender{Model: c.Render},
+		NewDecoder:         func() stream.TokenDecoder { return tok.NewDecodeStream() },
+		Parser:             opts,
+		StopTokenIDs:       c.Render.StopTokenIDs,
+		MaxModelLen:        c.MaxModelLen,
+		ChatTemplateKwargs: c.ChatTemplateKwargs,
+		CacheSalt:          c.CacheSalt,
+	}
+}
+
+// FullRender prepares every turn by rendering the whole conversation and tokenizing all of it:
+// exactly vLLM's chat path. It is the baseline and the fallback of the artifact fast path.
+type FullRender struct{ Model *render.Model }
+
+// Prepare implements Preparer.
+func (f FullRender) Prepare(_ context.Context, in *PrepareInput) (*Prepared, error) {
+	text, skipped, err := RenderConversation(f.Model, in)
+	if err != nil {
+		return nil, err
+	}
+	outcome := "disabled"
+	if in.PreviousID == "" {
+		outcome = "new"
+	}
+	return &Prepared{IDs: f.Model.Encode(text), Text: text, Outcome: outcome, SkippedTools: skipped, ThinkingOpen: opensThink(text)}, nil
+}
+
+// RenderConversation maps the Responses conversation to chat messages and renders the chat
+// template with the generation prompt. It returns the prompt text and the tools not rendered.
+func RenderConversation(m *render.Model, in *PrepareInput) (string, []string, error) {
+	conv, err := render.FromResponses(render.ResponsesInput{
+		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	text, err := m.RenderText(render.ChatRequest{
+		Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs,
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("render chat template: %w", err)
+	}
+	return text, conv.SkippedTools, nil
+}
+
+// opensThink reports whether a prompt ends inside an opened <think> block (the template's generation
+// prompt opened it), so the model's output starts as reasoning.
+func opensThink(prompt string) bool {
+	i := strings.LastIndex(prompt, "<think>")
+	return i >= 0 && !strings.Contains(prompt[i:], "</think>") && strings.TrimSpace(prompt[i+len("<think>"):]) == ""
+}

@@ -1,0 +1,458 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// request is a validated POST /v1/responses body. Fields that reach the chat template or vLLM keep
+// their original JSON (order and number spelling) as raw bytes.
+type request struct {
+	Model              string
+	Input              []json.RawMessage // normalized items, each with "type" and "id"
+	Instructions       *string
+	PreviousResponseID string
+	Stream             bool
+	Store              bool
+	Tools              json.RawMessage // the Responses tools array as sent ([] or absent → nil)
+	ToolChoice         toolChoice
+	ParallelToolCalls  bool
+	MaxOutputTokens    int // 0: not set
+	Temperature        json.RawMessage
+	TopP               json.RawMessage
+	ReasoningEffort    string // "" when absent
+	ReasoningJSON      json.RawMessage
+	TextJSON           json.RawMessage // the "text" object as sent (format, verbosity)
+	TextFormat         textFormat
+	Truncation         string // "disabled" (default) or "auto"
+	Metadata           json.RawMessage
+	User               string
+	IncludeEncrypted   bool // include contains "reasoning.encrypted_content"
+}
+
+// toolChoice is the parsed tool_choice: mode auto / none / required, or a named function.
+type toolChoice struct {
+	Mode string // "auto", "none", "required", "function"
+	Name string // for Mode "function"
+	Raw  json.RawMessage
+}
+
+// textFormat is text.format: "text" (default), "json_object" or "json_schema" with its schema.
+type textFormat struct {
+	Type   string
+	Name   string
+	Schema json.RawMessage
+	Strict bool
+}
+
+// limits bound a request.
+type limits struct {
+	MaxInputItems int
+}
+
+// idSource makes new item ids ("msg_…", "fc_…").
+type idSource func(prefix string) string
+
+// parseRequest validates body and normalizes its input items. Errors are *APIError 400 with param.
+func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, badRequest("", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)")
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		return nil, badRequest("", "The request body must be a JSON object.")
+	}
+	r := &request{Store: true, ParallelToolCalls: true, Truncation: "disabled", ToolChoice: toolChoice{Mode: "auto"}}
+
+	model := root.Get("model")
+	switch {
+	case !model.Exists() || model.Type == gjson.Null:
+		return nil, badRequest("model", "Missing required parameter: 'model'.")
+	case model.Type != gjson.String || model.Str == "":
+		return nil, badRequest("model", "Invalid type for 'model': expected a non-empty string.")
+	}
+	r.Model = model.Str
+
+	for _, unsupported := range []struct{ key, why string }{
+		{"background", "Background responses are not supported by this server."},
+		{"conversation", "The 'conversation' parameter is not supported by this server; use previous_response_id."},
+		{"prompt", "Prompt templates ('prompt') are not supported by this server."},
+	} {
+		v := root.Get(unsupported.key)
+		if v.Exists() && v.Type != gjson.Null && v.Type != gjson.False {
+			return nil, badRequest(unsupported.key, "%s", unsupported.why)
+		}
+	}
+
+	var err error
+	if r.Stream, err = optBool(root, "stream", false); err != nil {
+		return nil, err
+	}
+	if r.Store, err = optBool(root, "store", true); err != nil {
+		return nil, err
+	}
+	if r.ParallelToolCalls, err = optBool(root, "parallel_tool_calls", true); err != nil {
+		return nil, err
+	}
+	if v := root.Get("instructions"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String {
+			return nil, badRequest("instructions", "Invalid type for 'instructions': expected a string.")
+		}
+		s := v.Str
+		r.Instructions = &s
+	}
+	if v := root.Get("previous_response_id"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String || v.Str == "" {
+			return nil, badRequest("previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
+		}
+		r.PreviousResponseID = v.Str
+	}
+	if v := root.Get("user"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String {
+			return nil, badRequest("user", "Invalid type for 'user': expected a string.")
+		}
+		r.User = v.Str
+	}
+	if v := root.Get("max_output_tokens"); v.Exists() && v.Type != gjson.Null {
+		n, ok := positiveInt(v)
+		if !ok {
+			return nil, badRequest("max_output_tokens", "Invalid 'max_output_tokens': expected an integer of at least 1.")
+		}
+		r.MaxOutputTokens = n
+	}
+	if r.Temperature, err = optNumber(root, "temperature", 0, 2); err != nil {
+		return nil, err
+	}
+	if r.TopP, err = optNumber(root, "top_p", 0, 1); err != nil {
+		return nil, err
+	}
+	if err := parseReasoning(root, r); err != nil {
+		return nil, err
+	}
+	if err := parseText(root, r); err != nil {
+		return nil, err
+	}
+	if v := root.Get("truncation"); v.Exists() && v.Type != gjson.Null {
+		if v.Type != gjson.String || (v.Str != "auto" && v.Str != "disabled") {
+			return nil, badRequest("truncation", "Invalid value for 'truncation': expected 'auto' or 'disabled'.")
+		}
+		r.Truncation = v.Str
+	}
+	if err := parseMetadata(root, r); err != nil {
+		return nil, err
+	}
+	if v := root.Get("include"); v.Exists() && v.Type != gjson.Null {
+		if !v.IsArray() {
+			return nil, badRequest("include", "Invalid type for 'include': expected an array of strings.")
+		}
+		for _, e := range v.Array() {
+			if e.Str == "reasoning.encrypted_content" {
+				r.IncludeEncrypted = true
+			}
+		}
+	}
+	if v := root.Get("tools"); v.Exists() && v.Type != gjson.Null {
+		if !v.IsArray() {
+			return nil, badRequest("tools", "Invalid type for 'tools': expected an array.")
+		}
+		for i, t := range v.Array() {
+			if !t.IsObject() || t.Get("type").Type != gjson.String {
+				return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "Missing required parameter: 'tools[%d].type'.", i)
+			}
+			if t.Get("type").Str == "function" && (t.Get("name").Type != gjson.String || t.Get("name").Str == "") {
+				return nil, badRequest(fmt.Sprintf("tools[%d].name", i), "Missing required parameter: 'tools[%d].name'.", i)
+			}
+		}
+		if len(v.Array()) > 0 {
+			r.Tools = json.RawMessage(v.Raw)
+		}
+	}
+	if err := parseToolChoice(root, r); err != nil {
+		return nil, err
+	}
+	if err := parseInput(root, r, lim, newID); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func optBool(root gjson.Result, key string, def bool) (bool, error) {
+	v := root.Get(key)
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return def, nil
+	case v.Type == gjson.True:
+		return true, nil
+	case v.Type == gjson.False:
+		return false, nil
+	}
+	return false, badRequest(key, "Invalid type for '%s': expected a boolean, but got %s instead.", key, typeName(v))
+}
+
+func optNumber(root gjson.Result, key string, lo, hi float64) (json.RawMessage, error) {
+	v := root.Get(key)
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil, nil
+	}
+	if v.Type != gjson.Number {
+		return nil, badRequest(key, "Invalid type for '%s': expected a number, but got %s instead.", key, typeName(v))
+	}
+	if v.Num < lo || v.Num > hi {
+		return nil, badRequest(key, "Invalid '%s': expected a value between %g and %g, but got %s instead.", key, lo, hi, v.Raw)
+	}
+	return json.RawMessage(v.Raw), nil
+}
+
+func positiveInt(v gjson.Result) (int, bool) {
+	if v.Type != gjson.Number {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v.Raw, 10, 64)
+	if err != nil || n < 1 || n > 1<<31 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+func typeName(v gjson.Result) string {
+	switch {
+	case v.Type == gjson.String:
+		return "a string"
+	case v.Type == gjson.Number:
+		return "a number"
+	case v.Type == gjson.True || v.Type == gjson.False:
+		return "a boolean"
+	case v.Type == gjson.Null:
+		return "null"
+	case v.IsArray():
+		return "an array"
+	case v.IsObject():
+		return "an object"
+	}
+	return "an unknown type"
+}
+
+func parseReasoning(root gjson.Result, r *request) error {
+	v := root.Get("reasoning")
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsObject() {
+		return badRequest("reasoning", "Invalid type for 'reasoning': expected an object.")
+	}
+	r.ReasoningJSON = json.RawMessage(v.Raw)
+	e := v.Get("effort")
+	if !e.Exists() || e.Type == gjson.Null {
+		return nil
+	}
+	switch e.Str {
+	case "none", "minimal", "low", "medium", "high", "xhigh":
+		r.ReasoningEffort = e.Str
+		return nil
+	}
+	return badRequest("reasoning.effort", "Invalid value for 'reasoning.effort': expected one of 'none', 'minimal', 'low', 'medium', 'high'.")
+}
+
+func parseText(root gjson.Result, r *request) error {
+	r.TextFormat = textFormat{Type: "text"}
+	v := root.Get("text")
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsObject() {
+		return badRequest("text", "Invalid type for 'text': expected an object.")
+	}
+	r.TextJSON = json.RawMessage(v.Raw)
+	f := v.Get("format")
+	if !f.Exists() || f.Type == gjson.Null {
+		return nil
+	}
+	switch t := f.Get("type").Str; t {
+	case "text", "json_object":
+		r.TextFormat.Type = t
+	case "json_schema":
+		schema := f.Get("schema")
+		if !schema.IsObject() {
+			return badRequest("text.format.schema", "Missing required parameter: 'text.format.schema'.")
+		}
+		if f.Get("name").Type != gjson.String {
+			return badRequest("text.format.name", "Missing required parameter: 'text.format.name'.")
+		}
+		r.TextFormat = textFormat{Type: t, Name: f.Get("name").Str, Schema: json.RawMessage(schema.Raw), Strict: f.Get("strict").Bool()}
+	default:
+		return badRequest("text.format.type", "Invalid value for 'text.format.type': expected 'text', 'json_object' or 'json_schema'.")
+	}
+	return nil
+}
+
+func parseMetadata(root gjson.Result, r *request) error {
+	v := root.Get("metadata")
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsObject() {
+		return badRequest("metadata", "Invalid type for 'metadata': expected an object.")
+	}
+	n := 0
+	var err error
+	v.ForEach(func(k, val gjson.Result) bool {
+		n++
+		switch {
+		case n > 16:
+			err = badRequest("metadata", "Invalid 'metadata': too many keys (at most 16).")
+		case len(k.Str) > 64:
+			err = badRequest("metadata", "Invalid 'metadata': keys are at most 64 characters.")
+		case val.Type != gjson.String:
+			err = badRequest("metadata."+k.Str, "Invalid type for 'metadata.%s': expected a string.", k.Str)
+		case len(val.Str) > 512:
+			err = badRequest("metadata."+k.Str, "Invalid 'metadata.%s': values are at most 512 characters.", k.Str)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	r.Metadata = json.RawMessage(v.Raw)
+	return nil
+}
+
+func parseToolChoice(root gjson.Result, r *request) error {
+	v := root.Get("tool_choice")
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil
+	}
+	r.ToolChoice.Raw = json.RawMessage(v.Raw)
+	if v.Type == gjson.String {
+		switch v.Str {
+		case "auto", "none", "required":
+			r.ToolChoice.Mode = v.Str
+			return nil
+		}
+		return badRequest("tool_choice", "Invalid value for 'tool_choice': expected 'auto', 'none', 'required' or a function.")
+	}
+	if !v.IsObject() {
+		return badRequest("tool_choice", "Invalid type for 'tool_choice'.")
+	}
+	switch v.Get("type").Str {
+	case "function":
+		name := v.Get("name").Str
+		if name == "" {
+			return badRequest("tool_choice.name", "Missing required parameter: 'tool_choice.name'.")
+		}
+		if !hasFunctionTool(r.Tools, name) {
+			return badRequest("tool_choice.name", "Tool choice '%s' not found in 'tools' parameter.", name)
+		}
+		r.ToolChoice.Mode, r.ToolChoice.Name = "function", name
+		return nil
+	case "allowed_tools":
+		mode := v.Get("mode").Str
+		if mode != "auto" && mode != "required" {
+			return badRequest("tool_choice.mode", "Invalid value for 'tool_choice.mode'.")
+		}
+		r.ToolChoice.Mode = mode
+		return nil
+	}
+	return badRequest("tool_choice.type", "Unsupported tool_choice type %q: this server supports 'function'.", v.Get("type").Str)
+}
+
+func hasFunctionTool(tools json.RawMessage, name string) bool {
+	found := false
+	gjson.ParseBytes(tools).ForEach(func(_, t gjson.Result) bool {
+		switch t.Get("type").Str {
+		case "function":
+			found = t.Get("name").Str == name
+		case "namespace":
+			t.Get("tools").ForEach(func(_, f gjson.Result) bool {
+				found = f.Get("name").Str == name
+				return !found
+			})
+		}
+		return !found
+	})
+	return found
+}
+
+// knownItemTypes are the input item types stitch renders.
+var knownItemTypes = map[string]string{
+	"message":              "msg",
+	"function_call":        "fc",
+	"function_call_output": "fco",
+	"reasoning":            "rs",
+}
+
+// parseInput turns input (a string or an array of items) into normalized items: every item gets
+// "type" (messages may omit it) and an "id" (client ids are kept, as Codex and the Agents SDK replay them).
+func parseInput(root gjson.Result, r *request, lim limits, newID idSource) error {
+	v := root.Get("input")
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		if r.PreviousResponseID == "" {
+			return badRequest("input", "Missing required parameter: 'input'.")
+		}
+		return nil
+	case v.Type == gjson.String:
+		item := fmt.Appendf(nil, `{"id":%q,"type":"message","role":"user","content":[{"type":"input_text","text":`, newID("msg"))
+		item = appendJSONString(item, v.Str)
+		item = append(item, "}]}"...)
+		r.Input = []json.RawMessage{item}
+		return nil
+	case !v.IsArray():
+		return badRequest("input", "Invalid type for 'input': expected a string or an array of input items.")
+	}
+	items := v.Array()
+	if len(items) > lim.MaxInputItems {
+		return badRequest("input", "Invalid 'input': too many items (%d; at most %d).", len(items), lim.MaxInputItems)
+	}
+	r.Input = make([]json.RawMessage, 0, len(items))
+	for i, it := range items {
+		param := fmt.Sprintf("input[%d]", i)
+		if !it.IsObject() {
+			return badRequest(param, "Invalid type for '%s': expected an object.", param)
+		}
+		typ := it.Get("type")
+		if !typ.Exists() || typ.Type == gjson.Null {
+			if !it.Get("role").Exists() {
+				return badRequest(param+".type", "Missing required parameter: '%s.type'.", param)
+			}
+			typ = gjson.Result{Type: gjson.String, Str: "message"}
+		}
+		prefix, ok := knownItemTypes[typ.Str]
+		if !ok {
+			if typ.Str == "item_reference" {
+				return badRequest(param+".type", "Item references are not supported by this server; send the item itself.")
+			}
+			return badRequest(param+".type", "Invalid value for '%s.type': %q is not a supported input item type.", param, typ.Str)
+		}
+		raw := []byte(it.Raw)
+		var err error
+		if !it.Get("type").Exists() {
+			if raw, err = sjson.SetBytes(raw, "type", "message"); err != nil {
+				return badRequest(param, "Invalid item: %v", err)
+			}
+		}
+		if id := it.Get("id"); !id.Exists() || id.Type != gjson.String || id.Str == "" {
+			if raw, err = sjson.SetBytes(raw, "id", newID(prefix)); err != nil {
+				return badRequest(param, "Invalid item: %v", err)
+			}
+		}
+		if typ.Str == "message" {
+			switch role := it.Get("role").Str; role {
+			case "user", "system", "developer", "assistant":
+			default:
+				return badRequest(param+".role", "Invalid value for '%s.role': expected one of 'user', 'system', 'developer' or 'assistant'.", param)
+			}
+		}
+		r.Input = append(r.Input, bytes.Clone(raw))
+	}
+	return nil
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}

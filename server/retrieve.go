@@ -1,0 +1,150 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/store"
+)
+
+// loadCheckpoint reads a tenant's checkpoint; unknown and foreign ids are both ErrNotFound.
+func (s *Server) loadCheckpoint(r *http.Request, id string) (*store.Checkpoint, error) {
+	cp, err := s.opts.Checkpoints.GetResponse(r.Context(), middleware.Tenant(r.Context()), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, notFound(id)
+	case errors.Is(err, store.ErrUnavailable):
+		return nil, fmt.Errorf("get response %s: %w: %w", id, errStoreUnavailable, err)
+	case err != nil:
+		return nil, fmt.Errorf("get response %s: %w", id, err)
+	}
+	return cp, nil
+}
+
+func (s *Server) handleRetrieve(w http.ResponseWriter, r *http.Request) {
+	cp, err := s.loadCheckpoint(r, chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, cp.Response)
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	err := s.opts.Checkpoints.DeleteResponse(r.Context(), middleware.Tenant(r.Context()), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, notFound(id))
+		return
+	case errors.Is(err, store.ErrUnavailable):
+		writeError(w, fmt.Errorf("delete response %s: %w: %w", id, errStoreUnavailable, err))
+		return
+	case err != nil:
+		writeError(w, fmt.Errorf("delete response %s: %w", id, err))
+		return
+	}
+	writeJSON(w, struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Deleted bool   `json:"deleted"`
+	}{id, "response.deleted", true})
+}
+
+// handleInputItems lists the items that formed a response's input: the whole conversation before
+// its output (earlier turns included), newest first by default, as OpenAI's list API pages them.
+func (s *Server) handleInputItems(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, badRequest("limit", "Invalid 'limit': expected an integer between 1 and 100."))
+			return
+		}
+		limit = n
+	}
+	order := q.Get("order")
+	switch order {
+	case "":
+		order = "desc"
+	case "asc", "desc":
+	default:
+		writeError(w, badRequest("order", "Invalid 'order': expected 'asc' or 'desc'."))
+		return
+	}
+	cp, err := s.loadCheckpoint(r, chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ids := cp.ConversationItemIDs[:len(cp.ConversationItemIDs)-len(cp.OutputItemIDs)]
+	if order == "desc" {
+		rev := make([]string, len(ids))
+		for i, id := range ids {
+			rev[len(ids)-1-i] = id
+		}
+		ids = rev
+	}
+	if after := q.Get("after"); after != "" {
+		i := indexOf(ids, after)
+		if i < 0 {
+			writeError(w, badRequest("after", "Invalid 'after': no input item with id '%s' in this response.", after))
+			return
+		}
+		ids = ids[i+1:]
+	}
+	hasMore := len(ids) > limit
+	if hasMore {
+		ids = ids[:limit]
+	}
+	items, err := s.opts.Checkpoints.GetItems(r.Context(), middleware.Tenant(r.Context()), ids)
+	if err != nil {
+		if errors.Is(err, store.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", errStoreUnavailable, err)
+		}
+		writeError(w, fmt.Errorf("input items: %w", err))
+		return
+	}
+	out := []byte(`{"object":"list","data":[`)
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it.Data...)
+	}
+	out = append(out, `],"first_id":`...)
+	out = appendNullable(out, ids, 0)
+	out = append(out, `,"last_id":`...)
+	out = appendNullable(out, ids, len(ids)-1)
+	out = append(out, `,"has_more":`...)
+	out = strconv.AppendBool(out, hasMore)
+	out = append(out, '}')
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
+}
+
+func appendNullable(dst []byte, ids []string, i int) []byte {
+	if i < 0 || i >= len(ids) {
+		return append(dst, "null"...)
+	}
+	return appendJSONString(dst, ids[i])
+}
+
+func indexOf(ids []string, id string) int {
+	for i, x := range ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// itemID reads an item's id.
+func itemID(item []byte) string { return gjson.GetBytes(item, "id").Str }

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/store"
+)
+
+// Checkpoints is the durable response store the server needs (store.Bolt, store.RedisCheckpoints).
+type Checkpoints interface {
+	PutResponse(ctx context.Context, cp *store.Checkpoint, items []store.Item) error
+	GetResponse(ctx context.Context, tenant, id string) (*store.Checkpoint, error)
+	GetItems(ctx context.Context, tenant string, ids []string) ([]store.Item, error)
+	DeleteResponse(ctx context.Context, tenant, id string) error
+}
+
+// Upstream is the part of the vLLM client the server calls.
+type Upstream interface {
+	Completions(ctx context.Context, body []byte) (io.ReadCloser, error)
+	Health(ctx context.Context) error
+	BaseURL() string
+	HTTPClient() *http.Client
+}
+
+// Options configure a Server. Logger, Registry, Upstream, Checkpoints and at least one Model are required.
+type Options struct {
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	Upstream Upstream
+	// Models maps served model names to their runtime.
+	Models      map[string]*Model
+	Checkpoints Checkpoints
+	// Auth maps API keys to tenants; nil means dev mode (one tenant, any key).
+	Auth middleware.Authenticator
+	// MaxBodyBytes caps request bodies (default 32 MiB); MaxInputItems caps input items (default 10000).
+	MaxBodyBytes  int64
+	MaxInputItems int
+	// NewID makes ids with a prefix ("resp", "msg", …); default: 24 random bytes in hex.
+	NewID func(prefix string) string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Server serves the HTTP API. Create it with New; it is safe for concurrent use.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	handler http.Handler
+	metrics *metrics
+}
+
+// New validates opts and builds the routes.
+func New(opts Options) (*Server, error) {
+	if opts.Logger == nil || opts.Registry == nil || opts.Upstream == nil || opts.Checkpoints == nil {
+		return nil, errors.New("server: Logger, Registry, Upstream and Checkpoints are required")
+	}
+	if len(opts.Models) == 0 {
+		return nil, errors.New("server: no models")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 32 << 20
+	}
+	if opts.MaxInputItems <= 0 {
+		opts.MaxInputItems = 10000
+	}
+	if opts.NewID == nil {
+		opts.NewID = randomID
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Auth == nil {
+		opts.Auth = middleware.DevAuth{}
+	}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry)}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) routes() http.Handler {
+	httpMetrics := middleware.NewMetrics(s.opts.Registry)
+	r := chi.NewRouter()
+	r.Use(middleware.RequestIDs(s.log), middleware.Recover(s.log))
+
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	r.Get("/readyz", s.handleReady)
+	r.Handle("/metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{}))
+
+	r.Group(func(r chi.Router) {
+		r.Use(middleware.Auth(s.opts.Auth))
+		r.Method(http.MethodPost, "/v1/responses", httpMetrics.Handler("POST /v1/responses", http.HandlerFunc(s.handleCreate)))
+		r.Method(http.MethodGet, "/v1/responses/{id}", httpMetrics.Handler("GET /v1/responses/{id}", http.HandlerFunc(s.handleRetrieve)))
+		r.Method(http.MethodDelete, "/v1/responses/{id}", httpMetrics.Handler("DELETE /v1/responses/{id}", http.HandlerFunc(s.handleDelete)))
+		r.Method(http.MethodGet, "/v1/responses/{id}/input_items", httpMetrics.Handler("GET /v1/responses/{id}/input_items", http.HandlerFunc(s.handleInputItems)))
+		r.Method(http.MethodPost, "/v1/responses/{id}/cancel", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, badRequest("", "Only background responses can be cancelled; this server does not run background responses."))
+		}))
+		pass := httpMetrics.Handler("passthrough", s.passthrough())
+		r.Handle("/v1/*", pass)
+		r.Handle("/tokenize", pass)
+		r.Handle("/detokenize", pass)
+	})
+	return r
+}
+
+// handleReady answers 200 when the upstream is healthy.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.opts.Upstream.Health(ctx); err != nil {
+		http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ok\n"))
+}
+
+func randomID(prefix string) string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	const hexdigits = "0123456789abcdef"
+	out := make([]byte, 0, len(prefix)+1+48)
+	out = append(out, prefix...)
+	out = append(out, '_')
+	for _, c := range b {
+		out = append(out, hexdigits[c>>4], hexdigits[c&15])
+	}
+	return string(out)
+}
+
+// writeJSON writes v (a json.RawMessage or a marshalable value) with status 200.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if raw, ok := v.(json.RawMessage); ok {
+		w.Write(raw)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(v)
+}

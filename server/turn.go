@@ -1,0 +1,354 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/upstream"
+)
+
+// turn is one POST /v1/responses in flight: its input (req, model, tenant), its plan (prompt) and,
+// once streamed, its output (conv). Kept apart so no single struct carries everything.
+type turn struct {
+	req    *request
+	model  *Model
+	tenant string
+	log    *slog.Logger
+	start  time.Time
+
+	prevItems []json.RawMessage // the conversation before this request's input
+	prevIDs   []string
+	prompt    *Prepared
+	maxTokens int
+	kwargs    json.RawMessage
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := &turn{tenant: middleware.Tenant(ctx), log: middleware.Logger(ctx, s.log), start: s.opts.Now()}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+				Message: fmt.Sprintf("Request body too large (limit %d bytes).", s.opts.MaxBodyBytes)})
+			return
+		}
+		writeError(w, fmt.Errorf("read body: %w", err))
+		return
+	}
+	if err := s.plan(ctx, t, body); err != nil {
+		ae := writeError(w, err)
+		t.log.LogAttrs(ctx, levelFor(ae), "response rejected", slog.Int("status", ae.Status), slog.String("param", ae.Param), slog.Any("err", err))
+		return
+	}
+	s.execute(ctx, w, t)
+}
+
+func levelFor(ae *APIError) slog.Level {
+	if ae.Status >= 500 {
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// plan validates the request, resolves the previous response and prepares the prompt ids.
+func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
+	req, err := parseRequest(body, limits{MaxInputItems: s.opts.MaxInputItems}, s.opts.NewID)
+	if err != nil {
+		return err
+	}
+	t.req = req
+	model, ok := s.opts.Models[req.Model]
+	if !ok {
+		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", req.Model)}
+	}
+	t.model = model
+	if req.PreviousResponseID != "" {
+		cp, err := s.opts.Checkpoints.GetResponse(ctx, t.tenant, req.PreviousResponseID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return previousNotFound(req.PreviousResponseID)
+		case errors.Is(err, store.ErrUnavailable):
+			return fmt.Errorf("resolve previous response: %w: %w", errStoreUnavailable, err)
+		case err != nil:
+			return fmt.Errorf("resolve previous response: %w", err)
+		}
+		if cp.Model != "" && cp.Model != req.Model {
+			t.log.Info("continuation switches model", "from", cp.Model, "to", req.Model)
+		}
+		items, err := s.opts.Checkpoints.GetItems(ctx, t.tenant, cp.ConversationItemIDs)
+		if err != nil {
+			if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("load conversation of %s: %w: %w", cp.ID, errStoreUnavailable, err)
+			}
+			return fmt.Errorf("load conversation of %s: %w", cp.ID, err)
+		}
+		t.prevIDs = cp.ConversationItemIDs
+		t.prevItems = make([]json.RawMessage, len(items))
+		for i, it := range items {
+			t.prevItems[i] = it.Data
+		}
+	}
+	t.kwargs = templateKwargs(model.ChatTemplateKwargs, req)
+	return s.prepare(ctx, t)
+}
+
+// prepare renders the conversation to prompt ids, applying truncation and the output budget.
+func (s *Server) prepare(ctx context.Context, t *turn) error {
+	items := make([]json.RawMessage, 0, len(t.prevItems)+len(t.req.Input))
+	items = append(items, t.prevItems...)
+	items = append(items, t.req.Input...)
+	nPrev := len(t.prevItems)
+	instructions := ""
+	if t.req.Instructions != nil {
+		instructions = *t.req.Instructions
+	}
+	prevID := t.req.PreviousResponseID
+	tools := t.req.Tools
+	if t.req.ToolChoice.Mode == "none" {
+		tools = nil // the model is not told about tools it may not call
+	}
+	for {
+		in := &PrepareInput{
+			Tenant: t.tenant, PreviousID: prevID, Instructions: instructions,
+			Items: items, Tools: tools, Kwargs: t.kwargs,
+			ItemParam: func(i int) string {
+				if i < nPrev {
+					return fmt.Sprintf("previous_response_id (stored item %d)", i)
+				}
+				return fmt.Sprintf("input[%d]", i-nPrev)
+			},
+		}
+		start := time.Now()
+		p, err := t.model.Preparer.Prepare(ctx, in)
+		if err != nil {
+			var ie *render.InputError
+			if errors.As(err, &ie) {
+				return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: ie.Param, Message: ie.Error(), Err: err}
+			}
+			return fmt.Errorf("prepare prompt: %w", err)
+		}
+		path := "full"
+		if p.Reused > 0 {
+			path = "fast"
+		}
+		s.metrics.prepare.WithLabelValues(path).Observe(time.Since(start).Seconds())
+		left := t.model.MaxModelLen - len(p.IDs)
+		if left >= 1 {
+			t.prompt = p
+			t.maxTokens = left
+			if t.req.MaxOutputTokens > 0 && t.req.MaxOutputTokens < left {
+				t.maxTokens = t.req.MaxOutputTokens
+			}
+			if len(p.SkippedTools) > 0 {
+				t.log.Info("tools not rendered (hosted tool types are not executed by this server)", "tools", p.SkippedTools)
+			}
+			return nil
+		}
+		if t.req.Truncation != "auto" {
+			return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
+				Message: fmt.Sprintf("Your input exceeds the context window of this model: %d prompt tokens, %d allowed (prompt and output). Shorten the input or set truncation to 'auto'.", len(p.IDs), t.model.MaxModelLen)}
+		}
+		next := dropOldestTurn(items)
+		if len(next) == len(items) || len(next) == 0 {
+			return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
+				Message: "Your input exceeds the context window of this model even after truncation."}
+		}
+		dropped := len(items) - len(next)
+		nPrev -= dropped
+		items = next
+		prevID = "" // the prefix changed: no artifact applies
+	}
+}
+
+// dropOldestTurn removes the leading items up to (not including) the second user message, so the
+// conversation still starts at a user turn. Instructions are not items and are always kept.
+func dropOldestTurn(items []json.RawMessage) []json.RawMessage {
+	users := 0
+	for i, it := range items {
+		v := gjson.ParseBytes(it)
+		if (v.Get("type").Str == "message" || !v.Get("type").Exists()) && v.Get("role").Str == "user" {
+			users++
+			if users == 2 {
+				return items[i:]
+			}
+		}
+	}
+	if len(items) > 1 {
+		return items[1:]
+	}
+	return items
+}
+
+// templateKwargs merges the profile's chat_template_kwargs with the request: reasoning.effort "none"
+// (or minimal) turns Qwen3's enable_thinking off; json output formats too (the grammar starts at the
+// first generated token, so there must be no <think> block).
+func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
+	kw := []byte(defaults)
+	if len(kw) == 0 {
+		kw = []byte("{}")
+	}
+	thinking := ""
+	switch req.ReasoningEffort {
+	case "none", "minimal":
+		thinking = "false"
+	case "low", "medium", "high", "xhigh":
+		thinking = "true"
+	}
+	if req.TextFormat.Type != "text" {
+		thinking = "false"
+	}
+	if thinking == "" {
+		return kw
+	}
+	out, err := setRaw(kw, "enable_thinking", thinking)
+	if err != nil {
+		return kw
+	}
+	return out
+}
+
+// execute sends the prompt upstream and streams (or collects) the response, then persists it.
+func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
+	req := t.req
+	creq := upstream.CompletionRequest{
+		Model: req.Model, Prompt: t.prompt.IDs, MaxTokens: t.maxTokens,
+		Temperature: req.Temperature, TopP: req.TopP,
+		Stream: true, IncludeUsage: true, ReturnTokenIDs: true,
+		StopTokenIDs: t.model.StopTokenIDs,
+	}
+	if t.model.CacheSalt != nil {
+		creq.CacheSalt = t.model.CacheSalt(t.tenant)
+	}
+	if req.TextFormat.Type == "json_schema" {
+		creq.StructuredOutputs = fmt.Appendf(nil, `{"json":%s}`, req.TextFormat.Schema)
+	} else if req.TextFormat.Type == "json_object" {
+		creq.StructuredOutputs = json.RawMessage(`{"json_object":true}`)
+	}
+	body := creq.AppendJSON(make([]byte, 0, 16+len(t.prompt.IDs)*7))
+
+	upCtx, cancelUp := context.WithCancel(ctx)
+	defer cancelUp()
+	rc, err := s.opts.Upstream.Completions(upCtx, body)
+	if err != nil {
+		ae := writeError(w, err)
+		s.metrics.responses.WithLabelValues("failed").Inc()
+		t.log.LogAttrs(ctx, levelFor(ae), "upstream refused", slog.Int("status", ae.Status), slog.Any("err", err))
+		return
+	}
+	defer rc.Close()
+
+	out := s.newOutput(t)
+	var sink eventSink
+	if req.Stream {
+		sink = newSSESink(w)
+	} else {
+		sink = discardSink{}
+	}
+	if err := sink.write(out.begin()); err != nil {
+		t.log.Info("client gone before the first event", "err", err)
+		return
+	}
+	runErr := out.consume(ctx, rc, sink)
+	final := out.finish(runErr)
+
+	// Persist before the terminal event: a client that saw response.completed can continue from it.
+	if ctx.Err() != nil {
+		s.metrics.responses.WithLabelValues("cancelled").Inc()
+		t.log.Info("response cancelled by client", "response_id", out.responseID(), "prompt_tokens", len(t.prompt.IDs))
+		return
+	}
+	if req.Store {
+		if err := s.persist(context.WithoutCancel(ctx), t, out); err != nil {
+			// The response exists for the client but could not be stored: say so instead of
+			// claiming completion, so nobody continues from an id that does not exist.
+			t.log.Error("persist response", "response_id", out.responseID(), "err", err)
+			final = out.failAfterPersist("store_error", "The response could not be stored; it cannot be continued or retrieved.")
+		}
+	}
+	s.metrics.responses.WithLabelValues(out.status()).Inc()
+	if req.Stream {
+		if err := sink.write(final); err != nil {
+			t.log.Info("client gone before the terminal event", "err", err)
+		}
+	} else {
+		if runErr != nil && !out.streamed() {
+			writeError(w, runErr)
+		} else {
+			writeJSON(w, json.RawMessage(out.responseJSON()))
+		}
+	}
+	s.logSummary(ctx, t, out, runErr)
+}
+
+func (s *Server) logSummary(ctx context.Context, t *turn, out *output, runErr error) {
+	attrs := []slog.Attr{
+		slog.String("response_id", out.responseID()), slog.String("model", t.req.Model),
+		slog.String("status", out.status()), slog.Bool("stream", t.req.Stream),
+		slog.Int("prompt_tokens", len(t.prompt.IDs)), slog.Int("reused_tokens", t.prompt.Reused),
+		slog.Int("output_tokens", out.outputTokens()), slog.Int("cached_tokens", out.cachedTokens()),
+		slog.String("outcome", t.prompt.Outcome),
+		slog.Float64("ttft_ms", out.ttft().Seconds()*1000),
+		slog.Float64("duration_ms", float64(s.opts.Now().Sub(t.start).Microseconds())/1000),
+	}
+	level := slog.LevelInfo
+	if runErr != nil {
+		attrs = append(attrs, slog.Any("err", runErr))
+		level = slog.LevelWarn
+	}
+	t.log.LogAttrs(ctx, level, "response", attrs...)
+}
+
+// persist writes the checkpoint: this request's input items, the output items, and the conversation
+// as item ids. Failed responses keep no output items (there is nothing to continue from).
+func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	outItems := out.items()
+	items := make([]store.Item, 0, len(t.req.Input)+len(outItems))
+	inIDs := make([]string, 0, len(t.req.Input))
+	for _, raw := range t.req.Input {
+		id := itemID(raw)
+		inIDs = append(inIDs, id)
+		items = append(items, store.Item{ID: id, Data: raw})
+	}
+	outIDs := make([]string, 0, len(outItems))
+	for _, it := range outItems {
+		outIDs = append(outIDs, it.ID)
+		items = append(items, it)
+	}
+	conv := make([]string, 0, len(t.prevIDs)+len(inIDs)+len(outIDs))
+	conv = append(append(append(conv, t.prevIDs...), inIDs...), outIDs...)
+	instructions := ""
+	if t.req.Instructions != nil {
+		instructions = *t.req.Instructions
+	}
+	cp := &store.Checkpoint{
+		ID: out.responseID(), Tenant: t.tenant, PreviousID: t.req.PreviousResponseID, Model: t.req.Model,
+		Status: out.status(), CreatedAt: t.start, InputItemIDs: inIDs, OutputItemIDs: outIDs,
+		ConversationItemIDs: conv, Instructions: instructions, Response: out.responseJSON(),
+		PromptLen: len(t.prompt.IDs), GeneratedIDs: out.tokenIDs(),
+	}
+	if err := s.opts.Checkpoints.PutResponse(ctx, cp, items); err != nil {
+		return fmt.Errorf("put response %s: %w", cp.ID, err)
+	}
+	return nil
+}
+
+func setRaw(obj []byte, key, raw string) ([]byte, error) {
+	return sjson.SetRawBytes(obj, key, []byte(raw))
+}

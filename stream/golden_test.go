@@ -284,3 +284,46 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// FuzzConverter feeds arbitrary upstream bytes through the whole pipeline
+// (byte-level ids): whatever arrives, the client stream must keep the
+// Responses grammar checkStream enforces.
+func FuzzConverter(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		a := parseArchive(string(raw))
+		if in, ok := a.get("input.sse"); ok && len(in) < 4096 {
+			f.Add([]byte(in), false)
+		}
+	}
+	f.Add([]byte("data: {\"choices\":[{\"token_ids\":[151657,123,34,110,34,58,34,102,34,44,34,97,34,58,123]}]}\n\ndata: [DONE]\n\n"), true)
+	f.Fuzz(func(t *testing.T, in []byte, thinkingOpen bool) {
+		opts := stream.Qwen3Options()
+		opts.ThinkingOpen = thinkingOpen
+		conv := stream.NewConverter(&byteDecoder{}, stream.ConverterOptions{
+			Parser:  opts,
+			Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow},
+		})
+		var out bytes.Buffer
+		enc := stream.NewEncoder(&out)
+		_ = enc.EncodeAll(conv.Start(nil))
+		cr := stream.NewChunkReader(bytes.NewReader(in))
+		for {
+			ch, err := cr.Next()
+			if err == io.EOF {
+				_ = enc.EncodeAll(conv.End(nil))
+				break
+			}
+			if err != nil {
+				_ = enc.EncodeAll(conv.Fail(nil, "server_error", err.Error()))
+				break
+			}
+			_ = enc.EncodeAll(conv.Chunk(nil, ch))
+		}
+		checkStream(t, out.Bytes())
+	})
+}

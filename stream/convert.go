@@ -53,7 +53,11 @@ func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
 	if ch.Err != nil {
 		c.pieces = c.p.Finish(c.pieces[:0])
 		c.e.SetUsage(c.fallbackUsage())
-		return c.e.Fail(dst, "server_error", ch.Err.Message, c.pieces...)
+		msg := ch.Err.Message
+		if msg == "" {
+			msg = ch.Err.Error()
+		}
+		return c.e.Fail(dst, "server_error", msg, c.pieces...)
 	}
 	if len(ch.PromptTokenIDs) > 0 && len(c.prompt) == 0 {
 		c.prompt = append(c.prompt, ch.PromptTokenIDs...)

@@ -60,8 +60,9 @@ type Piece struct {
 	Incomplete bool
 }
 
-// ParserOptions configures a [Parser] for a Qwen3-family model. Use
-// [Qwen3Options] for the Qwen3 ids.
+// ParserOptions configures a [Parser] for a Qwen3-family model. Start from
+// [Qwen3Options]. Options whose marker ids and EndOfTurn are all zero get the
+// Qwen3 ids (the booleans are kept), so the zero value parses Qwen3 output.
 type ParserOptions struct {
 	ThinkStart    uint32 // <think>
 	ThinkEnd      uint32 // </think>
@@ -164,6 +165,11 @@ type Parser struct {
 func NewParser(dec TokenDecoder, opts ParserOptions) *Parser {
 	if dec == nil {
 		panic("stream: NewParser with nil TokenDecoder")
+	}
+	if opts.ThinkStart == 0 && opts.ThinkEnd == 0 && opts.ToolCallStart == 0 && opts.ToolCallEnd == 0 && len(opts.EndOfTurn) == 0 {
+		q := Qwen3Options()
+		q.ThinkingOpen, q.ParallelToolCalls, q.DisableToolCalls = opts.ThinkingOpen, opts.ParallelToolCalls, opts.DisableToolCalls
+		opts = q
 	}
 	p := &Parser{opts: opts, dec: dec}
 	if opts.ThinkingOpen {

@@ -8,7 +8,7 @@ func (t *Tokenizer) appendTokenBytes(dst []byte, id uint32) []byte {
 	if !t.isKnown(id) {
 		return dst
 	}
-	return append(dst, t.arena[t.tokStart[id]:t.tokEnd[id]]...)
+	return append(dst, t.arena[t.tokSpans[2*id]:t.tokSpans[2*id+1]]...)
 }
 
 // Decode returns the text of ids like the Rust crate's decode(ids, skip_special_tokens=false) with

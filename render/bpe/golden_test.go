@@ -171,4 +171,3 @@ func readCorpusFile(t testing.TB, name string) []byte {
 	}
 	return data
 }
-

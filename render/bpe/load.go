@@ -1,13 +1,10 @@
 package bpe
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unsafe"
-
-	"github.com/tidwall/gjson"
 )
 
 // Load parses a Hugging Face tokenizer.json and returns a tokenizer that reproduces the Rust
@@ -22,48 +19,54 @@ func Load(tokenizerJSON []byte) (*Tokenizer, error) {
 	// string is copied into the tokenizer's own arena), so a zero-copy view is safe and saves a copy
 	// of up to 30 MB.
 	doc := unsafe.String(unsafe.SliceData(tokenizerJSON), len(tokenizerJSON))
-	if !gjson.Valid(doc) {
-		return nil, fmt.Errorf("%w: not valid JSON", ErrInvalid)
-	}
-	root := gjson.Parse(doc)
-	if !root.IsObject() {
+	var (
+		l    loader
+		seen = map[string]bool{}
+		err  error
+	)
+	sc := jsonScanner{s: doc}
+	if sc.peek() != '{' {
 		return nil, fmt.Errorf("%w: top level is not an object", ErrInvalid)
 	}
-	var (
-		l        loader
-		seen     = map[string]bool{}
-		firstErr error
-	)
-	root.ForEach(func(key, value gjson.Result) bool {
-		k := key.String()
+	sc.members(func(k string) bool {
 		seen[k] = true
-		var err error
+		if k == "model" {
+			err = l.parseModel(&sc)
+			return err == nil
+		}
+		raw := sc.rawValue()
+		if sc.err != nil {
+			return false
+		}
 		switch k {
 		case "version":
 		case "truncation", "padding":
-			if value.Type != gjson.Null {
+			if raw != "null" {
 				err = unsupported("%s (must be null)", k)
 			}
 		case "added_tokens":
-			err = l.parseAddedTokens(value)
+			err = l.parseAddedTokens(raw)
 		case "normalizer":
-			err = l.parseNormalizer(value)
+			err = l.parseNormalizer(raw)
 		case "pre_tokenizer":
-			err = l.parsePreTokenizer(value)
+			err = l.parsePreTokenizer(raw)
 		case "post_processor":
-			err = l.parsePostProcessor(value)
+			err = l.parsePostProcessor(raw)
 		case "decoder":
-			err = l.parseDecoder(value)
-		case "model":
-			err = l.parseModel(value)
+			err = l.parseDecoder(raw)
 		default:
 			err = unsupported("top-level field %q", k)
 		}
-		firstErr = err
 		return err == nil
 	})
-	if firstErr != nil {
-		return nil, firstErr
+	if err != nil {
+		return nil, err
+	}
+	if sc.err != nil {
+		return nil, sc.err
+	}
+	if sc.peek() != 0 {
+		return nil, fmt.Errorf("%w: data after the top-level object", ErrInvalid)
 	}
 	for _, k := range []string{"model", "decoder", "pre_tokenizer"} {
 		if !seen[k] {
@@ -83,8 +86,8 @@ type loader struct {
 	normalizeNFC bool
 	split        splitFunc // nil: the whole segment is one pre-token
 	model        modelJSON
-	vocab        gjson.Result
-	merges       gjson.Result
+	vocab        string // raw JSON of model.vocab
+	merges       string // raw JSON of model.merges
 }
 
 // addedTokenJSON is one entry of "added_tokens".
@@ -141,11 +144,11 @@ func decodeStrict(raw string, v any, what string) error {
 	return nil
 }
 
-func (l *loader) parseAddedTokens(v gjson.Result) error {
-	if v.Type == gjson.Null {
+func (l *loader) parseAddedTokens(raw string) error {
+	if raw == "null" {
 		return nil
 	}
-	if err := decodeStrict(v.Raw, &l.added, "added_tokens"); err != nil {
+	if err := decodeStrict(raw, &l.added, "added_tokens"); err != nil {
 		return err
 	}
 	for _, a := range l.added {
@@ -169,12 +172,12 @@ func (l *loader) parseAddedTokens(v gjson.Result) error {
 	return nil
 }
 
-func (l *loader) parseNormalizer(v gjson.Result) error {
-	if v.Type == gjson.Null {
+func (l *loader) parseNormalizer(raw string) error {
+	if raw == "null" {
 		return nil
 	}
 	var c componentJSON
-	if err := decodeStrict(v.Raw, &c, "normalizer"); err != nil {
+	if err := decodeStrict(raw, &c, "normalizer"); err != nil {
 		return err
 	}
 	if c.Type != "NFC" {
@@ -184,12 +187,12 @@ func (l *loader) parseNormalizer(v gjson.Result) error {
 	return nil
 }
 
-func (l *loader) parsePreTokenizer(v gjson.Result) error {
-	if v.Type == gjson.Null {
+func (l *loader) parsePreTokenizer(raw string) error {
+	if raw == "null" {
 		return unsupported("pre_tokenizer null (byte-level BPE needs a ByteLevel pre-tokenizer)")
 	}
 	var c componentJSON
-	if err := decodeStrict(v.Raw, &c, "pre_tokenizer"); err != nil {
+	if err := decodeStrict(raw, &c, "pre_tokenizer"); err != nil {
 		return err
 	}
 	steps := []componentJSON{c}
@@ -259,12 +262,12 @@ func byteLevelStep(c componentJSON, regexAllowed bool) error {
 	return nil
 }
 
-func (l *loader) parsePostProcessor(v gjson.Result) error {
-	if v.Type == gjson.Null {
+func (l *loader) parsePostProcessor(raw string) error {
+	if raw == "null" {
 		return nil
 	}
 	var c componentJSON
-	if err := decodeStrict(v.Raw, &c, "post_processor"); err != nil {
+	if err := decodeStrict(raw, &c, "post_processor"); err != nil {
 		return err
 	}
 	// ByteLevel post-processing only adjusts offsets, and stitch encodes with
@@ -275,12 +278,12 @@ func (l *loader) parsePostProcessor(v gjson.Result) error {
 	return nil
 }
 
-func (l *loader) parseDecoder(v gjson.Result) error {
-	if v.Type == gjson.Null {
+func (l *loader) parseDecoder(raw string) error {
+	if raw == "null" {
 		return unsupported("decoder null")
 	}
 	var c componentJSON
-	if err := decodeStrict(v.Raw, &c, "decoder"); err != nil {
+	if err := decodeStrict(raw, &c, "decoder"); err != nil {
 		return err
 	}
 	// The ByteLevel decoder's flags only matter for offsets; decoding maps code points to bytes.
@@ -290,30 +293,35 @@ func (l *loader) parseDecoder(v gjson.Result) error {
 	return nil
 }
 
-func (l *loader) parseModel(v gjson.Result) error {
-	if !v.IsObject() {
+func (l *loader) parseModel(sc *jsonScanner) error {
+	if sc.peek() != '{' {
 		return fmt.Errorf("%w: model is not an object", ErrInvalid)
 	}
 	// Gather the small fields into one object for a strict typed decode; keep vocab and merges
-	// (megabytes) as views for the streaming passes in build.
-	var small bytes.Buffer
+	// (megabytes) as views for the single-pass scanners in build.
+	var small strings.Builder
 	small.WriteByte('{')
-	v.ForEach(func(key, value gjson.Result) bool {
-		switch key.String() {
+	sc.members(func(key string) bool {
+		raw := sc.rawValue()
+		switch key {
 		case "vocab":
-			l.vocab = value
+			l.vocab = raw
 		case "merges":
-			l.merges = value
+			l.merges = raw
 		default:
 			if small.Len() > 1 {
 				small.WriteByte(',')
 			}
-			small.WriteString(key.Raw)
+			k, _ := json.Marshal(key)
+			small.Write(k)
 			small.WriteByte(':')
-			small.WriteString(value.Raw)
+			small.WriteString(raw)
 		}
 		return true
 	})
+	if sc.err != nil {
+		return sc.err
+	}
 	small.WriteByte('}')
 	if err := decodeStrict(small.String(), &l.model, "model"); err != nil {
 		return err
@@ -332,9 +340,9 @@ func (l *loader) parseModel(v gjson.Result) error {
 		return unsupported("model end_of_word_suffix %q", *m.EndOfWordSuffix)
 	case m.ByteFallback:
 		return unsupported("model byte_fallback=true")
-	case !l.vocab.IsObject():
+	case !strings.HasPrefix(l.vocab, "{"):
 		return fmt.Errorf("%w: model.vocab is missing or not an object", ErrInvalid)
-	case !l.merges.IsArray():
+	case !strings.HasPrefix(l.merges, "["):
 		return fmt.Errorf("%w: model.merges is missing or not an array", ErrInvalid)
 	}
 	return nil

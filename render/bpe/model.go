@@ -28,7 +28,7 @@ func (t *Tokenizer) appendWord(dst []uint32, w *merger, word string) []uint32 {
 	}
 	// ignore_merges: a pre-token that is itself a vocab token is emitted whole.
 	if t.ignoreMerges {
-		if id, ok := t.vocab[word]; ok {
+		if id, ok := t.vocab.get(word); ok {
 			return append(dst, id)
 		}
 	}

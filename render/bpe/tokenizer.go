@@ -13,20 +13,19 @@ type Tokenizer struct {
 	normalize    bool      // NFC
 	ignoreMerges bool
 
-	// arena holds the decoded bytes of every token; id i spells arena[tokStart[i]:tokEnd[i]].
-	arena            string
-	tokStart, tokEnd []uint32
-	known, special   []uint64 // bitsets by id
-	vocabSize        int
+	// arena holds the decoded bytes of every token; id i spells arena[tokSpans[2i]:tokSpans[2i+1]].
+	arena          string
+	tokSpans       []uint32
+	known, special []uint64 // bitsets by id
+	vocabSize      int
 
-	vocab  map[string]uint32 // raw bytes of a token spelled in the byte-level alphabet → id
+	vocab  *vocabTable       // raw bytes of a token spelled in the byte-level alphabet → id
 	others map[string]uint32 // tokens with other code points, by their spelling → id
 	byteID [256]uint32       // the id of each single byte
 	merges *pairTable
 
 	added          []addedToken
 	addedByContent map[string]uint32
-	addedByID      map[uint32]int
 	matcher        *addedMatcher
 
 	cache   *wordCache
@@ -129,9 +128,7 @@ func (t *Tokenizer) TokenID(token string) (uint32, bool) {
 	if id, ok := t.addedByContent[token]; ok {
 		return id, true
 	}
-	var buf [64]byte
-	id, ok, _ := t.lookupSpelling(buf[:0], token)
-	return id, ok
+	return t.lookupSpelling(token)
 }
 
 // IsSpecial reports whether id is an added token marked special.

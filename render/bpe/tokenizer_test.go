@@ -147,7 +147,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"decoder", `"decoder": {
     "type": "ByteLevel"`, `"decoder": {
     "type": "Metaspace"`, ErrUnsupported, "Metaspace"},
-		{"not json", `{`, `[`, ErrInvalid, "JSON"},
+		{"not json", `{`, `[`, ErrInvalid, "object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,5 +160,38 @@ func TestLoadRefuses(t *testing.T) {
 				t.Errorf("Load() error = %v, want %v mentioning %q", err, tt.want, tt.mention)
 			}
 		})
+	}
+}
+
+// TestMergePathsAgree checks the rescanning merge (short words) against the heap merge (long
+// words) on the same words.
+func TestMergePathsAgree(t *testing.T) {
+	for _, tok := range []*Tokenizer{qwen(t), gptoss(t)} {
+		var w merger
+		words := []string{"hello", "   ", "aaaaaaaa", "\u4e2d\u6587\u5b57\u7b26\u4e2d\u6587", "!!!!!!!!", "abcabcabcabc",
+			"Ġ", "internationalization", "0123456789", "\xe2\x80\x99s", "ééééé", "hahahahahaha"}
+		for _, word := range words {
+			for n := 1; n <= 4; n++ {
+				s := strings.Repeat(word, n)
+				small := w.mergeSmall(tok, nil, s)
+				heap := w.mergeHeap(tok, nil, s)
+				if diff := cmp.Diff(small, heap); diff != "" {
+					t.Errorf("merge(%q): small and heap paths differ (-small +heap):\n%s", s, diff)
+				}
+			}
+		}
+	}
+}
+
+func TestLoadRefusesAddedTokenIDs(t *testing.T) {
+	base := string(readModel(t, "qwen3"))
+	// "ÿ" is vocab token 187, so the Rust crate maps the added token to 187, not to the listed id.
+	in := strings.Replace(base, `"content": "<|endoftext|>"`, `"content": "ÿ"`, 1)
+	if in == base {
+		t.Fatal("test input unchanged")
+	}
+	_, err := Load([]byte(in))
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "assigns 187") {
+		t.Errorf("Load() error = %v, want ErrUnsupported about id 187", err)
 	}
 }

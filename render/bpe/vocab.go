@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // vocabEntry is one "token": id pair of model.vocab during loading; the token's bytes are
@@ -27,31 +25,23 @@ func (l *loader) build() (*Tokenizer, error) {
 	}
 	// Pass 1: copy every vocab token's bytes into one arena. Raw bytes are never longer than the
 	// JSON that spells them, so the arena never grows and its final size is known up front.
-	arena := make([]byte, 0, len(l.vocab.Raw)+addedBytes(l.added))
-	entries := make([]vocabEntry, 0, len(l.vocab.Raw)/12)
-	var (
-		maxID    uint32
-		firstErr error
-	)
-	l.vocab.ForEach(func(key, value gjson.Result) bool {
-		if value.Type != gjson.Number || value.Num < 0 || value.Num > math.MaxInt32 || value.Num != math.Trunc(value.Num) {
-			firstErr = fmt.Errorf("%w: vocab entry %s has id %s", ErrInvalid, key.Raw, value.Raw)
-			return false
-		}
-		tok := key.String()
+	arena := make([]byte, 0, len(l.vocab)+addedBytes(l.added))
+	entries := make([]vocabEntry, 0, len(l.vocab)/12)
+	var maxID uint32
+	sc := jsonScanner{s: l.vocab}
+	sc.objectEntries(func(tok string, id uint32) bool {
 		start := len(arena)
 		var ok bool
 		arena, ok = t.alpha.appendDecoded(arena, tok)
 		if !ok {
 			arena = append(arena, tok...)
 		}
-		id := uint32(value.Num)
 		maxID = max(maxID, id)
 		entries = append(entries, vocabEntry{start: uint32(start), end: uint32(len(arena)), id: id, alphabet: ok})
 		return true
 	})
-	if firstErr != nil {
-		return nil, firstErr
+	if sc.err != nil {
+		return nil, fmt.Errorf("model.vocab: %w", sc.err)
 	}
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("%w: empty vocab", ErrInvalid)
@@ -72,35 +62,38 @@ func (l *loader) build() (*Tokenizer, error) {
 	}
 	t.arena = string(arena)
 	t.vocabSize = int(maxID) + 1
-	t.tokStart = make([]uint32, t.vocabSize)
-	t.tokEnd = make([]uint32, t.vocabSize)
+	t.tokSpans = make([]uint32, 2*t.vocabSize)
 	t.known = make([]uint64, (t.vocabSize+63)/64)
 
 	// Pass 2: index the vocabulary by raw bytes (tokens spelled in the alphabet, which are all a
 	// byte-level pre-token can ever be) or by their JSON spelling (the rest).
-	t.vocab = make(map[string]uint32, len(entries))
+	t.vocab = newVocabTable(len(entries), t.arena, t.tokSpans)
 	for _, e := range entries {
 		if t.isKnown(e.id) {
 			return nil, fmt.Errorf("%w: vocab id %d is used twice", ErrInvalid, e.id)
 		}
 		t.setKnown(e.id)
-		t.tokStart[e.id], t.tokEnd[e.id] = e.start, e.end
-		s := t.arena[e.start:e.end]
+		t.tokSpans[2*e.id], t.tokSpans[2*e.id+1] = e.start, e.end
 		if e.alphabet {
-			t.vocab[s] = e.id
+			if !t.vocab.put(e.id) {
+				return nil, fmt.Errorf("%w: vocab token %q listed twice", ErrInvalid, t.arena[e.start:e.end])
+			}
 		} else {
 			if t.others == nil {
 				t.others = map[string]uint32{}
 			}
-			t.others[s] = e.id
+			t.others[t.arena[e.start:e.end]] = e.id
 		}
 	}
 	for b := range 256 {
-		id, ok := t.vocab[string([]byte{byte(b)})]
+		id, ok := t.vocab.getBytes([]byte{byte(b)})
 		if !ok {
 			return nil, unsupported("vocab without the byte-level token %q for byte 0x%02x", string(t.alpha.char[b]), b)
 		}
 		t.byteID[b] = id
+	}
+	if err := t.checkAddedIDs(l.added, len(entries)); err != nil {
+		return nil, err
 	}
 	if err := t.buildAdded(l.added, addedStart); err != nil {
 		return nil, err
@@ -120,28 +113,56 @@ func addedBytes(added []addedTokenJSON) int {
 	return n
 }
 
+// checkAddedIDs refuses added tokens whose id in tokenizer.json is not the one the Rust crate
+// gives them: it ignores the listed ids and assigns, in list order, the vocab id of a content that
+// is a vocab token, else the next id after the vocab (vocabLen entries) and the added tokens so far.
+func (t *Tokenizer) checkAddedIDs(added []addedTokenJSON, vocabLen int) error {
+	var (
+		maxAdded uint32
+		any      bool
+	)
+	for _, a := range added {
+		want, ok := t.lookupSpelling(a.Content)
+		if !ok {
+			switch {
+			case !any:
+				want = uint32(vocabLen)
+			case maxAdded >= uint32(vocabLen) || vocabLen == 0:
+				want = maxAdded + 1
+			default:
+				want = uint32(vocabLen)
+			}
+		}
+		if a.ID != want {
+			return unsupported("added token %q: id %d in tokenizer.json, but the Rust crate assigns %d", a.Content, a.ID, want)
+		}
+		maxAdded, any = max(maxAdded, want), true
+	}
+	return nil
+}
+
 // buildAdded indexes the added tokens; their decode spellings follow addedStart in the arena.
 func (t *Tokenizer) buildAdded(added []addedTokenJSON, addedStart int) error {
 	t.addedByContent = make(map[string]uint32, len(added))
-	t.addedByID = make(map[uint32]int, len(added))
 	off := uint32(addedStart)
-	for i, a := range added {
+	seenID := make(map[uint32]bool, len(added))
+	for _, a := range added {
 		if _, dup := t.addedByContent[a.Content]; dup {
 			return fmt.Errorf("%w: added token %q listed twice", ErrInvalid, a.Content)
 		}
-		if _, dup := t.addedByID[a.ID]; dup {
+		if seenID[a.ID] {
 			return fmt.Errorf("%w: added token id %d listed twice", ErrInvalid, a.ID)
 		}
+		seenID[a.ID] = true
 		n, ok := t.alpha.appendDecoded(nil, a.Content)
 		size := uint32(len(n))
 		if !ok {
 			size = uint32(len(a.Content))
 		}
 		t.setKnown(a.ID)
-		t.tokStart[a.ID], t.tokEnd[a.ID] = off, off+size
+		t.tokSpans[2*a.ID], t.tokSpans[2*a.ID+1] = off, off+size
 		off += size
 		t.addedByContent[a.Content] = a.ID
-		t.addedByID[a.ID] = i
 		t.added = append(t.added, addedToken{content: a.Content, id: a.ID, special: a.Special})
 		if a.Special {
 			t.setSpecial(a.ID)
@@ -152,50 +173,47 @@ func (t *Tokenizer) buildAdded(added []addedTokenJSON, addedStart int) error {
 }
 
 // buildMerges reads model.merges ("a b" strings or ["a", "b"] pairs) into the pair table.
-func (t *Tokenizer) buildMerges(merges gjson.Result) error {
-	n := 0
-	merges.ForEach(func(_, _ gjson.Result) bool { n++; return true })
-	t.merges = newPairTable(n)
+func (t *Tokenizer) buildMerges(raw string) error {
+	// Each merge is one string ("a b") or two (["a", "b"]): the count of quotes (an upper bound,
+	// escaped ones included) sizes the table without a parse.
+	quotes := strings.Count(raw, `"`)
+	if strings.HasPrefix(strings.TrimLeft(raw[1:], " \t\r\n"), "[") {
+		quotes /= 2
+	}
+	t.merges = newPairTable(quotes / 2)
 	var (
-		rank     uint32
-		firstErr error
-		scratch  []byte
+		rank    uint32
+		scratch []byte
+		err     error
 	)
-	merges.ForEach(func(_, m gjson.Result) bool {
-		var a, b string
-		switch {
-		case m.Type == gjson.String:
-			var ok bool
-			a, b, ok = strings.Cut(m.String(), " ")
-			if !ok || strings.Contains(b, " ") {
-				firstErr = fmt.Errorf("%w: merge %d %s is not two tokens", ErrInvalid, rank+1, m.Raw)
-				return false
-			}
-		case m.IsArray():
-			parts := m.Array()
-			if len(parts) != 2 || parts[0].Type != gjson.String || parts[1].Type != gjson.String {
-				firstErr = fmt.Errorf("%w: merge %d %s is not two tokens", ErrInvalid, rank+1, m.Raw)
-				return false
-			}
-			a, b = parts[0].String(), parts[1].String()
-		default:
-			firstErr = fmt.Errorf("%w: merge %d %s is not a string or pair", ErrInvalid, rank+1, m.Raw)
-			return false
-		}
+	sc := jsonScanner{s: raw}
+	sc.mergeEntries(func(a, b string) bool {
 		var idA, idB, idAB uint32
 		var okA, okB, okAB bool
-		idA, okA, scratch = t.lookupSpelling(scratch, a)
-		idB, okB, scratch = t.lookupSpelling(scratch, b)
-		idAB, okAB, scratch = t.lookupSpelling2(scratch, a, b)
+		// Fast path: both halves in the byte-level alphabet, looked up by raw bytes.
+		scratch, okA = t.alpha.appendDecoded(scratch[:0], a)
+		split := len(scratch)
+		if okA {
+			scratch, okB = t.alpha.appendDecoded(scratch, b)
+		}
+		if okA && okB {
+			idA, okA = t.vocab.getBytes(scratch[:split])
+			idB, okB = t.vocab.getBytes(scratch[split:])
+			idAB, okAB = t.vocab.getBytes(scratch)
+		} else {
+			idA, okA = t.lookupSpelling(a)
+			idB, okB = t.lookupSpelling(b)
+			idAB, okAB = t.lookupSpelling(a + b)
+		}
 		switch {
 		case !okA:
-			firstErr = fmt.Errorf("%w: merge %d: token %q not in vocab", ErrInvalid, rank+1, a)
+			err = fmt.Errorf("%w: merge %d: token %q not in vocab", ErrInvalid, rank+1, a)
 		case !okB:
-			firstErr = fmt.Errorf("%w: merge %d: token %q not in vocab", ErrInvalid, rank+1, b)
+			err = fmt.Errorf("%w: merge %d: token %q not in vocab", ErrInvalid, rank+1, b)
 		case !okAB:
-			firstErr = fmt.Errorf("%w: merge %d: token %q not in vocab", ErrInvalid, rank+1, a+b)
+			err = fmt.Errorf("%w: merge %d: token %q not in vocab", ErrInvalid, rank+1, a+b)
 		}
-		if firstErr != nil {
+		if err != nil {
 			return false
 		}
 		// As in the Rust crate, a pair listed twice keeps its last rank.
@@ -203,33 +221,24 @@ func (t *Tokenizer) buildMerges(merges gjson.Result) error {
 		rank++
 		return true
 	})
-	return firstErr
+	if err != nil {
+		return err
+	}
+	if sc.err != nil {
+		return fmt.Errorf("model.merges: %w", sc.err)
+	}
+	return nil
 }
 
-// lookupSpelling finds a vocab token by its tokenizer.json spelling. scratch is reused.
-func (t *Tokenizer) lookupSpelling(scratch []byte, s string) (uint32, bool, []byte) {
-	raw, ok := t.alpha.appendDecoded(scratch[:0], s)
+// lookupSpelling finds a vocab token by its tokenizer.json spelling.
+func (t *Tokenizer) lookupSpelling(s string) (uint32, bool) {
+	var buf [64]byte
+	raw, ok := t.alpha.appendDecoded(buf[:0], s)
 	if ok {
-		id, found := t.vocab[string(raw)]
-		return id, found, raw
+		return t.vocab.getBytes(raw)
 	}
 	id, found := t.others[s]
-	return id, found, raw
-}
-
-// lookupSpelling2 is lookupSpelling of a+b.
-func (t *Tokenizer) lookupSpelling2(scratch []byte, a, b string) (uint32, bool, []byte) {
-	raw, okA := t.alpha.appendDecoded(scratch[:0], a)
-	if okA {
-		var okB bool
-		raw, okB = t.alpha.appendDecoded(raw, b)
-		if okB {
-			id, found := t.vocab[string(raw)]
-			return id, found, raw
-		}
-	}
-	id, found := t.others[a+b]
-	return id, found, raw
+	return id, found
 }
 
 // addedToken is one entry of added_tokens.

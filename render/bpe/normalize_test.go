@@ -13,7 +13,7 @@ import (
 // TestNFCCodePoints compares every code point on its own with the oracle's NFC
 // (testdata/unicode/nfc_codepoints.txt lists those that change).
 func TestNFCCodePoints(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(unicodeDir, "nfc_codepoints.txt"))
+	data, err := os.ReadFile(filepath.Join(unicodeDir(), "nfc_codepoints.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +61,8 @@ func hexString(t *testing.T, s string) string {
 // TestNFCGolden compares random sequences (combining marks, Hangul, decomposables, code points
 // added after Unicode 9.0) with the oracle's NFC.
 func TestNFCGolden(t *testing.T) {
-	in := readJSONLines[string](t, filepath.Join(unicodeDir, "nfc_input.jsonl.gz"))
-	want := readJSONLines[string](t, filepath.Join(unicodeDir, "nfc_golden.jsonl.gz"))
+	in := readJSONLines[string](t, filepath.Join(unicodeDir(), "nfc_input.jsonl.gz"))
+	want := readJSONLines[string](t, filepath.Join(unicodeDir(), "nfc_golden.jsonl.gz"))
 	if len(in) != len(want) || len(in) == 0 {
 		t.Fatalf("%d inputs, %d golden lines", len(in), len(want))
 	}

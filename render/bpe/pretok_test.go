@@ -13,7 +13,7 @@ import (
 )
 
 // pretokDir holds the pre-tokenizer corpora and the oracle's spans (see testdata/unicode/README.md).
-const pretokDir = "../../testdata/pretok"
+func pretokDir() string { return filepath.Join(*testdataDir, "pretok") }
 
 // goldenSpans is one line of a *.golden.jsonl.gz file: the end byte offsets of the oracle's pieces.
 type goldenSpans struct {
@@ -44,9 +44,9 @@ func spanEnds(spans []span) []int {
 // TestSplitGolden compares the scanners with the oracle's pieces on the seeded random corpus and on
 // the hand-picked edge cases; every mismatch is a bug.
 func TestSplitGolden(t *testing.T) {
-	for _, corpus := range []string{"edge", "corpus"} {
-		in := readJSONLines[string](t, filepath.Join(pretokDir, corpus+".jsonl.gz"))
-		want := readJSONLines[goldenSpans](t, filepath.Join(pretokDir, corpus+".golden.jsonl.gz"))
+	for _, corpus := range []string{"edge", "alphabet", "corpus"} {
+		in := readJSONLines[string](t, filepath.Join(pretokDir(), corpus+".jsonl.gz"))
+		want := readJSONLines[goldenSpans](t, filepath.Join(pretokDir(), corpus+".golden.jsonl.gz"))
 		if len(in) != len(want) || len(in) == 0 {
 			t.Fatalf("%s: %d inputs, %d golden lines", corpus, len(in), len(want))
 		}

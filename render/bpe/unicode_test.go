@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,13 +15,18 @@ import (
 	"unicode/utf8"
 )
 
-// unicodeDir holds the code-point sets extracted from the oracle (see testdata/unicode/README.md).
-const unicodeDir = "../../testdata/unicode"
+// Directories of the oracle data (see testdata/unicode/README.md). The flags point the golden tests
+// at larger one-off corpora, e.g. made with go run ./tools/unicodegen -corpus -corpus-dir /tmp/big
+// -corpus-seed 7 -corpus-scale 8 and the oracle scripts, then
+// go test -run 'Golden' ./render/bpe/ -args -bpe.testdata /tmp/big
+var testdataDir = flag.String("bpe.testdata", "../../testdata", "directory holding the unicode/ and pretok/ oracle data")
+
+func unicodeDir() string { return filepath.Join(*testdataDir, "unicode") }
 
 // readCodePoints parses a testdata/unicode set file: hex code points and ranges ("0041..005A").
 func readCodePoints(t testing.TB, name string) map[rune]bool {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(unicodeDir, name))
+	data, err := os.ReadFile(filepath.Join(unicodeDir(), name))
 	if err != nil {
 		t.Fatal(err)
 	}

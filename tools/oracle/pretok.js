@@ -13,6 +13,8 @@
 'use strict';
 const fs = require('fs');
 const zlib = require('zlib');
+const path = require('path');
+const root = path.join(__dirname, '..', '..'); // repository root
 const tk = require('./node_modules/@anush008/tokenizers');
 
 function splitPattern(tokenizerJSON) {
@@ -55,8 +57,8 @@ function ends(pt, s) {
 }
 
 const [inPath, outPath] = process.argv.slice(2);
-const qwen = preTokenizer(splitPattern(fs.readFileSync('testdata/models/qwen3/tokenizer.json', 'utf8')));
-const o200k = preTokenizer(splitPattern(zlib.gunzipSync(fs.readFileSync('testdata/models/gptoss/tokenizer.json.gz')).toString('utf8')));
+const qwen = preTokenizer(splitPattern(fs.readFileSync(path.join(root, 'testdata/models/qwen3/tokenizer.json'), 'utf8')));
+const o200k = preTokenizer(splitPattern(zlib.gunzipSync(fs.readFileSync(path.join(root, 'testdata/models/gptoss/tokenizer.json.gz'))).toString('utf8')));
 const gpt2 = tk.byteLevelPreTokenizer(false, true);
 const lines = [];
 for (const line of readLines(inPath)) {

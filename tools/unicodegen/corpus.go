@@ -20,7 +20,22 @@ const (
 	corpusSeed      = 20261129
 	pretokCorpusLen = 60000
 	nfcCorpusLen    = 60000
+	alphabetLen     = 40000
 )
+
+// alphabet holds one or two code points of every property class of the tables plus the characters
+// the patterns name, for short strings that exercise the scanners' backtracking.
+var alphabet = []rune("abAB01 \n\r\t/'!.sStlLeErRvVdm_\u01c5\u02b0\u00aa\u4e00\u0301\u0300\U00010a48\u1c89\u0560" +
+	"\u08c9\u05ef\u07fd\u0378\u017f\u00a0\u3000\u0085\u2028\u00e9\u0661\u00b2\U0001f600\u200d\ufe0f\u212a\u02bc\u2019")
+
+// randomAlphabet returns a short random string over alphabet.
+func randomAlphabet(rng *rand.Rand) string {
+	var b strings.Builder
+	for range 1 + rng.IntN(10) {
+		b.WriteRune(alphabet[rng.IntN(len(alphabet))])
+	}
+	return b.String()
+}
 
 // pools holds code points by kind, for the random corpora.
 type pools struct {
@@ -199,28 +214,40 @@ var edgePretok = []string{
 	"\U0001F600\U0001F600", "ﬁ ﬂ", "İi", "ǈ's", "Σσς", "ΑΒΓ'd", "Ⅷ'm", "𝐀𝐁𝐂", "𝟎𝟏", "ㄱㅏ", "가나다", "\u1100\u1161\u11a8",
 }
 
-func writeCorpora(in string) error {
+// writeCorpora writes the corpora under dir (the repository's testdata); scale multiplies their
+// sizes and seed replaces corpusSeed, for one-off larger checks outside the repository.
+func writeCorpora(in, dir string, seed uint64, scale int) error {
 	p, err := loadPools(in)
 	if err != nil {
 		return err
 	}
-	rng := rand.New(rand.NewPCG(corpusSeed, 1))
-	pre := make([]string, 0, pretokCorpusLen)
-	for range pretokCorpusLen {
-		pre = append(pre, randomPretok(rng, p))
+	gen := func(n int, stream uint64, f func(*rand.Rand) string) []string {
+		rng := rand.New(rand.NewPCG(seed, stream))
+		out := make([]string, 0, n*scale)
+		for range n * scale {
+			out = append(out, f(rng))
+		}
+		return out
 	}
-	if err := writeLines("testdata/pretok/corpus.jsonl.gz", pre); err != nil {
-		return err
+	files := []struct {
+		path  string
+		lines []string
+	}{
+		{"pretok/corpus.jsonl.gz", gen(pretokCorpusLen, 1, func(r *rand.Rand) string { return randomPretok(r, p) })},
+		{"pretok/edge.jsonl.gz", edgePretok},
+		{"pretok/alphabet.jsonl.gz", gen(alphabetLen, 3, randomAlphabet)},
+		{"unicode/nfc_input.jsonl.gz", gen(nfcCorpusLen, 2, func(r *rand.Rand) string { return randomNFC(r, p) })},
 	}
-	if err := writeLines("testdata/pretok/edge.jsonl.gz", edgePretok); err != nil {
-		return err
+	for _, f := range files {
+		path := filepath.Join(dir, f.path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := writeLines(path, f.lines); err != nil {
+			return err
+		}
 	}
-	rng = rand.New(rand.NewPCG(corpusSeed, 2))
-	nfc := make([]string, 0, nfcCorpusLen)
-	for range nfcCorpusLen {
-		nfc = append(nfc, randomNFC(rng, p))
-	}
-	return writeLines("testdata/unicode/nfc_input.jsonl.gz", nfc)
+	return nil
 }
 
 // writeLines writes one JSON string per line, gzipped (deterministically: no name or time header).

@@ -9,7 +9,7 @@
 //	go run ./tools/unicodegen
 //
 // With -corpus it instead writes the seeded random input corpora of the golden tests
-// (testdata/pretok/corpus.jsonl.gz, testdata/pretok/edge.jsonl.gz, testdata/unicode/nfc_input.jsonl.gz),
+// (testdata/pretok/{corpus,edge,alphabet}.jsonl.gz, testdata/unicode/nfc_input.jsonl.gz),
 // which tools/oracle/pretok.js and tools/oracle/classes.js then run through the oracle.
 package main
 
@@ -69,10 +69,13 @@ func bit(name string) uint16 {
 func main() {
 	in := flag.String("in", "testdata/unicode", "directory of the extracted sets")
 	out := flag.String("out", "render/bpe/unicode_tables.go", "generated Go file")
-	corpus := flag.Bool("corpus", false, "instead, write the seeded input corpora testdata/pretok/{corpus,edge}.jsonl.gz and testdata/unicode/nfc_input.jsonl.gz")
+	corpus := flag.Bool("corpus", false, "instead, write the seeded input corpora testdata/pretok/{corpus,edge,alphabet}.jsonl.gz and testdata/unicode/nfc_input.jsonl.gz")
+	dir := flag.String("corpus-dir", "testdata", "with -corpus: output directory")
+	seed := flag.Uint64("corpus-seed", corpusSeed, "with -corpus: random seed")
+	scale := flag.Int("corpus-scale", 1, "with -corpus: size multiplier")
 	flag.Parse()
 	if *corpus {
-		if err := writeCorpora(*in); err != nil {
+		if err := writeCorpora(*in, *dir, *seed, *scale); err != nil {
 			log.Fatal(err)
 		}
 		return

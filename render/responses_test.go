@@ -198,7 +198,7 @@ func TestAppendJSONString(t *testing.T) {
 	}
 }
 
-func FuzzFromResponses(f *testing.F) {
+func FuzzResponsesToMessages(f *testing.F) {
 	for _, s := range []string{
 		`[{"role":"user","content":"hi"}]`,
 		`[{"type":"reasoning","content":null,"summary":[{"type":"summary_text","text":"s"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]`,

@@ -132,7 +132,7 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 	out := Encoding{Boundaries: make([]Boundary, 0, len(marks))}
 	if best >= 0 {
 		b := prev.Boundaries[best]
-		if b.Index <= len(prev.IDs) {
+		if b.Index >= 0 && b.Index <= len(prev.IDs) {
 			reuse = Reuse{Offset: b.Offset, Tokens: b.Index}
 			out.Boundaries = append(out.Boundaries, prev.Boundaries[:best+1]...)
 		}

@@ -190,3 +190,40 @@ func TestExtendQwen3(t *testing.T) {
 	}
 	t.Logf("reused %d of %d tokens", reusedTokens, total)
 }
+
+// FuzzExtend: extending any earlier text's encoding to any new text gives exactly the new
+// text's full encoding, with the real Qwen3 tokenizer.
+func FuzzExtend(f *testing.F) {
+	for _, s := range [][2]string{
+		{"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"},
+		{"a<<|im_end|>", "a<think>b"},
+		{"<|im_start|>system\n\n\n<|im_end|>", "<|im_start|>system\n\n\n \n<|im_end|>x"},
+		{"é<think>", "é<think>\u0301"},
+		{"", "<|endoftext|>"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	m := qwen3(f)
+	f.Fuzz(func(t *testing.T, p, next string) {
+		got, reuse := m.Extend(m.EncodeWithBoundaries(p), next)
+		if want := m.Encode(next); !slices.Equal(got.IDs, want) {
+			t.Fatalf("Extend(%q → %q) reuse %+v: ids differ from Encode", p, next, reuse)
+		}
+	})
+}
+
+// FuzzExtendCorrupt: a damaged boundary table (as from a bad artifact) never panics.
+func FuzzExtendCorrupt(f *testing.F) {
+	f.Add("<|im_start|>a<|im_end|>", "<|im_start|>a<|im_end|>b", 3, -5)
+	enc := newFakeEncoder()
+	f.Fuzz(func(t *testing.T, p, next string, shift, index int) {
+		prev := encodeWithBoundaries(enc, p)
+		for i := range prev.Boundaries {
+			if i%2 == 0 {
+				prev.Boundaries[i].Index = index
+			}
+			prev.Boundaries[i].Offset += shift
+		}
+		extend(enc, prev, next)
+	})
+}

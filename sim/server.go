@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tidwall/gjson"
 )
 
 // maxBodyBytes bounds a request body (a 32k-token prompt as JSON ids is about 250 kB).
@@ -142,7 +142,7 @@ func readBody(r *http.Request) ([]byte, *apiError) {
 	if err != nil {
 		return nil, badRequest("", "read request body: %v", err)
 	}
-	if !json.Valid(body) || len(bytes.TrimSpace(body)) == 0 || bytes.TrimSpace(body)[0] != '{' {
+	if !gjson.ValidBytes(body) || len(bytes.TrimSpace(body)) == 0 || bytes.TrimSpace(body)[0] != '{' {
 		return nil, badRequest("", "JSON decode error: the body must be a JSON object")
 	}
 	return body, nil

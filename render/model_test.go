@@ -201,3 +201,41 @@ func TestResponsesRenderGrowth(t *testing.T) {
 		prev = next
 	}
 }
+
+func TestParseSpecialTokens(t *testing.T) {
+	t.Parallel()
+	cfg := gjson.Parse(`{"bos_token":{"__type":"AddedToken","content":"<s>","lstrip":false},"eos_token":"</s>","unk_token":null,
+		"pad_token":5,"additional_special_tokens":["<a>",{"content":"<b>"}]}`)
+	got, err := parseSpecialTokens(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []specialToken{{name: "bos_token", value: "<s>"}, {name: "eos_token", value: "</s>"},
+		{name: "additional_special_tokens", list: true, values: []string{"<a>", "<b>"}}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(specialToken{})); diff != "" {
+		t.Errorf("parseSpecialTokens (-want +got):\n%s", diff)
+	}
+	if _, err := parseSpecialTokens(gjson.Parse(`{"additional_special_tokens":[1]}`)); !errors.Is(err, ErrModelDir) {
+		t.Errorf("bad additional_special_tokens: error = %v, want ErrModelDir", err)
+	}
+}
+
+func TestRenderTemplateVariables(t *testing.T) {
+	m, err := qwen3(t).WithTemplate(`{{ bos_token is defined }}|{{ eos_token }}|{{ pad_token }}|{{ additional_special_tokens[0] }}|`+
+		`{{ documents | tojson }}|{{ tools | tojson }}|{{ flag }}|{{ n }}|{{ add_generation_prompt }}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.RenderText(ChatRequest{
+		Messages:           []Message{{Role: "user", Content: "x"}},
+		Documents:          []byte(`[{"title":"t","text":"1.50"}]`),
+		ChatTemplateKwargs: []byte(`{"flag": true, "n": 1.0, "eos_token": "<override>"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `False|<override>|<|endoftext|>|<|im_start|>|[{"title": "t", "text": "1.50"}]|null|True|1.0|False`
+	if got != want {
+		t.Errorf("RenderText = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,75 @@
+package render
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseChatRequest(t *testing.T) {
+	t.Parallel()
+	line := `{"messages":[
+		{"role":"system","content":[{"type":"text","text":"a"},{"type":"text","text":null},"b"]},
+		{"role":"user","content":null,"name":"u","tool_call_id":"dropped"},
+		{"role":"assistant","content":"x","reasoning_content":"r","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":{"k":1E3}}}]},
+		{"role":"assistant","content":"y","reasoning":"r2","reasoning_content":"ignored","tool_calls":[]},
+		{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"out"}]}],
+		"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"},"strict":true}}],
+		"add_generation_prompt":false,"chat_template_kwargs":{"enable_thinking":false},"extra":1}`
+	got, err := ParseChatRequest([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ChatRequest{
+		Messages: []Message{
+			{Role: "system", Content: "a\nb"},
+			{Role: "user", Name: ptr("u")},
+			{Role: "assistant", Content: "x", Reasoning: ptr("r"), ToolCalls: []ToolCall{{ID: "1", Type: "function", Name: "f", Arguments: []byte(`{"k":1E3}`)}}},
+			{Role: "assistant", Content: "y", Reasoning: ptr("r2")},
+			{Role: "tool", Content: "out", ToolCallID: ptr("1")},
+		},
+		Tools:              []Tool{{Name: "f", Parameters: []byte(`{"type":"object"}`)}},
+		ChatTemplateKwargs: []byte(`{"enable_thinking":false}`),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseChatRequest (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseChatRequestErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ line, param string }{
+		{`{"messages":{}}`, "messages"},
+		{`{"messages":[{"content":"x"}]}`, "messages[0].role"},
+		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "messages[0].content[0].type"},
+		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content"},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"function":{}}]}]}`, "messages[0].tool_calls[0].function.name"},
+		{`{"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]}`, "tools[0].function.parameters"},
+		{`{"messages":[],"add_generation_prompt":"yes"}`, "add_generation_prompt"},
+	} {
+		_, err := ParseChatRequest([]byte(tt.line))
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Param != tt.param {
+			t.Errorf("ParseChatRequest(%s) error = %v, want param %q", tt.line, err, tt.param)
+		}
+	}
+}
+
+func FuzzParseChatRequest(f *testing.F) {
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}],"tools":[{"function":{"name":"f"}}]}`))
+	f.Add([]byte(`{"messages":[{"role":"tool","content":null,"tool_call_id":"x"}],"chat_template_kwargs":{"a":[1,2.0]}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		req, err := ParseChatRequest(line)
+		if err != nil {
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v is not an *InputError", err)
+			}
+			return
+		}
+		if _, err := messagesValue(req.Messages); err != nil {
+			t.Fatalf("messagesValue: %v", err)
+		}
+	})
+}

@@ -110,16 +110,19 @@ func (ev *evaluator) exec(n node, f *frame) (control, error) {
 	switch n := n.(type) {
 	case *textNode:
 		ev.out.WriteString(n.text)
+		ev.fuel -= len(n.text) >> 4
 	case *outputNode:
 		v, err := ev.eval(n.x, f)
 		if err != nil {
 			return ctlNone, err
 		}
+		before := ev.out.Len()
 		if v.k == kString {
 			ev.out.WriteString(v.s)
 		} else {
 			v.writeRepr(ev.out, false)
 		}
+		ev.fuel -= (ev.out.Len() - before) >> 4
 	case *ifNode:
 		for i, test := range n.tests {
 			v, err := ev.eval(test, f)
@@ -366,6 +369,14 @@ func (ev *evaluator) eval(x expr, f *frame) (Value, error) {
 	v, err := ev.eval1(x, f)
 	if err != nil {
 		return Value{}, atLine(err, x.exprSpan())
+	}
+	// Charge for the size of what was built so that fuel also bounds
+	// memory (string doubling in a loop grows exponentially per step).
+	switch v.k {
+	case kString:
+		ev.fuel -= len(v.s) >> 4
+	case kList, kTuple:
+		ev.fuel -= len(v.list()) >> 2
 	}
 	return v, nil
 }

@@ -10,9 +10,33 @@ import (
 
 type methodFn func(ev *evaluator, recv Value, args []Value, kw []kwArg) (Value, error)
 
-// mutators are the methods ImmutableSandboxedEnvironment refuses.
-var listMutators = map[string]bool{"append": true, "clear": true, "extend": true, "insert": true, "pop": true, "remove": true, "reverse": true, "sort": true}
-var dictMutators = map[string]bool{"clear": true, "pop": true, "popitem": true, "setdefault": true, "update": true}
+// listMutator and dictMutator report the methods
+// ImmutableSandboxedEnvironment refuses.
+func listMutator(name string) bool {
+	switch name {
+	case "append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort":
+		return true
+	}
+	return false
+}
+
+func dictMutator(name string) bool {
+	switch name {
+	case "clear", "pop", "popitem", "setdefault", "update":
+		return true
+	}
+	return false
+}
+
+// isDictMethod reports whether name is an attribute of Python's dict
+// (so it shadows a key of that name in `d.name`).
+func isDictMethod(name string) bool {
+	switch name {
+	case "get", "items", "keys", "values", "copy", "fromkeys", "clear", "pop", "popitem", "setdefault", "update":
+		return true
+	}
+	return false
+}
 
 // methodFunc returns the Python method name of recv's type.
 func methodFunc(recv Value, name string) (methodFn, bool) {
@@ -24,12 +48,15 @@ func methodFunc(recv Value, name string) (methodFn, bool) {
 		}
 		m = strMethods[name]
 	case kList, kTuple:
-		if recv.k == kList && listMutators[name] {
+		if recv.k == kList && listMutator(name) {
 			return refuse(name), true
 		}
 		m = listMethods[name]
 	case kMap:
-		if dictMutators[name] {
+		if !isDictMethod(name) {
+			return nil, false
+		}
+		if dictMutator(name) {
 			return refuse(name), true
 		}
 		m = dictMethods[name]
@@ -47,11 +74,11 @@ func refuse(name string) methodFn {
 func methodValue(recv Value, name string) (Value, bool) {
 	switch recv.k {
 	case kList:
-		if listMutators[name] {
+		if listMutator(name) {
 			return unsafeUndefined(recv, name), true
 		}
 	case kMap:
-		if dictMutators[name] {
+		if dictMutator(name) {
 			return unsafeUndefined(recv, name), true
 		}
 	}

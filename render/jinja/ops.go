@@ -11,7 +11,12 @@ import (
 // cannot exhaust memory; CPython would try and fail with MemoryError.
 const maxIntBits = 1 << 16
 
-const maxRepeat = 1 << 24
+// maxRepeat bounds the bytes of a repeated or padded string, and
+// maxRepeatItems the items of a repeated list (hostile-template guards far
+// above what chat templates build).
+const maxRepeat = 1 << 22
+
+const maxRepeatItems = 1 << 16
 
 func opTypeError(op string, l, r Value) error {
 	return errf(KindType, "unsupported operand type(s) for %s: '%s' and '%s'", op, l.typeName(), r.typeName())
@@ -72,7 +77,11 @@ func binaryOp(op string, l, r Value) (Value, error) {
 			if size == 0 {
 				return seq, nil
 			}
-			if count > maxRepeat/size {
+			limit := int64(maxRepeat)
+			if seq.isSeq() {
+				limit = maxRepeatItems
+			}
+			if count > limit/size {
 				return Value{}, errf(KindOverflow, "repeated sequence too large")
 			}
 			if seq.k == kString {

@@ -1,11 +1,151 @@
 package main
 
-import "context"
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
 
+	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/render/bpe"
+)
+
+// runTokenize reads JSON lines from stdin and writes one line per input line, in order, as it
+// goes: a JSON string in gives the JSON array of its token ids (add_special_tokens=false, added
+// tokens in the text become their ids); with --decode a JSON array of ids in gives the decoded JSON
+// string. Empty lines are skipped. The first bad line stops the run with its line number (exit 1).
 func runTokenize(ctx context.Context, env cliEnv, args []string) error {
-	fs := newFlagSet(env, "tokenize", "[flags]")
-	if err := parseFlags(env, fs, args); err != nil {
+	fset := newFlagSet(env, "tokenize", "[--model-dir DIR] [--decode] < lines.jsonl")
+	modelDir := fset.String("model-dir", "", "Hugging Face model directory with tokenizer.json (or tokenizer.json.gz); default: the embedded Qwen3 demo model")
+	decode := fset.Bool("decode", false, "decode: read JSON arrays of ids, write JSON strings")
+	if err := parseFlags(env, fset, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	tok, err := loadModelTokenizer(*modelDir)
+	if err != nil {
+		return err
+	}
+	return tokenizeLines(ctx, tok, *decode, env.stdin, env.stdout)
+}
+
+// loadModelTokenizer loads tokenizer.json (or tokenizer.json.gz) from dir, or from the embedded demo
+// model when dir is empty.
+func loadModelTokenizer(dir string) (*bpe.Tokenizer, error) {
+	var fsys fs.FS
+	if dir != "" {
+		fsys = os.DirFS(dir)
+	} else {
+		var err error
+		if fsys, err = demomodel.FS(); err != nil {
+			return nil, err
+		}
+	}
+	data, err := fs.ReadFile(fsys, "tokenizer.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		var gz []byte
+		if gz, err = fs.ReadFile(fsys, "tokenizer.json.gz"); err == nil {
+			data, err = gunzip(gz)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read tokenizer.json: %w", err)
+	}
+	tok, err := bpe.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer.json: %w", err)
+	}
+	return tok, nil
+}
+
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
+func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, in io.Reader, out io.Writer) error {
+	r := bufio.NewReaderSize(in, 1<<20)
+	w := bufio.NewWriterSize(out, 1<<16)
+	var (
+		ids []uint32
+		buf []byte
+	)
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Lines end at "\n" only: U+2028 inside a JSON string is not a line break.
+		line, readErr := r.ReadBytes('\n')
+		if readErr != nil && !errors.Is(readErr, io.EOF) {
+			w.Flush()
+			return fmt.Errorf("read line %d: %w", n, readErr)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			var err error
+			if decode {
+				ids = ids[:0]
+				if err = json.Unmarshal(line, &ids); err == nil {
+					buf, err = appendJSONString(buf[:0], tok.Decode(ids))
+				}
+			} else {
+				var s string
+				if err = json.Unmarshal(line, &s); err == nil {
+					ids = tok.AppendEncode(ids[:0], s)
+					buf = appendIDs(buf[:0], ids)
+				}
+			}
+			if err != nil {
+				w.Flush()
+				return fmt.Errorf("line %d: %w", n, err)
+			}
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+		}
+		if readErr != nil { // io.EOF
+			break
+		}
+		// Stream: flush whenever no more input is waiting, so interactive use sees each answer.
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+func appendIDs(dst []byte, ids []uint32) []byte {
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendUint(dst, uint64(id), 10)
+	}
+	return append(dst, ']')
+}
+
+// appendJSONString appends s as a JSON string without HTML escaping.
+func appendJSONString(dst []byte, s string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return dst, err
+	}
+	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // TestNFCCodePoints compares every code point on its own with the oracle's NFC
@@ -135,4 +137,28 @@ func mixedText(n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// FuzzNFC checks properties that hold for any input: valid UTF-8 stays valid, NFC is idempotent,
+// and without code points unassigned in Unicode 9.0 the result is x/text's NFC.
+func FuzzNFC(f *testing.F) {
+	for _, s := range []string{"", "abc", "e\u0301", "a\u0301\u1abb\u0300", "\u1100\u1161\u11a8", "\xffe\u0301", "ǅ\u0328\u0301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := normalizeNFC(s)
+		if utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("normalizeNFC(%+q) = %+q is not valid UTF-8", s, got)
+		}
+		if again := normalizeNFC(got); again != got {
+			t.Errorf("not idempotent: %+q -> %+q -> %+q", s, got, again)
+		}
+		hasNew := false
+		for _, r := range s {
+			hasNew = hasNew || propsOf(r)&propNew != 0
+		}
+		if !hasNew && got != norm.NFC.String(s) {
+			t.Errorf("normalizeNFC(%+q) = %+q, x/text gives %+q", s, got, norm.NFC.String(s))
+		}
+	})
 }

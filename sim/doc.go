@@ -10,7 +10,9 @@
 // POST /tokenize's prompt form, POST /detokenize, GET /v1/models, GET /health and GET /metrics
 // (Prometheus text from a registry owned by the Server). Responses follow vLLM's field order and
 // placement: per-choice prompt_token_ids and token_ids, delta ids per stream chunk, prompt ids in
-// the first chunk only, a usage chunk, then "data: [DONE]". Errors use vLLM's
+// the first chunk only, a usage chunk, then "data: [DONE]". usage.prompt_tokens_details is
+// {"cached_tokens":N} when N > 0 and null otherwise, as vLLM run with
+// --enable-prompt-tokens-details reports it. Errors use vLLM's
 // {"error":{"message","type","param","code"}} shape.
 //
 // # Prefix cache

@@ -15,7 +15,6 @@ const (
 	imStart      = "<|im_start|>"
 	imEnd        = "<|im_end|>"
 	endOfText    = "<|endoftext|>"
-	emptyThink   = "<think>\n\n</think>\n\n"
 	toolsOpen    = "<tools>\n" // the newline skips the "<tools></tools>" mention before the block
 	toolsClose   = "</tools>"
 	toolRespOpen = "<tool_response>"
@@ -152,9 +151,14 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, bool) {
 	}
 
 	// Thinking is on unless the template already closed an (empty) think block or the turn was
-	// prefilled by the caller (continue_final_message).
-	if conv.prefill == "" {
+	// prefilled by the caller (continue_final_message). A template whose generation prompt opens
+	// the think block leaves the model to write the thoughts and close it.
+	switch {
+	case conv.prefill == "":
 		b.WriteString("<think>\n")
+		m.think(&b, r, &conv, call, toolResult)
+		b.WriteString("\n</think>\n\n")
+	case strings.HasSuffix(conv.prefill, "<think>\n"):
 		m.think(&b, r, &conv, call, toolResult)
 		b.WriteString("\n</think>\n\n")
 	}
@@ -219,9 +223,11 @@ func toolResponse(content string) string {
 	return strings.TrimSpace(body)
 }
 
-// quote returns s on one line in double quotes, cut to at most n bytes on a rune boundary.
+// quote returns s on one line in double quotes, cut to at most n bytes on a rune boundary. "<"
+// becomes "‹" so that quoted markup (<tool_call>, <|im_end|>) never turns into added tokens inside
+// the answer.
 func quote(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "<", "‹")
 	if len(s) > n {
 		cut := n
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

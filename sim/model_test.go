@@ -103,6 +103,12 @@ func TestScriptedAnswers(t *testing.T) {
 			}
 		}
 	})
+	t.Run("open think block is closed", func(t *testing.T) {
+		text, _ := answerOf(t, ts.URL, qwenChat(nil, true, [2]string{"user", "hi"})+"<think>\n")
+		if strings.Contains(text, "<think>") || strings.Count(text, "</think>\n\n") != 1 {
+			t.Errorf("answer %q", text)
+		}
+	})
 	t.Run("raw prompt ends with endoftext", func(t *testing.T) {
 		_, out := answerOf(t, ts.URL, "The history of Rome")
 		if out[len(out)-1] != eotID {

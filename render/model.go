@@ -29,7 +29,8 @@ type Options struct {
 }
 
 // Model is a loaded tokenizer and chat template: it renders chat requests to prompt text and
-// token ids exactly as vLLM's chat path does. A Model is immutable and safe for concurrent use.
+// token ids exactly as vLLM's chat path does. A Model is safe for concurrent use; apart from a
+// bounded cache of decoded tool lists it is immutable.
 type Model struct {
 	tok      *bpe.Tokenizer
 	seg      bpeSegments

@@ -3,7 +3,9 @@ package render
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -237,5 +239,45 @@ func TestRenderTemplateVariables(t *testing.T) {
 	want := `False|<override>|<|endoftext|>|<|im_start|>|[{"title": "t", "text": "1.50"}]|null|True|1.0|False`
 	if got != want {
 		t.Errorf("RenderText = %q, want %q", got, want)
+	}
+}
+
+// TestRenderConcurrentTools renders many tool sets from several goroutines: the shared cache of
+// decoded tools must neither race nor mix tool lists up (run under -race in CI).
+func TestRenderConcurrentTools(t *testing.T) {
+	m := qwen3(t)
+	const sets = toolsCacheSize + 8
+	want := make([]string, sets)
+	req := func(i int) ChatRequest {
+		return ChatRequest{
+			Messages: []Message{{Role: "user", Content: "q"}},
+			Tools:    []Tool{{Name: fmt.Sprintf("tool_%d", i), Parameters: []byte(fmt.Sprintf(`{"n": %d.0}`, i))}},
+		}
+	}
+	for i := range sets {
+		text, err := m.RenderText(req(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = text
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for k := range 3 * sets {
+				i := (k*7 + g) % sets
+				text, err := m.RenderText(req(i))
+				if err != nil || text != want[i] {
+					errs <- fmt.Errorf("goroutine %d set %d: %v (text ok: %v)", g, i, err, text == want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/stitchllm/stitch/render/jinja"
 )
@@ -15,14 +16,59 @@ type compiledTemplate interface {
 	execute(v *templateVars) (string, error)
 }
 
-type jinjaTemplate struct{ t *jinja.Template }
+type jinjaTemplate struct {
+	t     *jinja.Template
+	tools *valueCache
+}
 
 func compileTemplate(name, source string, opts Options) (compiledTemplate, error) {
 	t, err := jinja.Parse(name, source, jinja.Options{Now: opts.Now, Fuel: opts.Fuel})
 	if err != nil {
 		return nil, err
 	}
-	return jinjaTemplate{t}, nil
+	return jinjaTemplate{t: t, tools: newValueCache(toolsCacheSize)}, nil
+}
+
+// toolsCacheSize bounds the decoded tool lists kept per template. Agents resend the same tools
+// every turn (Codex: tens of KB), and decoding them is the largest part of a render's input work.
+const toolsCacheSize = 32
+
+// valueCache keeps decoded JSON values by their text. jinja Values are immutable, so one value is
+// safely shared by concurrent renders. Eviction is FIFO; safe for concurrent use.
+type valueCache struct {
+	mu    sync.Mutex
+	m     map[string]jinja.Value
+	order []string
+	max   int
+}
+
+func newValueCache(max int) *valueCache {
+	return &valueCache{m: make(map[string]jinja.Value, max), max: max}
+}
+
+func (c *valueCache) get(text []byte) (jinja.Value, error) {
+	c.mu.Lock()
+	v, ok := c.m[string(text)]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := jinja.FromJSON(text)
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	key := string(text)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; !ok {
+		if len(c.order) == c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.m[key] = v
+		c.order = append(c.order, key)
+	}
+	return v, nil
 }
 
 func (j jinjaTemplate) execute(v *templateVars) (string, error) {
@@ -52,7 +98,7 @@ func (j jinjaTemplate) execute(v *templateVars) (string, error) {
 	vars["messages"] = msgs
 	vars["tools"] = jinja.None()
 	if v.tools != nil {
-		if vars["tools"], err = jinja.FromJSON(v.tools); err != nil {
+		if vars["tools"], err = j.tools.get(v.tools); err != nil {
 			return "", fmt.Errorf("tools: %w", err)
 		}
 	}

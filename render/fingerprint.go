@@ -1,9 +1,11 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 )
 
 // RendererVersion names the behaviour of this package's message preprocessing and certified
@@ -21,8 +23,7 @@ type Fingerprint struct {
 	RendererVersion string // RendererVersion
 	ToolCallParser  string // e.g. "hermes"
 	ReasoningParser string // e.g. "qwen3"
-	// ChatTemplateKwargs is the request's chat_template_kwargs as canonical JSON bytes
-	// ("" = none); callers should canonicalize (the raw bytes are hashed as given).
+	// ChatTemplateKwargs is the effective chat_template_kwargs (CompactJSON; "" = none).
 	ChatTemplateKwargs string
 	LoRA               string // LoRA adapter name ("" = base model)
 	CacheSalt          string // vLLM cache_salt sent with the prompt
@@ -74,4 +75,18 @@ func ToolsDigest(tools []Tool) string {
 	}
 	sum := sha256.Sum256(appendToolsJSON(nil, tools))
 	return hex.EncodeToString(sum[:])
+}
+
+// CompactJSON returns raw JSON without insignificant whitespace, keeping key order and number
+// spelling (unlike a decode/encode round trip), for Fingerprint.ChatTemplateKwargs. Invalid JSON
+// is returned unchanged; an empty input or null gives "".
+func CompactJSON(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	if s := b.String(); s != "null" {
+		return s
+	}
+	return ""
 }

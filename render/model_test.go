@@ -281,3 +281,17 @@ func TestRenderConcurrentTools(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestCompactJSON(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"{ \"b\" : 1.0,\n \"a\": [1E7, \"x y\"] }": `{"b":1.0,"a":[1E7,"x y"]}`,
+		"":     "",
+		"null": "",
+		"{bad": "{bad",
+	} {
+		if got := CompactJSON([]byte(in)); got != want {
+			t.Errorf("CompactJSON(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

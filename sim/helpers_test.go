@@ -42,6 +42,12 @@ func testTokenizer(t testing.TB) sim.Tokenizer {
 	return tok
 }
 
+// The real tokenizer and the stand-in satisfy what the simulator needs.
+var (
+	_ sim.Tokenizer = (*bpe.Tokenizer)(nil)
+	_ sim.Tokenizer = simtest.ByteTokenizer{}
+)
+
 // byteTokenizer is the stand-in tokenizer (one id per byte), for the fallback decoder.
 var byteTokenizer sim.Tokenizer = simtest.ByteTokenizer{}
 

@@ -128,7 +128,7 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		if iu := v.Get("include_usage"); iu.Exists() && iu.Type != gjson.Null {
 			sp.includeUsage = iu.Bool()
 		}
-		sp.continuousUsage = v.Get("continuous_usage_stats").Bool()
+		sp.continuousUsage = sp.includeUsage && v.Get("continuous_usage_stats").Bool()
 	}
 	if v := gjson.GetBytes(body, "prompt_logprobs"); v.Exists() && v.Type != gjson.Null {
 		if sp.stream {
@@ -240,7 +240,7 @@ func (s *Server) genParamsFor(sp sampling, prompt []uint32, endpoint string) (ge
 		return genParams{}, badRequest("max_tokens", "max_tokens must be at least 1, got %d.", maxTokens)
 	}
 	if n+maxTokens > limit {
-		return genParams{}, badRequest("max_tokens", "'max_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", maxTokens, limit, n, maxTokens, limit, n)
+		return genParams{}, badRequest("max_tokens", "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", maxTokens, limit, n, maxTokens, limit, n)
 	}
 	return genParams{
 		endpoint:    endpoint,

@@ -149,6 +149,63 @@ SETS = {
     "09_minimal": {
         "messages": [{"role": "user", "content": "hi"}],
     },
+    "10_multimodal": {
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "You see images."}]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "What is in this picture?"},
+                {"type": "image", "image": "http://example.invalid/cat.png"},
+                {"type": "video", "video": "clip.mp4"},
+                {"type": "text", "text": "And this one?"},
+            ]},
+            {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
+            {"role": "user", "content": "Thanks"},
+        ],
+        "add_generation_prompt": True,
+    },
+    "11_reasoning_effort": {
+        "messages": [
+            {"role": "developer", "content": "Be precise."},
+            {"role": "user", "content": "Compute 2**10."},
+            {"role": "assistant", "content": "1024", "thinking": "2^10 = 1024", "reasoning": "2^10 = 1024", "reasoning_content": "2^10 = 1024"},
+            {"role": "user", "content": "And 2**20?"},
+        ],
+        "tools": TOOLS[:2],
+        "reasoning_effort": "high",
+        "builtin_tools": ["browser", "python"],
+        "model_identity": "You are Test.",
+        "add_generation_prompt": True,
+    },
+    "12_llama_options": {
+        "messages": [
+            {"role": "system", "content": "Knowledge cutoff test."},
+            {"role": "user", "content": "Use a tool."},
+            {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+            {"role": "ipython", "content": {"temp": -3.5}},
+            {"role": "tool", "content": "{\"temp\": -3.5}"},
+        ],
+        "tools": TOOLS[:1],
+        "date_string": "07 Mar 2025",
+        "tools_in_user_message": False,
+        "add_generation_prompt": True,
+    },
+    "13_documents": {
+        "messages": [{"role": "user", "content": "Summarize the documents."}],
+        "documents": [{"title": "Doc A", "text": "Alpha text."}, {"title": "Doc B", "text": "Beta\ntext."}],
+        "add_generation_prompt": True,
+    },
+    "14_tool_only_turn": {
+        "messages": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": "", "reasoning_content": "call the tool", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {}}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": ""},
+            {"role": "assistant", "content": "Done."},
+        ],
+        "tools": TOOLS,
+        "add_generation_prompt": False,
+        "enable_thinking": False,
+    },
     "07_continue": {
         "messages": [
             {"role": "user", "content": "Write a haiku."},

@@ -65,10 +65,17 @@ func readJSONL(t testing.TB, path string) [][]byte {
 	return out
 }
 
-// loadGolden returns the cases with the expected results of one template ("qwen3", "qwen3-8b").
+// loadGolden returns the chat cases with the expected results of one template ("qwen3",
+// "qwen3-8b").
 func loadGolden(t testing.TB, template string) []goldenCase {
 	t.Helper()
-	cases := readJSONL(t, filepath.Join(goldenDir, "cases.jsonl"))
+	return loadGoldenFiles(t, "cases.jsonl", template)
+}
+
+// loadGoldenFiles pairs a cases file with the NAME.text.jsonl and NAME.ids.jsonl results.
+func loadGoldenFiles(t testing.TB, casesFile, template string) []goldenCase {
+	t.Helper()
+	cases := readJSONL(t, filepath.Join(goldenDir, casesFile))
 	texts := readJSONL(t, filepath.Join(goldenDir, template+".text.jsonl"))
 	ids := map[string][]uint32{}
 	for _, l := range readJSONL(t, filepath.Join(goldenDir, template+".ids.jsonl")) {
@@ -160,6 +167,56 @@ func TestGoldenRender(t *testing.T) {
 				}
 				if failures++; failures > 10 {
 					t.Fatal("too many failures")
+				}
+			}
+		})
+	}
+}
+
+// TestGoldenResponses renders Responses requests (responses_cases.jsonl) through FromResponses and
+// compares with the oracle, which maps items to messages with its own Python implementation.
+func TestGoldenResponses(t *testing.T) {
+	m := qwen3(t)
+	src, err := os.ReadFile(filepath.Join(goldenDir, "templates", "qwen3-8b.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m8b, err := m.WithTemplate(string(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		template string
+		model    *Model
+	}{{"responses-qwen3", m}, {"responses-qwen3-8b", m8b}} {
+		t.Run(tc.template, func(t *testing.T) {
+			for _, c := range loadGoldenFiles(t, "responses_cases.jsonl", tc.template) {
+				line := gjson.ParseBytes(c.line)
+				var items []json.RawMessage
+				for _, it := range line.Get("input").Array() {
+					items = append(items, json.RawMessage(it.Raw))
+				}
+				in := ResponsesInput{Instructions: line.Get("instructions").Str, Items: items}
+				if tools := line.Get("tools"); tools.Exists() {
+					in.Tools = json.RawMessage(tools.Raw)
+				}
+				conv, err := FromResponses(in)
+				if err != nil {
+					t.Errorf("%s: FromResponses: %v", c.name, err)
+					continue
+				}
+				req := ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true}
+				if kw := line.Get("chat_template_kwargs"); kw.Exists() {
+					req.ChatTemplateKwargs = json.RawMessage(kw.Raw)
+				}
+				text, ids, err := tc.model.Render(req)
+				switch {
+				case err != nil:
+					t.Errorf("%s: Render: %v", c.name, err)
+				case text != c.text:
+					t.Errorf("%s: text differs:\n got: %q\nwant: %q", c.name, text, c.text)
+				case !slices.Equal(ids, c.ids):
+					t.Errorf("%s: ids differ", c.name)
 				}
 			}
 		})

@@ -2,8 +2,13 @@
 """Reference prompt texts for the render golden suite: vLLM's chat preprocessing + Jinja2 as
 transformers configures it. Independent of stitch's Go code on purpose: it is the oracle.
 
-Usage: python3 tools/oracle/render_oracle.py TEMPLATE_NAME TEMPLATE_FILE TOKENIZER_CONFIG \\
+Usage: python3 tools/oracle/render_oracle.py TEMPLATE_NAME TEMPLATE_FILE TOKENIZER_CONFIG [--responses] \\
            < testdata/render/cases.jsonl > testdata/render/TEMPLATE_NAME.text.jsonl
+
+With --responses the input lines are Responses requests {"name","instructions"?,"input","tools"?,
+"chat_template_kwargs"?} (responses_cases.jsonl): they are first mapped to chat messages the way
+stitch documents it (render.FromResponses), reimplemented here independently, and always rendered
+with add_generation_prompt=True.
 
 TEMPLATE_FILE is a .jinja file, or "-" to use tokenizer_config.json's chat_template.
 Each output line is {"name", "text"} or {"name", "error"} (ensure_ascii, so no raw U+2028).
@@ -132,8 +137,92 @@ def tool_dicts(tools):
                                               "parameters": t["function"].get("parameters")}} for t in tools]
 
 
+def item_text(content):
+    # Responses message content: a string or input_text/output_text/refusal parts joined by "\n".
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    out = []
+    for p in content:
+        if p["type"] in ("input_text", "output_text", "text"):
+            out.append(p["text"])
+        elif p["type"] == "refusal":
+            out.append(p["refusal"])
+        else:
+            raise ValueError("unsupported part %r" % p["type"])
+    return "\n".join(out)
+
+
+def responses_to_chat(case):
+    """Responses items → chat messages: instructions first, developer → system, consecutive
+    function calls (and calls right after an assistant message) in one assistant turn, reasoning
+    attached to the next assistant turn and dropped if a non-assistant item comes first."""
+    msgs = []
+    if case.get("instructions"):
+        msgs.append({"role": "system", "content": case["instructions"]})
+    pending = []
+    turn = None  # the assistant message calls may still join
+    for it in case["input"]:
+        kind = it.get("type", "message")
+        if kind == "message":
+            role = "system" if it["role"] == "developer" else it["role"]
+            msg = {"role": role, "content": item_text(it.get("content"))}
+            if role == "assistant":
+                if pending:
+                    msg["reasoning"] = "\n".join(pending)
+                turn = msg
+            else:
+                turn = None
+            pending = []
+            msgs.append(msg)
+        elif kind == "function_call":
+            call = {"id": it["call_id"], "type": "function",
+                    "function": {"name": it["name"], "arguments": it.get("arguments")}}
+            if turn is not None and not pending:
+                turn.setdefault("tool_calls", []).append(call)
+            else:
+                msg = {"role": "assistant", "content": None, "tool_calls": [call]}
+                if pending:
+                    msg["reasoning"] = "\n".join(pending)
+                pending = []
+                turn = msg
+                msgs.append(msg)
+        elif kind == "function_call_output":
+            out = it["output"]
+            msgs.append({"role": "tool", "tool_call_id": it["call_id"],
+                         "content": out if isinstance(out, str) else item_text(out)})
+            pending, turn = [], None
+        elif kind == "reasoning":
+            texts = [c["text"] for c in (it.get("content") or [])]
+            if not texts:
+                texts = [c["text"] for c in (it.get("summary") or [])]
+            if texts:
+                pending.append("\n".join(texts))
+            turn = None
+        else:
+            raise ValueError("unsupported item %r" % kind)
+    tools = []
+    for t in case.get("tools") or []:
+        group = t["tools"] if t["type"] == "namespace" else [t]
+        for f in group:
+            if f["type"] == "function":
+                fn = {"name": f["name"]}
+                for k in ("description", "parameters"):
+                    if k in f:
+                        fn[k] = f[k]
+                tools.append({"type": "function", "function": fn})
+    chat = {"name": case["name"], "messages": msgs, "add_generation_prompt": True}
+    if tools:
+        chat["tools"] = tools
+    if "chat_template_kwargs" in case:
+        chat["chat_template_kwargs"] = case["chat_template_kwargs"]
+    return chat
+
+
 def main():
     name, template_file, config_file = sys.argv[1:4]
+    responses = "--responses" in sys.argv[4:]
     with open(config_file, encoding="utf-8") as f:
         config = json.load(f)
     if template_file == "-":
@@ -148,6 +237,8 @@ def main():
         if not line:
             continue
         case = json.loads(line)
+        if responses:
+            case = responses_to_chat(case)
         kwargs = dict(specials)
         kwargs.update(case.get("chat_template_kwargs") or {})
         try:

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/stitchllm/stitch/configs/demomodel"
@@ -21,6 +22,7 @@ import (
 // simFlags are `stitch sim`'s flags; the defaults model a mid-size model on one GPU.
 type simFlags struct {
 	listen, modelDir, name, record, logLevel string
+	loraModules                              string
 	maxModelLen, blockSize, kvBlocks         int
 	seed                                     int64
 	outputLen                                int
@@ -45,6 +47,7 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "`address` to serve the vLLM API on")
 	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory` (tokenizer.json, tokenizer_config.json); empty: the bundled Qwen3 demo model")
 	fs.StringVar(&f.name, "served-model-name", "", "model id clients must send (default: the model directory's base name, or "+demomodel.Name+")")
+	fs.StringVar(&f.loraModules, "lora-modules", "", "comma-separated LoRA adapter `names` (vLLM's name=path also accepted; the path is ignored): requests may name them as model; they never share KV blocks with the base")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 32768, "context length in `tokens`; longer prompts get 400")
 	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size in `tokens` (prefix-cache granularity)")
 	fs.IntVar(&f.kvBlocks, "kv-blocks", 65536, "KV cache capacity in `blocks`; unreferenced blocks are evicted LRU beyond it")
@@ -101,6 +104,11 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		PrefillPerToken: microseconds(f.prefillUS), DecodePerToken: microseconds(f.decodeUS),
 		FailRate: f.failRate, DropAfter: f.dropAfter, DropRate: f.dropRate, FirstByteDelay: f.firstByteDelay,
 		Logger: logger,
+	}
+	for _, m := range strings.Split(f.loraModules, ",") {
+		if name, _, _ := strings.Cut(strings.TrimSpace(m), "="); name != "" {
+			opts.LoRAModules = append(opts.LoRAModules, name)
+		}
 	}
 	nop := func() {}
 	if f.maxModelLen <= 0 || f.blockSize <= 0 || f.kvBlocks <= 0 || f.outputLen <= 0 || f.prefillUS < 0 || f.decodeUS < 0 {

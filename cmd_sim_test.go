@@ -19,7 +19,7 @@ func TestSimHelp(t *testing.T) {
 	}
 	for _, f := range []string{"-listen", "-model-dir", "-served-model-name", "-max-model-len", "-block-size", "-kv-blocks",
 		"-prefill-us-per-token", "-decode-us-per-token", "-fast", "-seed", "-output-len", "-drift", "-record",
-		"-fail-rate", "-drop-after", "-drop-rate", "-first-byte-delay", "(default 16)", "(default 32768)"} {
+		"-fail-rate", "-drop-after", "-lora-modules", "-drop-rate", "-first-byte-delay", "(default 16)", "(default 32768)"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}

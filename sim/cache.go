@@ -42,28 +42,37 @@ func newPrefixCache(blockSize, capacity int) *prefixCache {
 	}
 }
 
+// cacheKey holds the extra keys of a request's first block: requests with different keys never
+// share a block.
+type cacheKey struct {
+	lora, salt string
+}
+
 // lease is the set of blocks a running request holds, in chain order, plus the chain of hashes
 // computed so far.
 type lease struct {
-	salt   string
+	key    cacheKey
 	hashes []blockHash // hashes of the full blocks seen so far, in order
 	held   []*kvBlock
 }
 
 // extendHashes appends to hashes the chained hashes of the full blocks of tokens that follow the
 // len(hashes) blocks already hashed. tokens is the whole sequence from position 0.
-func (c *prefixCache) extendHashes(salt string, hashes []blockHash, tokens []uint32) []blockHash {
+func (c *prefixCache) extendHashes(key cacheKey, hashes []blockHash, tokens []uint32) []blockHash {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	var buf [8]byte
 	for b := len(hashes); (b+1)*c.blockSize <= len(tokens); b++ {
 		h.Reset()
 		if b == 0 {
-			// Extra keys of the first block: the salt, length-prefixed so no salt is a prefix of
-			// another's encoding. (A LoRA adapter name would go here too.)
-			binary.LittleEndian.PutUint64(buf[:], uint64(len(salt)))
-			h.Write(buf[:])
-			h.WriteString(salt)
+			// Extra keys of the first block: the LoRA adapter and the salt, each length-prefixed so
+			// that no pair encodes like another. (vLLM adds the LoRA name to every block; through
+			// the chain, the first is enough.)
+			for _, k := range [...]string{key.lora, key.salt} {
+				binary.LittleEndian.PutUint64(buf[:], uint64(len(k)))
+				h.Write(buf[:])
+				h.WriteString(k)
+			}
 		} else {
 			binary.LittleEndian.PutUint64(buf[:], uint64(hashes[b-1]))
 			h.Write(buf[:])
@@ -82,9 +91,9 @@ func (c *prefixCache) extendHashes(salt string, hashes []blockHash, tokens []uin
 // blocks, capped at len(prompt)-1 tokens (the last prompt token is always computed) rounded down
 // to whole blocks. readCache false (prompt_logprobs) counts no hits. The prompt's full blocks are
 // cached right away, as vLLM does once prefill is scheduled.
-func (c *prefixCache) acquire(salt string, prompt []uint32, readCache bool) (*lease, int) {
-	l := &lease{salt: salt}
-	l.hashes = c.extendHashes(salt, nil, prompt)
+func (c *prefixCache) acquire(key cacheKey, prompt []uint32, readCache bool) (*lease, int) {
+	l := &lease{key: key}
+	l.hashes = c.extendHashes(key, nil, prompt)
 	maxHit := 0
 	if readCache && len(prompt) > 0 {
 		maxHit = (len(prompt) - 1) / c.blockSize
@@ -114,7 +123,7 @@ func (c *prefixCache) release(l *lease, tokens []uint32) {
 		tokens = tokens[:len(tokens)-1]
 	}
 	n := len(l.hashes)
-	l.hashes = c.extendHashes(l.salt, l.hashes, tokens)
+	l.hashes = c.extendHashes(l.key, l.hashes, tokens)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -186,4 +187,39 @@ func scrape(t *testing.T, base string) map[string]float64 {
 		out[line[:i]] = v
 	}
 	return out
+}
+
+func TestPrefixCacheLoRA(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t, sim.Options{ServedModelName: "base", LoRAModules: []string{"sql", "law"}})
+	prompt := tokenPrompt(900, 40)
+	send := func(model string) int {
+		return complete(t, ts.URL, map[string]any{"model": model, "prompt": prompt, "max_tokens": 1}).Usage.cached()
+	}
+	send("sql")
+	for _, m := range []string{"base", "law"} {
+		if got := send(m); got != 0 {
+			t.Errorf("%s after sql: cached_tokens = %d, want 0", m, got)
+		}
+	}
+	if got := send("sql"); got != 32 {
+		t.Errorf("sql again: cached_tokens = %d, want 32", got)
+	}
+	resp, err := http.Get(ts.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models struct {
+		Data []struct {
+			ID     string  `json:"id"`
+			Parent *string `json:"parent"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&models); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(models.Data) != 3 || models.Data[0].Parent != nil || models.Data[2].ID != "law" || *models.Data[2].Parent != "base" {
+		t.Errorf("models %+v", models.Data)
+	}
 }

@@ -15,8 +15,9 @@ import (
 func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	body, aerr := readBody(r)
+	var lora string
 	if aerr == nil {
-		aerr = s.checkModel(gjson.GetBytes(body, "model").String())
+		lora, aerr = s.checkModel(gjson.GetBytes(body, "model").String())
 	}
 	var sp sampling
 	if aerr == nil {
@@ -29,6 +30,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	var p genParams
 	if aerr == nil {
 		p, aerr = s.genParamsFor(sp, prompt, "/v1/chat/completions")
+		p.lora = lora
 	}
 	if aerr != nil {
 		s.metrics.errors.WithLabelValues(strconv.Itoa(aerr.status)).Inc()

@@ -85,8 +85,9 @@ func (s *Server) abortConnection(sw *sseWriter) {
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	body, aerr := readBody(r)
+	var lora string
 	if aerr == nil {
-		aerr = s.checkModel(gjson.GetBytes(body, "model").String())
+		lora, aerr = s.checkModel(gjson.GetBytes(body, "model").String())
 	}
 	var sp sampling
 	if aerr == nil {
@@ -99,6 +100,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	params := make([]genParams, len(prompts))
 	for i := 0; aerr == nil && i < len(prompts); i++ {
 		params[i], aerr = s.genParamsFor(sp, prompts[i], "/v1/completions")
+		params[i].lora = lora
 	}
 	if aerr != nil {
 		s.metrics.errors.WithLabelValues(strconv.Itoa(aerr.status)).Inc()

@@ -25,6 +25,7 @@ type genParams struct {
 	stopIDs     []uint32
 	seed        int64
 	salt        string
+	lora        string // the LoRA adapter the request named ("" for the base model)
 	ignoreEOS   bool
 	skipSpecial bool
 	// readCache is false when the request asked for prompt_logprobs, which bypasses prefix-cache
@@ -61,7 +62,7 @@ type generation struct {
 // The caller must call end exactly once.
 func (s *Server) startGeneration(p genParams) *generation {
 	g := &generation{s: s, p: p, dec: newStreamDecoder(s.tok), start: time.Now()}
-	g.lease, g.cached = s.cache.acquire(p.salt, p.prompt, p.readCache)
+	g.lease, g.cached = s.cache.acquire(cacheKey{lora: p.lora, salt: p.salt}, p.prompt, p.readCache)
 	for _, st := range p.stop {
 		g.maxStop = max(g.maxStop, len(st))
 	}

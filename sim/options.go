@@ -67,6 +67,10 @@ type Options struct {
 	// ModelRoot is reported as "root" in /v1/models (vLLM reports the model path). Default
 	// ServedModelName.
 	ModelRoot string
+	// LoRAModules are LoRA adapter names requests may give as "model". An adapter generates like
+	// the base model but never shares KV blocks with it or with another adapter (vLLM's LoRA extra
+	// hash key). Default none.
+	LoRAModules []string
 	// MaxModelLen is the context length in tokens: longer prompts are refused with 400, and
 	// max_tokens may not run past it. Default 32768.
 	MaxModelLen int

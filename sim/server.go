@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -148,28 +149,48 @@ func readBody(r *http.Request) ([]byte, *apiError) {
 	return body, nil
 }
 
-// checkModel reports a 404 unless model is empty or the served model name.
-func (s *Server) checkModel(model string) *apiError {
+// checkModel reports a 404 unless model is empty, the served model name or a LoRA adapter; it
+// returns the adapter's name ("" for the base model).
+func (s *Server) checkModel(model string) (string, *apiError) {
 	if model == "" || model == s.opts.ServedModelName {
-		return nil
+		return "", nil
 	}
-	return &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model",
+	if slices.Contains(s.opts.LoRAModules, model) {
+		return model, nil
+	}
+	return "", &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model",
 		message: fmt.Sprintf("The model `%s` does not exist.", model)}
 }
 
+// handleModels lists the base model, then each LoRA adapter with the base as parent, as vLLM does.
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
-	b := []byte(`{"object":"list","data":[{"id":`)
-	b = appendJSONString(b, s.opts.ServedModelName)
+	b := []byte(`{"object":"list","data":[`)
+	b = s.appendModelCard(b, s.opts.ServedModelName, s.opts.ModelRoot, "")
+	for _, name := range s.opts.LoRAModules {
+		b = append(b, ',')
+		b = s.appendModelCard(b, name, name, s.opts.ServedModelName)
+	}
+	writeJSON(w, http.StatusOK, append(b, "]}"...))
+}
+
+func (s *Server) appendModelCard(b []byte, id, root, parent string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, id)
 	b = append(b, `,"object":"model","created":`...)
 	b = strconv.AppendInt(b, s.created, 10)
 	b = append(b, `,"owned_by":"vllm","root":`...)
-	b = appendJSONString(b, s.opts.ModelRoot)
-	b = append(b, `,"parent":null,"max_model_len":`...)
-	b = strconv.AppendInt(b, int64(s.opts.MaxModelLen), 10)
+	b = appendJSONString(b, root)
+	b = append(b, `,"parent":`...)
+	b = appendNullableString(b, parent)
+	b = append(b, `,"max_model_len":`...)
+	if parent != "" {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(s.opts.MaxModelLen), 10)
+	}
 	b = append(b, `,"permission":[{"id":"modelperm-sim","object":"model_permission","created":`...)
 	b = strconv.AppendInt(b, s.created, 10)
-	b = append(b, `,"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"*","group":null,"is_blocking":false}]}]}`...)
-	writeJSON(w, http.StatusOK, b)
+	return append(b, `,"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"*","group":null,"is_blocking":false}]}`...)
 }
 
 // newID returns a vLLM-style request id: prefix + 32 hex digits.

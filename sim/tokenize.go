@@ -17,7 +17,7 @@ var errNoRenderer = &apiError{status: http.StatusNotImplemented, typ: "NotImplem
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	body, aerr := readBody(r)
 	if aerr == nil {
-		aerr = s.checkModel(gjson.GetBytes(body, "model").String())
+		_, aerr = s.checkModel(gjson.GetBytes(body, "model").String())
 	}
 	var ids []uint32
 	if aerr == nil {
@@ -63,7 +63,7 @@ func (s *Server) renderChat(r *http.Request, body []byte) ([]uint32, *apiError) 
 func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	body, aerr := readBody(r)
 	if aerr == nil {
-		aerr = s.checkModel(gjson.GetBytes(body, "model").String())
+		_, aerr = s.checkModel(gjson.GetBytes(body, "model").String())
 	}
 	var ids []uint32
 	if aerr == nil {

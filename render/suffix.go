@@ -21,12 +21,23 @@ type segmentEncoder interface {
 
 // Boundary is a point of a prompt text where tokenization splits independently: the start or
 // the end of an added-token match. ids[:Index] is exactly the encoding of text[:Offset], and
-// Digest (sha256 of text[:Offset]) lets a later text be compared with this one without keeping
-// the text.
+// Digest (the first 16 bytes of SHA-256 of text[:Offset]) lets a later text be compared with this
+// one without keeping the text.
 type Boundary struct {
 	Offset int
 	Index  int
-	Digest [sha256.Size]byte
+	Digest [DigestSize]byte
+}
+
+// DigestSize is the length of a Boundary digest: SHA-256 truncated to 128 bits, plenty against
+// accidental collisions; artifacts are MAC'd against forgery.
+const DigestSize = 16
+
+// prefixDigest returns the truncated digest of everything h has consumed so far.
+func prefixDigest(h hash.Hash) (d [DigestSize]byte) {
+	var full [sha256.Size]byte
+	copy(d[:], h.Sum(full[:0]))
+	return d
 }
 
 // Encoding is a prompt's token ids with its boundary table (ascending offsets; offset 0 is
@@ -70,9 +81,7 @@ func addBoundary(b []Boundary, h hash.Hash, offset, index int) []Boundary {
 	if offset == 0 || (len(b) > 0 && b[len(b)-1].Offset == offset) {
 		return b
 	}
-	nb := Boundary{Offset: offset, Index: index}
-	h.Sum(nb.Digest[:0])
-	return append(b, nb)
+	return append(b, Boundary{Offset: offset, Index: index, Digest: prefixDigest(h)})
 }
 
 func writeString(h hash.Hash, s string) {
@@ -91,7 +100,7 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 	// Pass 1: digests at every boundary of next; find the last common, equal one.
 	type mark struct {
 		offset int
-		digest [sha256.Size]byte
+		digest [DigestSize]byte
 	}
 	marks := make([]mark, 0, 2*len(spans))
 	h := sha256.New()
@@ -100,9 +109,7 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 		if off == 0 || (len(marks) > 0 && marks[len(marks)-1].offset == off) {
 			return
 		}
-		m := mark{offset: off}
-		h.Sum(m.digest[:0])
-		marks = append(marks, m)
+		marks = append(marks, mark{offset: off, digest: prefixDigest(h)})
 	}
 	for _, s := range spans {
 		writeString(h, next[pos:s.Start])

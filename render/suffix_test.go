@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -226,4 +228,22 @@ func FuzzExtendCorrupt(f *testing.F) {
 		}
 		extend(enc, prev, next)
 	})
+}
+
+// The digest contract artifacts rely on: the first 16 bytes of SHA-256(text[:Offset]).
+func TestBoundaryDigest(t *testing.T) {
+	t.Parallel()
+	text := "a<|im_start|>b<think></think>c"
+	enc := encodeWithBoundaries(newFakeEncoder(), text)
+	var offsets []int
+	for _, b := range enc.Boundaries {
+		sum := sha256.Sum256([]byte(text[:b.Offset]))
+		if !bytes.Equal(b.Digest[:], sum[:DigestSize]) {
+			t.Errorf("boundary at %d: digest %x, want %x", b.Offset, b.Digest, sum[:DigestSize])
+		}
+		offsets = append(offsets, b.Offset)
+	}
+	if want := []int{1, 13, 14, 21, 29}; !slices.Equal(offsets, want) {
+		t.Errorf("boundary offsets = %v, want %v", offsets, want)
+	}
 }

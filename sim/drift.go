@@ -26,7 +26,7 @@ func drift(tok Tokenizer, ids []uint32, r *rand.Rand) ([]uint32, bool) {
 			continue
 		}
 		s := tok.Decode(ids[i : i+1])
-		if utf8.RuneCountInString(s) < 2 || strings.ContainsRune(s, utf8.RuneError) {
+		if utf8.RuneCountInString(s) < 2 || strings.ContainsRune(s, utf8.RuneError) || isMarkup(tok, id, s) {
 			continue
 		}
 		if strings.Trim(s, "\n") == "" {
@@ -70,4 +70,14 @@ func drift(tok Tokenizer, ids []uint32, r *rand.Rand) ([]uint32, bool) {
 		return append(out, ids[c.pos+1:]...), true
 	}
 	return ids, false
+}
+
+// isMarkup reports whether id is a markup token like <tool_call> or <think>: models emit those as
+// single added tokens, never spelled out, so they are not drifted.
+func isMarkup(tok Tokenizer, id uint32, text string) bool {
+	if !strings.HasPrefix(text, "<") || !strings.HasSuffix(text, ">") {
+		return false
+	}
+	got, ok := tok.TokenID(text)
+	return ok && got == id
 }

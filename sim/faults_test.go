@@ -192,4 +192,13 @@ func TestDrift(t *testing.T) {
 	if len(b.TokenIDs) != len(a.TokenIDs)+1 {
 		t.Errorf("drift should split exactly one token: %d vs %d tokens", len(b.TokenIDs), len(a.TokenIDs))
 	}
+
+	// Markup tokens (<tool_call>, <think>) are never spelled out, whatever token drift picks.
+	tool := qwenChat([]string{searchTool}, false, [2]string{"user", "search it"})
+	for seed := range 20 {
+		c := complete(t, drifting.URL, map[string]any{"prompt": ids(t, tool), "max_tokens": 2000, "return_token_ids": true, "seed": seed}).Choices[0]
+		if !slices.Contains(c.TokenIDs, 151657) || !slices.Contains(c.TokenIDs, 151658) {
+			t.Fatalf("seed %d: drifted tool call lost its markup tokens: %q", seed, c.Text)
+		}
+	}
 }

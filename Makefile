@@ -37,3 +37,13 @@ e2e-deps:
 golden:
 	cd tools/oracle && npm ci --no-audit --no-fund
 	$(GO) generate ./...
+
+# Container image (see Dockerfile); `stitch --version` in the image reports these build args.
+IMAGE      ?= stitch:dev
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
+.PHONY: docker
+docker:
+	docker build -t $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) .

@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
 )
 
 // Artifact payload layout (version 1), inside a sealed envelope with purpose
@@ -150,21 +149,4 @@ func (s *Sealer) OpenArtifact(tenant string, sealed []byte) (*Artifact, error) {
 	a.Tenant = tenant
 	a.ExpiresAt = exp
 	return a, nil
-}
-
-// sealedExpiry returns the expiry written in a sealed value's header without
-// verifying it (used to pick a Redis TTL for bytes this process just sealed).
-func sealedExpiry(sealed []byte) (time.Time, bool) {
-	if len(sealed) < sealHeaderMin || string(sealed[:len(sealMagic)]) != sealMagic {
-		return time.Time{}, false
-	}
-	p := len(sealMagic) + 3 + int(sealed[len(sealMagic)+2])
-	if len(sealed) < p+8 {
-		return time.Time{}, false
-	}
-	exp := int64(binary.BigEndian.Uint64(sealed[p:]))
-	if exp <= 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(exp, 0), true
 }

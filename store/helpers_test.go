@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"net"
 	"testing"
 	"time"
 )
@@ -25,4 +26,33 @@ func waitFor(t *testing.T, op func() error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// silentServer accepts TCP connections and never answers.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				for _, c := range conns {
+					c.Close()
+				}
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+	})
+	return l.Addr().String()
 }

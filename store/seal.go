@@ -244,7 +244,7 @@ func (s *Sealer) open(tenant, purpose string, sealed []byte) ([]byte, time.Time,
 		if exp < 0 {
 			return nil, time.Time{}, fmt.Errorf("open %s: negative expiry: %w", purpose, ErrInvalid)
 		}
-		expiresAt = time.Unix(exp, 0)
+		expiresAt = time.Unix(exp, 0).UTC()
 		if !s.now().Before(expiresAt) {
 			return nil, time.Time{}, fmt.Errorf("open %s: expired at %s: %w", purpose, expiresAt.UTC().Format(time.RFC3339), ErrExpired)
 		}

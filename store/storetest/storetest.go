@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/stitchllm/stitch/store"
 )
 
@@ -99,14 +98,14 @@ func testRoundTrip(t *testing.T, s Checkpoints) {
 	if err != nil {
 		t.Fatalf("GetResponse = %v", err)
 	}
-	if diff := cmp.Diff(cp, got); diff != "" {
+	if diff := cmpDiff(cp, got); diff != "" {
 		t.Errorf("GetResponse mismatch (-put +got):\n%s", diff)
 	}
 	gotItems, err := s.GetItems(t.Context(), "acme", cp.ConversationItemIDs)
 	if err != nil {
 		t.Fatalf("GetItems = %v", err)
 	}
-	if diff := cmp.Diff(items, gotItems); diff != "" {
+	if diff := cmpDiff(items, gotItems); diff != "" {
 		t.Errorf("GetItems mismatch (-put +got):\n%s", diff)
 	}
 	// A minimal checkpoint round-trips too (empty slices read back as nil).
@@ -116,7 +115,7 @@ func testRoundTrip(t *testing.T, s Checkpoints) {
 	if err != nil {
 		t.Fatalf("GetResponse(minimal) = %v", err)
 	}
-	if diff := cmp.Diff(minimal, got); diff != "" {
+	if diff := cmpDiff(minimal, got); diff != "" {
 		t.Errorf("GetResponse(minimal) mismatch (-put +got):\n%s", diff)
 	}
 }
@@ -174,7 +173,7 @@ func testConversation(t *testing.T, s Checkpoints) {
 		t.Fatalf("GetItems(conversation) = %v", err)
 	}
 	want := append(append([]store.Item{}, items1...), items2...)
-	if diff := cmp.Diff(want, all); diff != "" {
+	if diff := cmpDiff(want, all); diff != "" {
 		t.Errorf("conversation items mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -188,7 +187,7 @@ func testGetItems(t *testing.T, s Checkpoints) {
 		t.Fatalf("GetItems(%q) = %v", ids, err)
 	}
 	want := []store.Item{items[2], items[0], items[2]}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmpDiff(want, got); diff != "" {
 		t.Errorf("GetItems order mismatch (-want +got):\n%s", diff)
 	}
 	_, err = s.GetItems(t.Context(), "acme", []string{items[0].ID, "msg_missing"})
@@ -270,7 +269,7 @@ func testOwnership(t *testing.T, s Checkpoints) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmpDiff(want, got); diff != "" {
 		t.Errorf("store aliased the caller's checkpoint (-want +got):\n%s", diff)
 	}
 	// Mutating what was read must not change the store either.
@@ -285,7 +284,7 @@ func testOwnership(t *testing.T, s Checkpoints) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, again); diff != "" {
+	if diff := cmpDiff(want, again); diff != "" {
 		t.Errorf("store aliased a returned checkpoint (-want +got):\n%s", diff)
 	}
 	againItems, err := s.GetItems(t.Context(), "acme", want.InputItemIDs)
@@ -323,14 +322,14 @@ func testLarge(t *testing.T, s Checkpoints) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(cp, got); diff != "" {
+	if diff := cmpDiff(cp, got); diff != "" {
 		t.Errorf("large checkpoint mismatch (-put +got):\n%.2000s", diff)
 	}
 	gotItems, err := s.GetItems(t.Context(), "acme", got.ConversationItemIDs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(items, gotItems); diff != "" {
+	if diff := cmpDiff(items, gotItems); diff != "" {
 		t.Errorf("large items mismatch (-put +got):\n%.2000s", diff)
 	}
 }

@@ -405,7 +405,13 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 			return Value{}, err
 		}
 		if sl, ok := x.key.(*sliceExpr); ok {
-			return ev.evalSlice(obj, sl, f)
+			v, err := ev.evalSlice(obj, sl, f)
+			if err != nil && isConstSlice(x.x, sl) {
+				// Jinja2's optimizer folds a slice of literals through
+				// environment.getitem, which turns the error into Undefined.
+				return undefined("constant slice failed"), nil
+			}
+			return v, err
 		}
 		key, err := ev.eval(x.key, f)
 		if err != nil {
@@ -552,6 +558,21 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 	return Value{}, errf(KindRuntime, "unknown expression")
 }
 
+func isConstSlice(x expr, sl *sliceExpr) bool {
+	for _, e := range []expr{x, sl.start, sl.stop, sl.step} {
+		if e == nil {
+			continue
+		}
+		if u, ok := e.(*unaryExpr); ok && u.op != "not" {
+			e = u.x
+		}
+		if _, ok := e.(*constExpr); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (ev *evaluator) evalSlice(obj Value, sl *sliceExpr, f *frame) (Value, error) {
 	var parts [3]Value
 	for i, e := range []expr{sl.start, sl.stop, sl.step} {
@@ -654,14 +675,16 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 		}
 	case kUndefined:
 		return Value{}, undefinedError(obj)
+	case kMap:
+		// Jinja2 compiles slices to a plain Python subscript (not
+		// environment.getitem), so errors propagate.
+		return Value{}, errf(KindType, "unhashable type: 'slice'")
 	default:
-		// Python raises TypeError, which Jinja2's getitem turns into
-		// Undefined.
-		return undefined("'" + obj.typeName() + " object' has no element slice"), nil
+		return Value{}, errf(KindType, "'%s' object is not subscriptable", obj.typeName())
 	}
 	start, stop, step, err := sliceIndices(startV, stopV, stepV, n)
 	if err != nil {
-		return undefined("bad slice"), nil
+		return Value{}, err
 	}
 	var picked []int
 	if step > 0 {

@@ -510,11 +510,19 @@ func filterIndent(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, erro
 	default:
 		return Value{}, errf(KindType, "can't multiply sequence by non-int of type '%s'", w.typeName())
 	}
-	s, err := softStr(v)
-	if err != nil {
-		return Value{}, err
+	// do_indent does `s += "\n"` then s.splitlines() without str().
+	switch v.k {
+	case kString:
+	case kUndefined:
+		return Value{}, undefinedError(v)
+	case kList:
+		return Value{}, errf(KindAttribute, "'list' object has no attribute 'splitlines'")
+	case kTuple:
+		return Value{}, errf(KindType, "can only concatenate tuple (not \"str\") to tuple")
+	default:
+		return Value{}, errf(KindType, "unsupported operand type(s) for +=: '%s' and 'str'", v.typeName())
 	}
-	s += "\n"
+	s := v.s + "\n"
 	lines := splitLines(s, false)
 	var b strings.Builder
 	if a[2].truth() {
@@ -658,6 +666,9 @@ func kwGet(kw []kwArg, name string) (Value, bool) {
 }
 
 func filterMap(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
+	if !v.truth() {
+		return List(), nil
+	}
 	items, err := ev.iterate(v)
 	if err != nil {
 		return Value{}, err
@@ -679,13 +690,12 @@ func filterMap(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) 
 		if len(args) == 0 {
 			return Value{}, errf(KindRuntime, "map requires a filter argument")
 		}
-		name, err := needStr("map", args[0])
-		if err != nil {
-			return Value{}, err
+		if args[0].k != kString {
+			return Value{}, errf(KindRuntime, "No filter named %s.", args[0].repr())
 		}
-		flt := lookupFilter(name)
+		flt := lookupFilter(args[0].s)
 		if flt == nil {
-			return Value{}, errf(KindRuntime, "No filter named '%s'.", name)
+			return Value{}, errf(KindRuntime, "No filter named '%s'.", args[0].s)
 		}
 		rest := args[1:]
 		fn = func(x Value) (Value, error) { return flt(ev, x, rest, kw) }
@@ -737,6 +747,11 @@ func filterMinMax(ev *evaluator, v Value, args []Value, kw []kwArg, sign int) (V
 }
 
 func filterSelect(ev *evaluator, v Value, args []Value, kw []kwArg, want, byAttr bool) (Value, error) {
+	// Jinja2's select family is a generator guarded by `if value:`, so a
+	// falsy input yields nothing without checking the arguments.
+	if !v.truth() {
+		return List(), nil
+	}
 	items, err := ev.iterate(v)
 	if err != nil {
 		return Value{}, err
@@ -752,12 +767,11 @@ func filterSelect(ev *evaluator, v Value, args []Value, kw []kwArg, want, byAttr
 	var test testFunc
 	var targs []Value
 	if len(args) > 0 {
-		name, err := needStr("select", args[0])
-		if err != nil {
-			return Value{}, err
+		if args[0].k != kString {
+			return Value{}, errf(KindRuntime, "No test named %s.", args[0].repr())
 		}
-		if test = lookupTest(name); test == nil {
-			return Value{}, errf(KindRuntime, "No test named '%s'.", name)
+		if test = lookupTest(args[0].s); test == nil {
+			return Value{}, errf(KindRuntime, "No test named '%s'.", args[0].s)
 		}
 		targs = args[1:]
 	}

@@ -11,11 +11,17 @@ import (
 func pyFormat(s string, arg Value) (string, error) {
 	var args []Value
 	var mapping *Map
+	listArg := false
 	switch arg.k {
 	case kTuple:
 		args = arg.list()
 	case kMap:
 		mapping = arg.mapv()
+		args = []Value{arg}
+	case kList:
+		// A list passes CPython's PyMapping_Check: leftover arguments are
+		// not an error, and %(key)s subscripts the list.
+		listArg = true
 		args = []Value{arg}
 	default:
 		args = []Value{arg}
@@ -35,6 +41,9 @@ func pyFormat(s string, arg Value) (string, error) {
 		var val Value
 		haveVal := false
 		if s[i] == '(' {
+			if listArg {
+				return "", errf(KindType, "list indices must be integers or slices, not str")
+			}
 			if mapping == nil {
 				return "", errf(KindType, "format requires a mapping")
 			}
@@ -130,7 +139,7 @@ func pyFormat(s string, arg Value) (string, error) {
 		}
 		b.WriteString(padField(out, width, flags, conv))
 	}
-	if mapping == nil && next < len(args) {
+	if mapping == nil && !listArg && next < len(args) {
 		return "", errf(KindType, "not all arguments converted during string formatting")
 	}
 	return b.String(), nil

@@ -23,7 +23,8 @@ type Tokenizer interface {
 	IsSpecial(id uint32) bool
 }
 
-// StreamDecoder turns ids into text incrementally, holding bytes back until UTF-8 is whole.
+// StreamDecoder turns ids into text incrementally, holding bytes back until UTF-8 is whole. One
+// is made per generation and used by one goroutine.
 type StreamDecoder interface {
 	// Next returns the text completed by id ("" while a UTF-8 sequence is incomplete).
 	Next(id uint32) string
@@ -87,7 +88,7 @@ type Options struct {
 	// from [OutputLen/2, 3*OutputLen/2]. Default 64.
 	OutputLen int
 	// Drift is the probability (0…1) that an answer is sent with a non-canonical tokenization of
-	// its text. Default 0.
+	// its text (drawn from the answer's seed, so still deterministic). Default 0.
 	Drift float64
 
 	// Fast turns every sleep of the latency model off (TTFTBase, PrefillPerToken, DecodePerToken).
@@ -111,9 +112,10 @@ type Options struct {
 
 	// Record, when set, receives one JSON line per generation request: endpoint,
 	// prompt_token_ids, cache_salt, max_tokens, cached_tokens, output_token_ids, finish_reason.
-	// Writes are serialized by the Server.
+	// Writes are serialized by the Server; it never closes the writer.
 	Record io.Writer
-	// Logger receives one Info line per request and Debug details. Default: discard.
+	// Logger receives one Info line per generation (finish reason, token counts, cached tokens,
+	// TTFT) and a warning when a record line cannot be written. Default: discard.
 	Logger *slog.Logger
 }
 

@@ -1,10 +1,9 @@
 package bpe
 
 import (
-	"hash/maphash"
 	"math"
 	"strings"
-	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -13,9 +12,8 @@ const (
 	smallWord = 48
 	// maxCachedWord is the longest pre-token kept in the word cache, as in the Rust crate.
 	maxCachedWord = 256
-	// defaultCacheWords bounds the word cache (about 100 bytes a word).
-	defaultCacheWords = 1 << 16
-	cacheShards       = 16
+	// defaultCacheWords bounds the word cache (about 90 bytes a word, so at most ~12 MB).
+	defaultCacheWords = 1 << 17
 )
 
 // appendWord appends the BPE ids of one pre-token (raw bytes) to dst.
@@ -213,48 +211,49 @@ func heapPop(h []mergeItem) (mergeItem, []mergeItem) {
 	return top, h
 }
 
-// wordCache remembers the ids of recent pre-tokens. It is sharded by hash, each shard behind its own
-// lock, and bounded: a full shard is emptied before the next insert.
+// wordCache remembers the ids of recent pre-tokens: a two-way set-associative table of immutable
+// entries published through atomic pointers, so lookups take no lock and an insert into a full set
+// replaces one of its two entries (which bounds the memory). Safe for concurrent use.
 type wordCache struct {
-	seed     maphash.Seed
-	perShard int
-	shards   [cacheShards]cacheShard
+	slots []atomic.Pointer[cacheEntry]
+	mask  uint64 // selects a set: an even slot index
 }
 
-type cacheShard struct {
-	mu sync.RWMutex
-	m  map[string][]uint32
+type cacheEntry struct {
+	word string
+	ids  []uint32
 }
 
 func newWordCache(words int) *wordCache {
-	c := &wordCache{seed: maphash.MakeSeed(), perShard: max(words/cacheShards, 1)}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string][]uint32)
+	size := 2
+	for size < words {
+		size <<= 1
 	}
-	return c
-}
-
-func (c *wordCache) shard(word string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, word)%cacheShards]
+	return &wordCache{slots: make([]atomic.Pointer[cacheEntry], size), mask: uint64(size-1) &^ 1}
 }
 
 func (c *wordCache) get(word string) ([]uint32, bool) {
-	s := c.shard(word)
-	s.mu.RLock()
-	ids, ok := s.m[word]
-	s.mu.RUnlock()
-	return ids, ok
+	i := hashBytes(word) & c.mask
+	if e := c.slots[i].Load(); e != nil && e.word == word {
+		return e.ids, true
+	}
+	if e := c.slots[i+1].Load(); e != nil && e.word == word {
+		return e.ids, true
+	}
+	return nil, false
 }
 
 // put stores a copy of ids under a copy of word (which may point into a larger string).
 func (c *wordCache) put(word string, ids []uint32) {
-	s := c.shard(word)
-	v := append([]uint32(nil), ids...)
-	k := strings.Clone(word)
-	s.mu.Lock()
-	if len(s.m) >= c.perShard {
-		clear(s.m)
+	h := hashBytes(word)
+	i := h & c.mask
+	e := &cacheEntry{word: strings.Clone(word), ids: append([]uint32(nil), ids...)}
+	switch {
+	case c.slots[i].Load() == nil:
+	case c.slots[i+1].Load() == nil:
+		i++
+	default:
+		i += h >> 63 // a full set: evict either entry
 	}
-	s.m[k] = v
-	s.mu.Unlock()
+	c.slots[i].Store(e)
 }

@@ -1,0 +1,46 @@
+package bpe
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// threadCPU returns the CPU time of the calling OS thread (the goroutine must be locked to it).
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_THREAD, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestCPUThroughput reports encode throughput in CPU time of the encoding thread, which stays
+// meaningful on a machine shared with other work (wall-clock benchmarks do not). It only logs:
+//
+//	BPE_CPU=1 go test -run TestCPUThroughput -v ./render/bpe/
+func TestCPUThroughput(t *testing.T) {
+	if os.Getenv("BPE_CPU") == "" {
+		t.Skip("set BPE_CPU=1 to measure")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	text := string(readCorpusFile(t, "mixed.txt"))
+	for _, m := range []struct {
+		name string
+		tok  *Tokenizer
+	}{{"qwen3", qwen(t)}, {"gptoss", gptoss(t)}} {
+		tok := m.tok
+		tok.cache = newWordCache(defaultCacheWords)
+		var dst []uint32
+		c0 := threadCPU()
+		dst = tok.AppendEncode(dst[:0], text)
+		c1 := threadCPU()
+		for range 5 {
+			dst = tok.AppendEncode(dst[:0], text)
+		}
+		c2 := threadCPU()
+		mb := float64(len(text)) / 1e6
+		t.Logf("%s: 1 MiB mixed text, thread CPU: cold %.1f MB/s, warm %.1f MB/s", m.name, mb/(c1-c0).Seconds(), 5*mb/(c2-c1).Seconds())
+	}
+}

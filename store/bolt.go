@@ -21,6 +21,10 @@ type BoltOptions struct {
 	// OpenTimeout bounds the wait for the file lock held by another process
 	// (bolt allows one process per file). Zero means 5s.
 	OpenTimeout time.Duration
+	// BatchDelay is how long a PutResponse waits for concurrent writers to
+	// share its transaction and fsync (bbolt MaxBatchDelay). Zero means 2ms;
+	// raise it for many concurrent writers on slow disks.
+	BatchDelay time.Duration
 	// Logger receives open/close events. Nil discards them.
 	Logger *slog.Logger
 }
@@ -52,6 +56,9 @@ func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = 5 * time.Second
 	}
+	if opts.BatchDelay <= 0 {
+		opts.BatchDelay = 2 * time.Millisecond
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -76,6 +83,7 @@ func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("open bolt store %s: create buckets: %w", path, err)
 	}
+	db.MaxBatchDelay = opts.BatchDelay
 	logger.Info("checkpoint store opened", "backend", "bolt", "path", path)
 	return &Bolt{db: db, logger: logger}, nil
 }

@@ -10,9 +10,10 @@ import (
 // Measured on real Qwen3 ids of prose and code (testdata/qwen3_ids.txt, 3221
 // ids, max 98773): uvarint takes 2.00 bytes per id, fixed 3-byte packing 3 and
 // fixed little-endian uint32 4. Halving the bytes doubles what fits in the L1
-// byte budget and halves Redis traffic and HMAC input; decoding uvarints costs
-// about a nanosecond per id more than fixed width, which the halved MAC input
-// pays back (see BenchmarkArtifactDecode and TestIDEncodingSize).
+// byte budget and halves Redis traffic and the HMAC input, and HMAC-SHA256 is
+// the dominant cost of opening an artifact; the uvarint decode loop itself is
+// slower per id than a fixed-width one (BenchmarkIDCodec), which the smaller
+// MAC input pays back (BenchmarkArtifactDecode, TestIDEncodingSize).
 
 // appendIDs appends the encoding of ids to dst.
 func appendIDs(dst []byte, ids []uint32) []byte {

@@ -177,7 +177,8 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 			}
 			dst = append(dst, `}],"usage":`...)
 			if sp.continuousUsage {
-				dst = appendUsage(dst, g.usage())
+				// vLLM's per-chunk usage carries no prompt_tokens_details.
+				dst = appendUsage(dst, usage{prompt: len(p.prompt), completion: len(g.out)})
 			} else {
 				dst = append(dst, "null"...)
 			}

@@ -41,4 +41,12 @@
 // token; each further token takes [Options.DecodePerToken]. [Options.Fast] turns every sleep of the
 // latency model off. [Options.FailRate], [Options.DropAfter]/[Options.DropRate] and
 // [Options.FirstByteDelay] inject faults for resilience tests.
+//
+// # Not simulated
+//
+// echo and n > 1 are refused with 400; logprobs are accepted and returned as null; prompt_logprobs
+// only turns prefix-cache reads off (as in vLLM); temperature, top_p and structured outputs do not
+// change the scripted answer; batched prompts run one after the other; requests never queue
+// (vllm:num_requests_waiting is always 0). Only the Qwen3 chat format is understood; other
+// tokenizers are refused by [New].
 package sim

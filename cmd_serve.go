@@ -3,6 +3,13 @@ package main
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -69,11 +76,47 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	up := upstream.New(upstream.Options{BaseURL: upstreamURL, APIKey: string(cfg.Upstream.APIKey)})
 	maxLens := upstreamMaxModelLens(ctx, logger, up, cfg.Upstream.MaxModelLen)
 
-	checkpoints, err := store.OpenBolt(cfg.Store.DataDir, store.BoltOptions{})
+	local, err := store.OpenBolt(cfg.Store.DataDir, store.BoltOptions{})
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", cfg.Store.DataDir, err)
 	}
-	defer checkpoints.Close()
+	defer local.Close()
+	var checkpoints server.Checkpoints = local
+	var portable store.PortableCache
+	if cfg.Store.Redis != "" {
+		ropts, err := redisOptions(string(cfg.Store.Redis))
+		if err != nil {
+			return err
+		}
+		rc := store.NewRedisClient(ropts)
+		defer rc.Close()
+		checkpoints = &server.FallbackCheckpoints{
+			Primary: store.NewRedisCheckpoints(rc, store.RedisCheckpointsOptions{TTL: cfg.Store.ResponseTTL}),
+			Local:   local, Logger: logger,
+		}
+		portable = store.NewRedisArtifacts(rc, store.RedisArtifactsOptions{})
+		logger.Info("sharing responses and artifacts through Redis", "redis", ropts)
+	}
+	sealKeys, err := loadSealKeys(cfg.Auth.SealKeysFile, cfg.Store.Redis != "", logger)
+	if err != nil {
+		return err
+	}
+	sealer, err := store.NewSealer(sealKeys, store.SealerOptions{})
+	if err != nil {
+		return fmt.Errorf("seal keys: %w", err)
+	}
+	var artifacts *store.Tiered
+	var artifactMetrics *server.ArtifactMetrics
+	if !cfg.Artifacts.Disabled {
+		l1, err := store.NewL1(store.L1Options{MaxMB: cfg.Artifacts.CacheMB, TTL: cfg.Artifacts.TTL})
+		if err != nil {
+			return fmt.Errorf("artifact cache: %w", err)
+		}
+		defer l1.Close()
+		artifacts = store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1, L2: portable, TTL: cfg.Artifacts.TTL, Logger: logger})
+		artifactMetrics = server.NewArtifactMetrics(reg)
+		server.RegisterArtifactCacheMetrics(reg, artifacts.Stats)
+	}
 
 	var auth middleware.Authenticator = middleware.DevAuth{}
 	if cfg.Auth.APIKeysFile != "" {
@@ -89,10 +132,23 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 			maxLen = 32768
 			logger.Warn("upstream did not report max_model_len; assuming 32768", "model", p.Name)
 		}
-		runtimes[p.Name] = server.NewModelRuntime(server.ModelConfig{
+		salt := cacheSalter(sealKeys[0].Secret, p.Name, p.CacheSalt)
+		rt := server.NewModelRuntime(server.ModelConfig{
 			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
-			ChatTemplateKwargs: p.ChatTemplateKwargs, CacheSalt: cacheSalter(p.Name, p.CacheSalt),
+			ChatTemplateKwargs: p.ChatTemplateKwargs, CacheSalt: salt,
 		})
+		if artifacts != nil {
+			mode := store.ModeCanonical
+			if p.Mode == "exact" {
+				mode = store.ModeExact
+			}
+			rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
+				Model: models[p.Name], Store: artifacts, Mode: mode, CacheSalt: salt,
+				Identity:  render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
+				TTL:       cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
+			})
+		}
+		runtimes[p.Name] = rt
 	}
 	srv, err := server.New(server.Options{
 		Logger: logger, Registry: reg, Upstream: up, Models: runtimes, Checkpoints: checkpoints, Auth: auth,
@@ -204,12 +260,12 @@ func upstreamMaxModelLens(ctx context.Context, logger *slog.Logger, up *upstream
 
 // cacheSalter returns the per-tenant cache_salt: HMAC-SHA256(secret, tenant, model), so tenants
 // never share (or probe) each other's prefix cache. A pinned salt wins.
-func cacheSalter(model, pinned string) func(tenant string) string {
+func cacheSalter(secret []byte, model, pinned string) func(tenant string) string {
 	if pinned != "" {
 		return func(string) string { return pinned }
 	}
 	return func(tenant string) string {
-		mac := hmac.New(sha256.New, []byte("stitch cache salt v1"))
+		mac := hmac.New(sha256.New, append([]byte("stitch cache salt v1\x00"), secret...))
 		io.WriteString(mac, tenant)
 		mac.Write([]byte{0})
 		io.WriteString(mac, model)
@@ -227,4 +283,66 @@ func newLogger(lc configs.Log, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// loadSealKeys reads --seal-keys: a JSON list [{"id":"k1","secret":"<base64>"}]; the first signs,
+// all verify. Without a file, a random key is made: artifacts and cache salts then do not survive a
+// restart or cross pods, which is only right for a single dev process.
+func loadSealKeys(path string, shared bool, logger *slog.Logger) ([]store.SealKey, error) {
+	if path == "" {
+		if shared {
+			logger.Warn("--redis without --seal-keys: each pod seals with its own random key, so artifacts are not portable")
+		}
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, fmt.Errorf("seal key: %w", err)
+		}
+		return []store.SealKey{{ID: "ephemeral", Secret: secret}}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("seal keys: %w", err)
+	}
+	var entries []struct {
+		ID     string `json:"id"`
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("seal keys %s: %w", path, err)
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("seal keys %s: empty list", path)
+	}
+	keys := make([]store.SealKey, 0, len(entries))
+	for i, e := range entries {
+		secret, err := base64.StdEncoding.DecodeString(e.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("seal keys %s: entry %d: secret is not base64", path, i)
+		}
+		keys = append(keys, store.SealKey{ID: e.ID, Secret: secret})
+	}
+	return keys, nil
+}
+
+// redisOptions parses redis://[user:password@]host:port[/db] (rediss:// for TLS); several
+// comma-separated hosts, or ?cluster=true, select Redis Cluster.
+func redisOptions(raw string) (store.RedisOptions, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return store.RedisOptions{}, errors.New("--redis: want redis://[user:password@]host:port[/db]")
+	}
+	opts := store.RedisOptions{Addrs: strings.Split(u.Host, ","), Cluster: u.Query().Get("cluster") == "true"}
+	if u.User != nil {
+		opts.Username = u.User.Username()
+		opts.Password, _ = u.User.Password()
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		if opts.DB, err = strconv.Atoi(db); err != nil {
+			return store.RedisOptions{}, fmt.Errorf("--redis: database %q is not a number", db)
+		}
+	}
+	if u.Scheme == "rediss" {
+		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return opts, nil
 }

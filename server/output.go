@@ -145,6 +145,7 @@ func (o *output) failAfterPersist(code, message string) []stream.Event {
 	r := o.conv.Response()
 	r.Status = stream.StatusFailed
 	r.Error = &stream.ResponseError{Code: code, Message: message}
+	r.CompletedAt, r.IncompleteDetails = 0, nil
 	o.terminal = []stream.Event{&stream.ResponseEvent{Type: stream.EventResponseFailed, SequenceNumber: seq, Response: r}}
 	o.failed = true
 	return o.terminal

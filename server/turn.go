@@ -16,6 +16,7 @@ import (
 	"github.com/stitchllm/stitch/middleware"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/stream"
 	"github.com/stitchllm/stitch/upstream"
 )
 
@@ -147,6 +148,9 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 			path = "fast"
 		}
 		s.metrics.prepare.WithLabelValues(path).Observe(time.Since(start).Seconds())
+		s.metrics.resolutions.WithLabelValues(p.Outcome).Inc()
+		s.metrics.promptTokens.WithLabelValues("reused").Add(float64(p.Reused))
+		s.metrics.promptTokens.WithLabelValues("rendered").Add(float64(len(p.IDs) - p.Reused))
 		left := t.model.MaxModelLen - len(p.IDs)
 		if left >= 1 {
 			t.prompt = p
@@ -273,11 +277,20 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		return
 	}
 	if req.Store {
-		if err := s.persist(context.WithoutCancel(ctx), t, out); err != nil {
+		// The checkpoint and artifact writes outlive a client that disconnects now: the response
+		// is complete and the client may still continue from it.
+		wctx := context.WithoutCancel(ctx)
+		if err := s.persist(wctx, t, out); err != nil {
 			// The response exists for the client but could not be stored: say so instead of
 			// claiming completion, so nobody continues from an id that does not exist.
 			t.log.Error("persist response", "response_id", out.responseID(), "err", err)
 			final = out.failAfterPersist("store_error", "The response could not be stored; it cannot be continued or retrieved.")
+		} else if st := out.status(); st == stream.StatusCompleted || st == stream.StatusIncomplete {
+			if c, ok := t.model.Preparer.(artifactCommitter); ok {
+				actx, cancel := context.WithTimeout(wctx, 2*time.Second)
+				c.Commit(actx, t.tenant, out.responseID(), t.prompt, out.conv)
+				cancel()
+			}
 		}
 	}
 	s.metrics.responses.WithLabelValues(out.status()).Inc()
@@ -351,4 +364,9 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 
 func setRaw(obj []byte, key, raw string) ([]byte, error) {
 	return sjson.SetRawBytes(obj, key, []byte(raw))
+}
+
+// artifactCommitter is the optional capability of a Preparer that keeps token artifacts.
+type artifactCommitter interface {
+	Commit(ctx context.Context, tenant, responseID string, p *Prepared, out *stream.Converter)
 }

@@ -1,0 +1,299 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/stream"
+)
+
+// ArtifactStore is the token-artifact cache the fast path reads and writes (store.Tiered).
+type ArtifactStore interface {
+	Get(ctx context.Context, tenant, id string) (*store.Artifact, store.Tier, error)
+	Put(ctx context.Context, a *store.Artifact) error
+}
+
+// Artifact resolution outcomes (stitch_artifact_resolutions_total{outcome}); exactly one per turn.
+const (
+	OutcomeNew         = "new" // no previous response: nothing to resolve
+	OutcomeHitLocal    = "hit_local"
+	OutcomeHitPortable = "hit_portable"
+	OutcomeMiss        = "miss"
+	OutcomeExpired     = "expired"
+	OutcomeInvalid     = "invalid"
+	OutcomeDiverged    = "diverged"
+	OutcomeDisabled    = "disabled"
+)
+
+// ArtifactOptions configure the artifact preparer of one model.
+type ArtifactOptions struct {
+	Model *render.Model
+	Store ArtifactStore
+	// Mode is store.ModeCanonical (ids equal a full render) or store.ModeExact (history frozen).
+	Mode store.Mode
+	// Identity is the model's fixed part of the fingerprint (name, parsers, LoRA); per-request
+	// fields are filled in by Prepare.
+	Identity render.Fingerprint
+	// CacheSalt returns the tenant's cache_salt (part of the fingerprint).
+	CacheSalt func(tenant string) string
+	// TTL is an artifact's lifetime.
+	TTL time.Duration
+	// AuditRate is the fraction of fast-path turns re-tokenized in full in the background.
+	AuditRate float64
+	// Audit, when set, runs audits synchronously (tests); otherwise each runs in its own goroutine.
+	SyncAudit bool
+	Logger    *slog.Logger
+	Now       func() time.Time
+	Metrics   *ArtifactMetrics
+}
+
+// ArtifactMetrics are the fast path's Prometheus metrics, shared by every model.
+type ArtifactMetrics struct {
+	auditMismatch prometheus.Counter
+	audits        prometheus.Counter
+	writes        *prometheus.CounterVec
+}
+
+// NewArtifactMetrics registers the artifact metrics on reg.
+func NewArtifactMetrics(reg prometheus.Registerer) *ArtifactMetrics {
+	m := &ArtifactMetrics{
+		auditMismatch: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stitch_audit_mismatch_total", Help: "Audited fast-path prompts whose ids differed from a full tokenization (target: 0 ever).",
+		}),
+		audits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stitch_audits_total", Help: "Fast-path prompts re-tokenized in full and compared.",
+		}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stitch_artifact_writes_total", Help: "Artifact writes after completed responses, by result (ok, error).",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(m.auditMismatch, m.audits, m.writes)
+	return m
+}
+
+// ArtifactPreparer prepares continuations from token artifacts (DESIGN.md "Certified suffix"),
+// falling back to a full render with the same ids on every miss. It is safe for concurrent use.
+type ArtifactPreparer struct {
+	opts     ArtifactOptions
+	disabled sync.Map // fingerprint hex → struct{}: fast path off after an audit mismatch
+}
+
+// NewArtifactPreparer returns the fast-path preparer.
+func NewArtifactPreparer(opts ArtifactOptions) *ArtifactPreparer {
+	if opts.Model == nil || opts.Store == nil || opts.Metrics == nil {
+		panic("server: NewArtifactPreparer needs Model, Store and Metrics")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = time.Hour
+	}
+	return &ArtifactPreparer{opts: opts}
+}
+
+// pendingArtifact is what a prepared turn needs to write its artifact once the response completed.
+type pendingArtifact struct {
+	fingerprint [32]byte
+	enc         render.Encoding
+	textLen     int
+	textDigest  store.Digest16
+}
+
+// Prepare implements Preparer.
+func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prepared, error) {
+	text, skipped, err := RenderConversation(a.opts.Model, in)
+	if err != nil {
+		return nil, err
+	}
+	fp := a.fingerprint(in)
+	p := &Prepared{Text: text, SkippedTools: skipped, ThinkingOpen: opensThink(text)}
+	pending := &pendingArtifact{fingerprint: fp, textLen: len(text), textDigest: store.TextDigest(text)}
+	p.Artifact = pending
+
+	var prev *store.Artifact
+	p.Outcome, prev = a.resolve(ctx, in, fp)
+	if prev == nil {
+		pending.enc = a.opts.Model.EncodeWithBoundaries(text)
+		p.IDs = pending.enc.IDs
+		return p, nil
+	}
+	enc, reuse := a.opts.Model.Extend(encodingOf(prev), text)
+	pending.enc = enc
+	p.IDs, p.Reused = enc.IDs, reuse.Tokens
+	if reuse.Tokens == 0 {
+		p.Outcome = OutcomeDiverged
+		return p, nil
+	}
+	if a.opts.AuditRate > 0 && rand.Float64() < a.opts.AuditRate {
+		a.audit(text, enc.IDs, fp)
+	}
+	return p, nil
+}
+
+// resolve finds the previous response's artifact and says why it cannot be used when it cannot.
+func (a *ArtifactPreparer) resolve(ctx context.Context, in *PrepareInput, fp [32]byte) (string, *store.Artifact) {
+	if in.PreviousID == "" {
+		return OutcomeNew, nil
+	}
+	if _, off := a.disabled.Load(hex.EncodeToString(fp[:])); off {
+		return OutcomeDisabled, nil
+	}
+	art, tier, err := a.opts.Store.Get(ctx, in.Tenant, in.PreviousID)
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		return OutcomeExpired, nil
+	case errors.Is(err, store.ErrInvalid):
+		return OutcomeInvalid, nil
+	case err != nil:
+		// Not found, or the portable tier is down: a full render costs CPU, never correctness.
+		return OutcomeMiss, nil
+	case art.Fingerprint != fp || art.Tenant != in.Tenant || art.Mode != a.opts.Mode:
+		return OutcomeInvalid, nil
+	case tier == store.TierPortable:
+		return OutcomeHitPortable, art
+	}
+	return OutcomeHitLocal, art
+}
+
+// fingerprint is the model execution identity of this turn (DESIGN.md "Identities").
+func (a *ArtifactPreparer) fingerprint(in *PrepareInput) [32]byte {
+	f := a.opts.Identity
+	f.RendererVersion = render.RendererVersion
+	f.TokenizerDigest = a.opts.Model.TokenizerDigest
+	f.TemplateDigest = a.opts.Model.TemplateDigest
+	f.ChatTemplateKwargs = string(in.Kwargs)
+	if a.opts.CacheSalt != nil {
+		f.CacheSalt = a.opts.CacheSalt(in.Tenant)
+	}
+	f.InstructionsDigest = render.DigestString(in.Instructions)
+	f.ToolsDigest = render.DigestString(string(in.Tools))
+	return sha256.Sum256([]byte(f.Digest()))
+}
+
+// audit re-tokenizes the whole prompt and compares; a mismatch turns the fast path off for the
+// fingerprint. The texts are immutable, so the goroutine shares them safely.
+func (a *ArtifactPreparer) audit(text string, ids []uint32, fp [32]byte) {
+	run := func() {
+		full := a.opts.Model.Encode(text)
+		a.opts.Metrics.audits.Inc()
+		if equalIDs(full, ids) {
+			return
+		}
+		a.opts.Metrics.auditMismatch.Inc()
+		a.disabled.Store(hex.EncodeToString(fp[:]), struct{}{})
+		a.opts.Logger.Error("artifact audit mismatch: fast path disabled for this fingerprint",
+			"fingerprint", hex.EncodeToString(fp[:8]), "fast_len", len(ids), "full_len", len(full), "first_diff", firstDiff(full, ids))
+	}
+	if a.opts.SyncAudit {
+		run()
+		return
+	}
+	go run()
+}
+
+// Commit writes the artifact of a completed (or incomplete) response. Failed and cancelled
+// responses never reach here, so they never advance an artifact.
+func (a *ArtifactPreparer) Commit(ctx context.Context, tenant, responseID string, p *Prepared, out *stream.Converter) {
+	pending, ok := p.Artifact.(*pendingArtifact)
+	if !ok {
+		return
+	}
+	art := &store.Artifact{
+		Tenant: tenant, ResponseID: responseID, Fingerprint: pending.fingerprint, Mode: a.opts.Mode,
+		PromptIDs: pending.enc.IDs, PromptTextLen: pending.textLen, PromptTextDigest: pending.textDigest,
+		Boundaries: storeBoundaries(pending.enc.Boundaries), GeneratedIDs: out.TokenIDs(),
+		ExpiresAt: a.opts.Now().Add(a.opts.TTL),
+	}
+	for _, r := range out.Ranges() {
+		if len(art.ItemBounds) > 0 && r.Start < art.ItemBounds[len(art.ItemBounds)-1].End {
+			continue
+		}
+		art.ItemBounds = append(art.ItemBounds, store.ItemBound{Start: r.Start, End: r.End})
+	}
+	if err := a.opts.Store.Put(ctx, art); err != nil {
+		a.opts.Metrics.writes.WithLabelValues("error").Inc()
+		a.opts.Logger.Warn("write artifact", "response_id", responseID, "err", err)
+		return
+	}
+	a.opts.Metrics.writes.WithLabelValues("ok").Inc()
+}
+
+func encodingOf(a *store.Artifact) render.Encoding {
+	enc := render.Encoding{IDs: a.PromptIDs, Boundaries: make([]render.Boundary, len(a.Boundaries))}
+	for i, b := range a.Boundaries {
+		enc.Boundaries[i] = render.Boundary{Offset: b.TextOffset, Index: b.TokenIndex, Digest: b.PrefixDigest}
+	}
+	return enc
+}
+
+func storeBoundaries(bs []render.Boundary) []store.Boundary {
+	out := make([]store.Boundary, len(bs))
+	for i, b := range bs {
+		out[i] = store.Boundary{TextOffset: b.Offset, TokenIndex: b.Index, PrefixDigest: b.Digest}
+	}
+	return out
+}
+
+func equalIDs(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func firstDiff(a, b []uint32) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// RegisterArtifactCacheMetrics exports the artifact cache's own counters (read at scrape time).
+func RegisterArtifactCacheMetrics(reg prometheus.Registerer, stats func() store.TieredStats) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stitch_artifact_cache_bytes", Help: "Bytes reserved by the local artifact cache (never above --artifact-cache-mb)."},
+			func() float64 { return float64(stats().L1.CapacityBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stitch_artifact_cache_entries", Help: "Artifacts held in the local cache."},
+			func() float64 { return float64(stats().L1.Entries) }),
+		&evictionCollector{stats: stats, desc: prometheus.NewDesc("stitch_artifact_evictions_total",
+			"Artifacts removed from the local cache, by reason (expired, no_space, deleted, too_large).", []string{"reason"}, nil)},
+	)
+}
+
+type evictionCollector struct {
+	stats func() store.TieredStats
+	desc  *prometheus.Desc
+}
+
+func (c *evictionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *evictionCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats().L1
+	for _, r := range []struct {
+		reason string
+		n      uint64
+	}{{"expired", s.EvictedExpired}, {"no_space", s.EvictedNoSpace}, {"deleted", s.Deleted}, {"too_large", s.TooLarge}} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(r.n), r.reason)
+	}
+}

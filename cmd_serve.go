@@ -4,14 +4,11 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
-	"encoding/json"
-	"net/url"
-	"strconv"
-	"strings"
-	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,7 +17,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -144,8 +144,8 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 			}
 			rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
 				Model: models[p.Name], Store: artifacts, Mode: mode, CacheSalt: salt,
-				Identity:  render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
-				TTL:       cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
+				Identity: render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
+				TTL:      cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
 			})
 		}
 		runtimes[p.Name] = rt

@@ -22,7 +22,8 @@ type (
 	}
 	outputNode struct {
 		stmtBase
-		x expr
+		x        expr
+		constant bool // x is made only of literals
 	}
 	ifNode struct {
 		stmtBase

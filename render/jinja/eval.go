@@ -62,6 +62,9 @@ type evaluator struct {
 	fuel  int
 	depth int
 	now   func() time.Time
+	// folding is set while evaluating an output expression made only of
+	// literals (see isConstant).
+	folding bool
 }
 
 func (ev *evaluator) burn() error {
@@ -112,7 +115,9 @@ func (ev *evaluator) exec(n node, f *frame) (control, error) {
 		ev.out.WriteString(n.text)
 		ev.fuel -= len(n.text) >> 4
 	case *outputNode:
+		ev.folding = n.constant
 		v, err := ev.eval(n.x, f)
+		ev.folding = false
 		if err != nil {
 			return ctlNone, err
 		}
@@ -406,9 +411,10 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		}
 		if sl, ok := x.key.(*sliceExpr); ok {
 			v, err := ev.evalSlice(obj, sl, f)
-			if err != nil && isConstSlice(x.x, sl) {
-				// Jinja2's optimizer folds a slice of literals through
-				// environment.getitem, which turns the error into Undefined.
+			if err != nil && ev.folding {
+				// Jinja2 folds a {{ }} expression made only of literals at
+				// compile time, through environment.getitem, which turns
+				// this error into Undefined.
 				return undefined("constant slice failed"), nil
 			}
 			return v, err
@@ -558,19 +564,44 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 	return Value{}, errf(KindRuntime, "unknown expression")
 }
 
-func isConstSlice(x expr, sl *sliceExpr) bool {
-	for _, e := range []expr{x, sl.start, sl.stop, sl.step} {
-		if e == nil {
-			continue
-		}
-		if u, ok := e.(*unaryExpr); ok && u.op != "not" {
-			e = u.x
-		}
-		if _, ok := e.(*constExpr); !ok {
-			return false
+// isConstant reports whether x is built only from literals, so that
+// Jinja2's compiler would evaluate it at compile time in an output.
+func isConstant(x expr) bool {
+	ok := true
+	var walk func(expr)
+	walk = func(x expr) {
+		switch x := x.(type) {
+		case nil, *constExpr:
+		case *listExpr:
+			for _, it := range x.items {
+				walk(it)
+			}
+		case *tupleExpr:
+			for _, it := range x.items {
+				walk(it)
+			}
+		case *itemExpr:
+			walk(x.x)
+			walk(x.key)
+		case *sliceExpr:
+			walk(x.start)
+			walk(x.stop)
+			walk(x.step)
+		case *unaryExpr:
+			walk(x.x)
+		case *binaryExpr:
+			walk(x.l)
+			walk(x.r)
+		case *concatExpr:
+			for _, it := range x.items {
+				walk(it)
+			}
+		default:
+			ok = false
 		}
 	}
-	return true
+	walk(x)
+	return ok
 }
 
 func (ev *evaluator) evalSlice(obj Value, sl *sliceExpr, f *frame) (Value, error) {

@@ -122,7 +122,7 @@ func (p *parser) parseBody(ends ...string) ([]node, string, error) {
 			if _, err := p.expectType(tokVarEnd); err != nil {
 				return nil, "", err
 			}
-			body = append(body, &outputNode{stmtBase{t.span}, x})
+			body = append(body, &outputNode{stmtBase{t.span}, x, isConstant(x)})
 		case tokBlockBegin:
 			p.next()
 			nt := p.cur()
@@ -194,7 +194,7 @@ func (p *parser) parseStatement() (node, error) {
 			return nil, err
 		}
 		_, err = p.expectType(tokBlockEnd)
-		return &outputNode{sp, x}, err
+		return &outputNode{sp, x, isConstant(x)}, err
 	case "break", "continue":
 		if p.loops == 0 {
 			return nil, p.fail(t, "'%s' outside loop", t.val)

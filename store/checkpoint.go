@@ -66,6 +66,11 @@ type Checkpoint struct {
 	// GeneratedIDs are the ids the model generated (kept in exact mode, so a
 	// lost artifact can be rebuilt verbatim). Stored packed.
 	GeneratedIDs []uint32
+	// PromptSuffixIDs are, in exact mode, the prompt ids tokenized for this
+	// turn (the new turn after the frozen history; the whole prompt for the
+	// first turn, then len(PromptSuffixIDs) == PromptLen). With GeneratedIDs
+	// along the chain they rebuild the exact prompt when the artifact is gone.
+	PromptSuffixIDs []uint32
 }
 
 // checkpointRecord is the stored form of a Checkpoint (JSON). Field names are
@@ -88,6 +93,7 @@ type checkpointRecord struct {
 	Fingerprint  string          `json:"fp,omitempty"`
 	PromptLen    int             `json:"prompt_len,omitempty"`
 	Generated    []byte          `json:"generated,omitempty"` // appendIDs encoding, base64 in JSON
+	Suffix       []byte          `json:"suffix,omitempty"`    // appendIDs encoding of PromptSuffixIDs
 }
 
 const checkpointRecordVersion = 1
@@ -115,6 +121,9 @@ func encodeCheckpoint(cp *Checkpoint) ([]byte, error) {
 	}
 	if len(cp.GeneratedIDs) > 0 {
 		r.Generated = appendIDs(make([]byte, 0, 2*len(cp.GeneratedIDs)+4), cp.GeneratedIDs)
+	}
+	if len(cp.PromptSuffixIDs) > 0 {
+		r.Suffix = appendIDs(make([]byte, 0, 2*len(cp.PromptSuffixIDs)+4), cp.PromptSuffixIDs)
 	}
 	// No HTML escaping: Response and Request come back byte-for-byte when
 	// they are compact JSON (the encoder compacts json.RawMessage fields).
@@ -162,6 +171,14 @@ func decodeCheckpoint(b []byte) (*Checkpoint, error) {
 		d := &decoder{b: r.Generated}
 		cp.GeneratedIDs = d.ids("generated ids")
 		d.done("generated ids")
+		if d.err != nil {
+			return nil, fmt.Errorf("decode checkpoint %q: %w", r.ID, d.err)
+		}
+	}
+	if len(r.Suffix) > 0 {
+		d := &decoder{b: r.Suffix}
+		cp.PromptSuffixIDs = d.ids("prompt suffix ids")
+		d.done("prompt suffix ids")
 		if d.err != nil {
 			return nil, fmt.Errorf("decode checkpoint %q: %w", r.ID, d.err)
 		}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,7 +48,7 @@ func TestRedisCheckpointsConformance(t *testing.T) {
 		// One server for the suite; a fresh key prefix gives each subtest an
 		// empty store.
 		prefix++
-		return store.NewRedisCheckpoints(c, store.RedisCheckpointsOptions{Prefix: "t" + string(rune('a'+prefix))})
+		return store.NewRedisCheckpoints(c, store.RedisCheckpointsOptions{Prefix: fmt.Sprintf("t%d", prefix)})
 	})
 }
 

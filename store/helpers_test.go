@@ -1,10 +1,25 @@
 package store_test
 
 import (
+	"context"
 	"net"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// TestMain silences go-redis's process-wide logger: the Redis-down tests
+// make it print every refused dial. (Test-only; the package never touches it.)
+func TestMain(m *testing.M) {
+	redis.SetLogger(discardRedisLog{})
+	os.Exit(m.Run())
+}
+
+type discardRedisLog struct{}
+
+func (discardRedisLog) Printf(context.Context, string, ...any) {}
 
 // waitFor retries op until it succeeds: a readiness loop for a client
 // reconnecting to a restarted server (go-redis may back off dialing for up to

@@ -57,7 +57,8 @@ type TieredOptions struct {
 
 // Tiered is the artifact store: L1 in front of L2, both holding the same
 // sealed bytes. Get reads through (an L2 hit fills L1); Put writes through.
-// It is safe for concurrent use.
+// It is safe for concurrent use. With neither tier it is a null store: every
+// Get misses and Put only validates and seals.
 type Tiered struct {
 	sealer    *Sealer
 	l1        *L1

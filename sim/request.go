@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -169,34 +171,37 @@ func (s *Server) parsePrompts(body []byte) ([][]uint32, *apiError) {
 	if !v.IsArray() {
 		return nil, badRequest("prompt", "prompt must be a string, a list of token ids, or a list of either")
 	}
-	items := v.Array()
-	if len(items) == 0 {
+	first := v.Get("0")
+	if !first.Exists() {
 		return nil, badRequest("prompt", "Prompt cannot be empty")
 	}
-	switch items[0].Type {
-	case gjson.Number:
+	if first.Type == gjson.Number {
 		ids, err := s.tokenList(v)
 		if err != nil {
 			return nil, err
 		}
 		return [][]uint32{ids}, nil
 	}
-	out := make([][]uint32, 0, len(items))
-	for _, it := range items {
+	var out [][]uint32
+	var bad *apiError
+	v.ForEach(func(_, it gjson.Result) bool {
 		switch {
 		case it.Type == gjson.String:
 			out = append(out, s.tok.Encode(it.String()))
 		case it.IsArray():
 			ids, err := s.tokenList(it)
 			if err != nil {
-				return nil, err
+				bad = err
+				return false
 			}
 			out = append(out, ids)
 		default:
-			return nil, badRequest("prompt", "prompt must be a string, a list of token ids, or a list of either")
+			bad = badRequest("prompt", "prompt must be a string, a list of token ids, or a list of either")
+			return false
 		}
-	}
-	return out, nil
+		return true
+	})
+	return out, bad
 }
 
 // tokenList reads a JSON array of token ids.
@@ -205,10 +210,15 @@ func (s *Server) tokenList(v gjson.Result) ([]uint32, *apiError) {
 	if vs, ok := s.tok.(vocabSizer); ok {
 		limit = int64(vs.VocabSize()) - 1
 	}
-	var ids []uint32
+	ids := make([]uint32, 0, strings.Count(v.Raw, ",")+1)
 	var bad *apiError
 	v.ForEach(func(_, x gjson.Result) bool {
-		n, ok := intValue(x)
+		// Fast path: a plain decimal id; anything else goes through the float check.
+		n, err := strconv.ParseInt(x.Raw, 10, 64)
+		ok := err == nil && x.Type == gjson.Number
+		if !ok {
+			n, ok = intValue(x)
+		}
 		if !ok || n < 0 {
 			bad = badRequest("prompt", "token ids must be non-negative integers, got %s", x.Raw)
 			return false

@@ -44,3 +44,24 @@ func TestCPUThroughput(t *testing.T) {
 		t.Logf("%s: 1 MiB mixed text, thread CPU: cold %.1f MB/s, warm %.1f MB/s", m.name, mb/(c1-c0).Seconds(), 5*mb/(c2-c1).Seconds())
 	}
 }
+
+// TestCPULoad reports Load's CPU time on the calling thread (best of 5), for the same reason.
+func TestCPULoad(t *testing.T) {
+	if os.Getenv("BPE_CPU") == "" {
+		t.Skip("set BPE_CPU=1 to measure")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, name := range []string{"qwen3", "gptoss"} {
+		data := readModel(t, name)
+		best := time.Duration(1 << 62)
+		for range 5 {
+			c0 := threadCPU()
+			if _, err := Load(data); err != nil {
+				t.Fatal(err)
+			}
+			best = min(best, threadCPU()-c0)
+		}
+		t.Logf("%s: Load %v thread CPU (best of 5)", name, best)
+	}
+}

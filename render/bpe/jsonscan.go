@@ -23,14 +23,41 @@ func (sc *jsonScanner) fail(format string, args ...any) {
 }
 
 func (sc *jsonScanner) ws() {
-	for sc.i < len(sc.s) {
-		switch sc.s[sc.i] {
-		case ' ', '\t', '\n', '\r':
-			sc.i++
-		default:
-			return
-		}
+	for sc.i < len(sc.s) && sc.s[sc.i] <= ' ' && isSpace[sc.s[sc.i]] {
+		sc.i++
 	}
+}
+
+var isSpace = [33]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
+// skipComposite skips an object or array quickly, tracking only strings and nesting. It is for the
+// vocab and merges, which their strict scanners validate afterwards.
+func (sc *jsonScanner) skipComposite() string {
+	sc.ws()
+	start, depth := sc.i, 0
+	for sc.i < len(sc.s) {
+		switch c := sc.s[sc.i]; c {
+		case '"':
+			sc.i++
+			for sc.i < len(sc.s) && sc.s[sc.i] != '"' {
+				if sc.s[sc.i] == '\\' {
+					sc.i++
+				}
+				sc.i++
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				sc.i++
+				return sc.s[start:sc.i]
+			}
+		}
+		sc.i++
+	}
+	sc.fail("unterminated value")
+	return ""
 }
 
 // peek skips whitespace and returns the next byte (0 at the end).

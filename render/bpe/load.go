@@ -302,13 +302,21 @@ func (l *loader) parseModel(sc *jsonScanner) error {
 	var small strings.Builder
 	small.WriteByte('{')
 	sc.members(func(key string) bool {
-		raw := sc.rawValue()
 		switch key {
-		case "vocab":
-			l.vocab = raw
-		case "merges":
-			l.merges = raw
+		case "vocab", "merges":
+			var raw string
+			if c := sc.peek(); c == '{' || c == '[' {
+				raw = sc.skipComposite()
+			} else {
+				raw = sc.rawValue()
+			}
+			if key == "vocab" {
+				l.vocab = raw
+			} else {
+				l.merges = raw
+			}
 		default:
+			raw := sc.rawValue()
 			if small.Len() > 1 {
 				small.WriteByte(',')
 			}

@@ -4,12 +4,17 @@ import "math/bits"
 
 // pairTable maps a pair of token ids to the rank of their merge and the merged token's id. It is an
 // open-addressing hash table with linear probing, built once at load and read-only afterwards:
-// about 16 bytes per slot at a load factor of at most 1/2, with no per-entry allocation.
+// 16 bytes per slot at a load factor of at most 1/2, with no per-entry allocation.
 type pairTable struct {
-	keys  []uint64 // packPair(a, b) | 1<<63; 0 marks an empty slot
-	vals  []uint64 // rank<<32 | merged id
+	slots []pairSlot
 	mask  uint64
 	shift uint
+}
+
+// pairSlot is one entry; key and value share a cache line.
+type pairSlot struct {
+	key uint64 // packPair(a, b); 0 marks an empty slot
+	val uint64 // rank<<32 | merged id
 }
 
 func newPairTable(n int) *pairTable {
@@ -18,8 +23,7 @@ func newPairTable(n int) *pairTable {
 		size <<= 1
 	}
 	return &pairTable{
-		keys:  make([]uint64, size),
-		vals:  make([]uint64, size),
+		slots: make([]pairSlot, size),
 		mask:  size - 1,
 		shift: uint(64 - bits.TrailingZeros64(size)),
 	}
@@ -33,12 +37,12 @@ func (p *pairTable) slot(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) 
 func (p *pairTable) put(a, b, rank, merged uint32) {
 	key := packPair(a, b)
 	for i := p.slot(key); ; i = (i + 1) & p.mask {
-		switch p.keys[i] {
+		switch p.slots[i].key {
 		case 0:
-			p.keys[i] = key
+			p.slots[i].key = key
 			fallthrough
 		case key:
-			p.vals[i] = uint64(rank)<<32 | uint64(merged)
+			p.slots[i].val = uint64(rank)<<32 | uint64(merged)
 			return
 		}
 	}
@@ -48,10 +52,9 @@ func (p *pairTable) put(a, b, rank, merged uint32) {
 func (p *pairTable) get(a, b uint32) (rank, merged uint32, ok bool) {
 	key := packPair(a, b)
 	for i := p.slot(key); ; i = (i + 1) & p.mask {
-		switch p.keys[i] {
+		switch s := &p.slots[i]; s.key {
 		case key:
-			v := p.vals[i]
-			return uint32(v >> 32), uint32(v), true
+			return uint32(s.val >> 32), uint32(s.val), true
 		case 0:
 			return 0, 0, false
 		}

@@ -143,7 +143,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 				mode = store.ModeExact
 			}
 			rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-				Model: models[p.Name], Store: artifacts, Mode: mode, CacheSalt: salt,
+				Model: models[p.Name], Store: artifacts, Mode: mode, CacheSalt: salt, Checkpoints: checkpoints,
 				Identity: render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
 				TTL:      cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
 			})

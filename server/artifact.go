@@ -50,11 +50,13 @@ type ArtifactOptions struct {
 	TTL time.Duration
 	// AuditRate is the fraction of fast-path turns re-tokenized in full in the background.
 	AuditRate float64
-	// Audit, when set, runs audits synchronously (tests); otherwise each runs in its own goroutine.
+	// SyncAudit runs audits synchronously (tests); otherwise each runs in its own goroutine.
 	SyncAudit bool
-	Logger    *slog.Logger
-	Now       func() time.Time
-	Metrics   *ArtifactMetrics
+	// Checkpoints rebuild an exact-mode prompt when its artifact is gone (required in exact mode).
+	Checkpoints Checkpoints
+	Logger      *slog.Logger
+	Now         func() time.Time
+	Metrics     *ArtifactMetrics
 }
 
 // ArtifactMetrics are the fast path's Prometheus metrics, shared by every model.
@@ -111,6 +113,8 @@ type pendingArtifact struct {
 	enc         render.Encoding
 	textLen     int
 	textDigest  store.Digest16
+	text        string   // the full render (exact mode splits the new turn out of it)
+	exactSuffix []uint32 // exact mode: the ids tokenized this turn
 }
 
 // Prepare implements Preparer.
@@ -121,14 +125,20 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 	}
 	fp := a.fingerprint(in)
 	p := &Prepared{Text: text, SkippedTools: skipped, ThinkingOpen: opensThink(text)}
-	pending := &pendingArtifact{fingerprint: fp, textLen: len(text), textDigest: store.TextDigest(text)}
+	pending := &pendingArtifact{fingerprint: fp, textLen: len(text), textDigest: store.TextDigest(text), text: text}
 	p.Artifact = pending
 
 	var prev *store.Artifact
 	p.Outcome, prev = a.resolve(ctx, in, fp)
+	if a.opts.Mode == store.ModeExact && in.PreviousID != "" {
+		return a.prepareExact(ctx, in, p, prev)
+	}
 	if prev == nil {
 		pending.enc = a.opts.Model.EncodeWithBoundaries(text)
 		p.IDs = pending.enc.IDs
+		if a.opts.Mode == store.ModeExact {
+			p.ExactSuffix = p.IDs // a root of the exact chain
+		}
 		return p, nil
 	}
 	enc, reuse := a.opts.Model.Extend(encodingOf(prev), text)

@@ -63,6 +63,9 @@ type Prepared struct {
 	ThinkingOpen bool
 	// Reused counts leading ids taken from an artifact rather than tokenized now.
 	Reused int
+	// ExactSuffix is, in exact mode, the ids tokenized this turn (the checkpoint keeps them so a lost
+	// artifact can be rebuilt). For a new conversation it is the whole prompt.
+	ExactSuffix []uint32
 	// SkippedTools names tools not shown to the model (web_search, …), for the log.
 	SkippedTools []string
 	// Artifact carries preparer state needed to write the next artifact (opaque to the server).

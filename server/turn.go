@@ -356,6 +356,9 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 		ConversationItemIDs: conv, Instructions: instructions, Response: out.responseJSON(),
 		PromptLen: len(t.prompt.IDs), GeneratedIDs: out.tokenIDs(),
 	}
+	if t.prompt.ExactSuffix != nil {
+		cp.Mode, cp.PromptSuffixIDs = store.ModeExact, t.prompt.ExactSuffix
+	}
 	if err := s.opts.Checkpoints.PutResponse(ctx, cp, items); err != nil {
 		return fmt.Errorf("put response %s: %w", cp.ID, err)
 	}

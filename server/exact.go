@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/store"
+)
+
+// Exact mode (DESIGN.md "Two continuation modes"): the history is frozen as the previous prompt ids
+// plus the generated ids verbatim; only the new turn is rendered and tokenized. The new turn is the
+// full render's text after the <|im_end|> that closes the previous response's assistant turn: if the
+// frozen history closes n assistant/user/system blocks, it starts after the n-th <|im_end|> of the
+// full render. That split point is the end of an added token, so the suffix tokenizes independently.
+//
+// The checkpoint keeps each turn's generated ids and suffix ids, so a lost artifact is rebuilt as
+// suffix(R0) ++ G(R0) ++ suffix(R1) ++ G(R1) ++ … — the identical sequence.
+
+// prepareExact builds the exact-mode prompt for a continuation. prev is the previous response's
+// artifact when resolve found a usable one.
+func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p *Prepared, prev *store.Artifact) (*Prepared, error) {
+	pending := p.Artifact.(*pendingArtifact)
+	var history []uint32
+	if prev != nil {
+		history = a.closeTurn(append(append(make([]uint32, 0, len(prev.PromptIDs)+len(prev.GeneratedIDs)+1), prev.PromptIDs...), prev.GeneratedIDs...))
+	} else {
+		rebuilt, err := a.rebuildExact(ctx, in.Tenant, in.PreviousID)
+		if err != nil {
+			// No way to recover the frozen history (e.g. a response made before exact mode was on):
+			// the canonical full render is the only sequence left.
+			a.opts.Logger.Warn("exact history unavailable; full render", "previous_response_id", in.PreviousID, "err", err)
+			pending.enc = a.opts.Model.EncodeWithBoundaries(pending.text)
+			p.IDs, p.ExactSuffix = pending.enc.IDs, pending.enc.IDs
+			return p, nil
+		}
+		history = rebuilt
+	}
+	start, ok := a.newTurnStart(history, pending.text)
+	if !ok {
+		p.Outcome = OutcomeDiverged
+		pending.enc = a.opts.Model.EncodeWithBoundaries(pending.text)
+		p.IDs, p.ExactSuffix = pending.enc.IDs, pending.enc.IDs
+		return p, nil
+	}
+	suffix := a.opts.Model.Encode(pending.text[start:])
+	ids := append(history, suffix...)
+	pending.enc = render.Encoding{IDs: ids}
+	pending.exactSuffix = suffix
+	p.IDs, p.Reused, p.ExactSuffix = ids, len(history), suffix
+	return p, nil
+}
+
+// closeTurn appends the template's end-of-turn token when the generation did not end with it
+// (a max_tokens cut, or <|endoftext|>), as the template closes every assistant turn.
+func (a *ArtifactPreparer) closeTurn(ids []uint32) []uint32 {
+	end := a.endOfTurn()
+	if len(ids) == 0 || ids[len(ids)-1] != end {
+		ids = append(ids, end)
+	}
+	return ids
+}
+
+func (a *ArtifactPreparer) endOfTurn() uint32 {
+	if id, ok := a.opts.Model.Tokenizer().TokenID("<|im_end|>"); ok {
+		return id
+	}
+	return a.opts.Model.StopTokenIDs[0]
+}
+
+// newTurnStart returns the byte offset of text just after its n-th end-of-turn token, n being the
+// number of end-of-turn ids in the frozen history.
+func (a *ArtifactPreparer) newTurnStart(history []uint32, text string) (int, bool) {
+	end := a.endOfTurn()
+	n := 0
+	for _, id := range history {
+		if id == end {
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	for _, sp := range a.opts.Model.Tokenizer().AddedTokenSpans(text) {
+		if sp.ID != end {
+			continue
+		}
+		n--
+		if n == 0 {
+			return sp.End, true
+		}
+	}
+	return 0, false
+}
+
+// errNoExactHistory means a checkpoint of the chain lacks the ids exact mode needs.
+var errNoExactHistory = errors.New("checkpoint has no exact-mode ids")
+
+// rebuildExact rebuilds the frozen history ending with response id from the checkpoint chain.
+func (a *ArtifactPreparer) rebuildExact(ctx context.Context, tenant, id string) ([]uint32, error) {
+	if a.opts.Checkpoints == nil {
+		return nil, errNoExactHistory
+	}
+	var chain []*store.Checkpoint
+	for id != "" {
+		cp, err := a.opts.Checkpoints.GetResponse(ctx, tenant, id)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild exact history at %s: %w", id, err)
+		}
+		if cp.Mode != store.ModeExact || len(cp.PromptSuffixIDs) == 0 {
+			return nil, fmt.Errorf("rebuild exact history at %s: %w", id, errNoExactHistory)
+		}
+		chain = append(chain, cp)
+		if len(cp.PromptSuffixIDs) == cp.PromptLen {
+			break // a root: its suffix is its whole prompt
+		}
+		id = cp.PreviousID
+	}
+	var ids []uint32
+	for i := len(chain) - 1; i >= 0; i-- {
+		ids = append(ids, chain[i].PromptSuffixIDs...)
+		ids = a.closeTurn(append(ids, chain[i].GeneratedIDs...))
+	}
+	return ids, nil
+}

@@ -117,9 +117,7 @@ func TestGoldenTokenization(t *testing.T) {
 		if c.err != "" {
 			continue
 		}
-		if got := m.Encode(c.text); !slices.Equal(got, c.ids) {
-			t.Errorf("%s: Encode(expected text) differs from the Rust oracle (%d vs %d ids)", c.name, len(got), len(c.ids))
-		}
+		// Encode itself is checked by TestGoldenRender (Render = RenderText + Encode).
 		enc := m.EncodeWithBoundaries(c.text)
 		if !slices.Equal(enc.IDs, c.ids) {
 			t.Errorf("%s: EncodeWithBoundaries ids differ from the Rust oracle", c.name)

@@ -183,11 +183,14 @@ func TestExtendQwen3(t *testing.T) {
 			if !slices.Equal(got.IDs, c.ids) {
 				t.Fatalf("%s: Extend from a %d-byte prefix (reuse %+v) differs from the oracle", c.name, len(p), reuse)
 			}
+			reusedTokens += reuse.Tokens
+			total += len(c.ids)
+			if i%8 != 0 {
+				continue // the boundary tables are compared on a sample: it is the slow part under -race
+			}
 			if want := m.EncodeWithBoundaries(c.text); !slices.Equal(want.Boundaries, got.Boundaries) {
 				t.Fatalf("%s: Extend boundaries differ from EncodeWithBoundaries", c.name)
 			}
-			reusedTokens += reuse.Tokens
-			total += len(c.ids)
 		}
 	}
 	t.Logf("reused %d of %d tokens", reusedTokens, total)

@@ -278,11 +278,11 @@ func (m *Model) Extend(prev Encoding, next string) (Encoding, Reuse) {
 // bpeSegments adapts *bpe.Tokenizer to segmentEncoder.
 type bpeSegments struct{ *bpe.Tokenizer }
 
-func (b bpeSegments) addedSpans(text string) []Span {
+func (b bpeSegments) addedSpans(text string) []span {
 	spans := b.AddedTokenSpans(text)
-	out := make([]Span, len(spans))
+	out := make([]span, len(spans))
 	for i, s := range spans {
-		out[i] = Span{Start: s.Start, End: s.End, ID: s.ID}
+		out[i] = span{Start: s.Start, End: s.End, ID: s.ID}
 	}
 	return out
 }

@@ -6,8 +6,8 @@ import (
 	"sort"
 )
 
-// Span is one added-token match in a text: bytes [Start, End) tokenize to the single id ID.
-type Span struct {
+// span is one added-token match in a text: bytes [Start, End) tokenize to the single id ID.
+type span struct {
 	Start, End int
 	ID         uint32
 }
@@ -16,7 +16,7 @@ type Span struct {
 // add_special_tokens=false, and the added-token matches it splits on first.
 type segmentEncoder interface {
 	AppendEncode(dst []uint32, text string) []uint32
-	addedSpans(text string) []Span
+	addedSpans(text string) []span
 }
 
 // Boundary is a point of a prompt text where tokenization splits independently: the start or

@@ -27,8 +27,8 @@ func newFakeEncoder() *fakeEncoder {
 	}
 }
 
-func (f *fakeEncoder) addedSpans(text string) []Span {
-	var out []Span
+func (f *fakeEncoder) addedSpans(text string) []span {
+	var out []span
 	for i := 0; i < len(text); {
 		best := -1
 		for k, a := range f.added {
@@ -40,7 +40,7 @@ func (f *fakeEncoder) addedSpans(text string) []Span {
 			i++
 			continue
 		}
-		out = append(out, Span{Start: i, End: i + len(f.added[best]), ID: uint32(1000 + best)})
+		out = append(out, span{Start: i, End: i + len(f.added[best]), ID: uint32(1000 + best)})
 		i += len(f.added[best])
 	}
 	return out

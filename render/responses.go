@@ -80,8 +80,9 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 	return conv, nil
 }
 
-// itemBuilder folds items into messages. open is the index of the assistant message that
-// following function_call items attach to (-1: none).
+// itemBuilder folds items into messages. When openSet, conv.Messages[open] is the assistant
+// message that following function_call items attach to; reasoning holds the texts waiting for
+// the next assistant turn (hasReason: at least one).
 type itemBuilder struct {
 	conv      *Conversation
 	open      int

@@ -42,5 +42,6 @@
 // # Metrics
 //
 // The package registers no metrics: [L1.Stats] and [Tiered.Stats] return
-// counter snapshots for the caller's collector.
+// counter snapshots, and [Collector] exports them (stitch_artifact_*) on a
+// registry the caller passes in.
 package store

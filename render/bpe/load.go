@@ -216,7 +216,7 @@ func (l *loader) parsePreTokenizer(raw string) error {
 			return err
 		}
 		if steps[0].UseRegex == nil || *steps[0].UseRegex {
-			split, ok := splitterFor(patternGPT2)
+			split, ok := splitterFor(patternGPT2Split)
 			if !ok {
 				return unsupported("pre_tokenizer ByteLevel with use_regex=true (GPT-2 pattern)")
 			}
@@ -231,9 +231,6 @@ func (l *loader) parsePreTokenizer(raw string) error {
 	}
 	return nil
 }
-
-// patternGPT2 is the split pattern of a ByteLevel pre-tokenizer with use_regex=true.
-const patternGPT2 = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 
 func splitStep(c componentJSON) (splitFunc, error) {
 	if c.Pattern == nil || c.Pattern.Regex == nil {

@@ -211,13 +211,15 @@ func heapPop(h []mergeItem) (mergeItem, []mergeItem) {
 	return top, h
 }
 
-// wordCache remembers the ids of recent pre-tokens: a two-way set-associative table of immutable
+// wordCache remembers the ids of recent pre-tokens: a four-way set-associative table of immutable
 // entries published through atomic pointers, so lookups take no lock and an insert into a full set
-// replaces one of its two entries (which bounds the memory). Safe for concurrent use.
+// replaces one of its entries (which bounds the memory). Safe for concurrent use.
 type wordCache struct {
 	slots []atomic.Pointer[cacheEntry]
-	mask  uint64 // selects a set: an even slot index
+	mask  uint64 // selects a set: a slot index that is a multiple of cacheWays
 }
+
+const cacheWays = 4
 
 type cacheEntry struct {
 	word string
@@ -225,20 +227,23 @@ type cacheEntry struct {
 }
 
 func newWordCache(words int) *wordCache {
-	size := 2
+	size := cacheWays
 	for size < words {
 		size <<= 1
 	}
-	return &wordCache{slots: make([]atomic.Pointer[cacheEntry], size), mask: uint64(size-1) &^ 1}
+	return &wordCache{slots: make([]atomic.Pointer[cacheEntry], size), mask: uint64(size-1) &^ (cacheWays - 1)}
 }
 
 func (c *wordCache) get(word string) ([]uint32, bool) {
-	i := hashBytes(word) & c.mask
-	if e := c.slots[i].Load(); e != nil && e.word == word {
-		return e.ids, true
-	}
-	if e := c.slots[i+1].Load(); e != nil && e.word == word {
-		return e.ids, true
+	set := c.slots[hashBytes(word)&c.mask:][:cacheWays]
+	for i := range set {
+		e := set[i].Load()
+		if e == nil {
+			break
+		}
+		if e.word == word {
+			return e.ids, true
+		}
 	}
 	return nil, false
 }
@@ -246,14 +251,13 @@ func (c *wordCache) get(word string) ([]uint32, bool) {
 // put stores a copy of ids under a copy of word (which may point into a larger string).
 func (c *wordCache) put(word string, ids []uint32) {
 	h := hashBytes(word)
-	i := h & c.mask
+	set := c.slots[h&c.mask:][:cacheWays]
 	e := &cacheEntry{word: strings.Clone(word), ids: append([]uint32(nil), ids...)}
-	switch {
-	case c.slots[i].Load() == nil:
-	case c.slots[i+1].Load() == nil:
-		i++
-	default:
-		i += h >> 63 // a full set: evict either entry
+	for i := range set {
+		if set[i].Load() == nil {
+			set[i].Store(e)
+			return
+		}
 	}
-	c.slots[i].Store(e)
+	set[h>>62].Store(e) // a full set: evict one entry, chosen by the hash
 }

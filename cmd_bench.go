@@ -1,11 +1,140 @@
 package main
 
-import "context"
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stitchllm/stitch/bench"
+)
+
+// benchFlags are `stitch bench`'s flags; workload flags override --quick's or the default
+// workload's values only when given.
+type benchFlags struct {
+	quick, simInProcess, noStreaming bool
+	out, target, modelDir, modes     string
+	auditRate                        float64
+	prepReps                         int
+	w                                bench.Workload
+}
 
 func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs := newFlagSet(env, "bench", "[flags]")
+	var f benchFlags
+	def := bench.DefaultWorkload()
+	f.w = def
+	fs.BoolVar(&f.quick, "quick", false, "small workload that finishes in under a minute (contexts to about 30k tokens)")
+	fs.StringVar(&f.out, "out", "", "`directory` for bench.json, prep.png and hit_ratio.png (created)")
+	fs.StringVar(&f.target, "target", "", "drive a running stitch serve at this base `URL` instead of in-process servers (client-side numbers only)")
+	fs.StringVar(&f.modes, "modes", "full,canonical,exact", "comma-separated `modes` to compare: full (--no-artifacts), canonical, exact")
+	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory`; empty: the bundled Qwen3 demo model")
+	fs.BoolVar(&f.simInProcess, "sim-in-process", false, "run the simulator in this process (its CPU then counts as the proxy's) instead of a `stitch sim` child")
+	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
+	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
+	fs.IntVar(&f.prepReps, "prep-reps", 3, "times each sampled turn's preparation is timed")
+	fs.IntVar(&f.w.Sessions, "sessions", def.Sessions, "conversations")
+	fs.IntVar(&f.w.Turns, "turns", def.Turns, "requests per conversation")
+	fs.IntVar(&f.w.Concurrency, "concurrency", def.Concurrency, "conversations run at once")
+	fs.Int64Var(&f.w.Seed, "seed", def.Seed, "workload and simulator seed")
+	fs.Float64Var(&f.w.Drift, "drift", def.Drift, "simulator `probability` of a non-canonical tokenization of an answer")
+	fs.IntVar(&f.w.ToolOutputTokens, "tool-output-tokens", def.ToolOutputTokens, "mean function_call_output size in `tokens`")
+	fs.Float64Var(&f.w.FollowUpRate, "follow-up-rate", def.FollowUpRate, "`probability` that a tool output comes with a nudge to the next tool")
+	fs.DurationVar(&f.w.TTFTBase, "ttft-base", def.TTFTBase, "simulator's fixed time to first token")
+	fs.DurationVar(&f.w.PrefillPerToken, "prefill-per-token", def.PrefillPerToken, "simulator's prefill time per uncached prompt token")
+	fs.DurationVar(&f.w.DecodePerToken, "decode-per-token", def.DecodePerToken, "simulator's time between generated tokens")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	w := f.w
+	if f.quick {
+		// Start from the quick workload and apply only the flags given.
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		w = bench.QuickWorkload()
+		apply := func(name string, dst, src any) {
+			if set[name] {
+				switch d := dst.(type) {
+				case *int:
+					*d = *src.(*int)
+				case *int64:
+					*d = *src.(*int64)
+				case *float64:
+					*d = *src.(*float64)
+				case *time.Duration:
+					*d = *src.(*time.Duration)
+				}
+			}
+		}
+		apply("sessions", &w.Sessions, &f.w.Sessions)
+		apply("turns", &w.Turns, &f.w.Turns)
+		apply("concurrency", &w.Concurrency, &f.w.Concurrency)
+		apply("seed", &w.Seed, &f.w.Seed)
+		apply("drift", &w.Drift, &f.w.Drift)
+		apply("tool-output-tokens", &w.ToolOutputTokens, &f.w.ToolOutputTokens)
+		apply("follow-up-rate", &w.FollowUpRate, &f.w.FollowUpRate)
+		apply("ttft-base", &w.TTFTBase, &f.w.TTFTBase)
+		apply("prefill-per-token", &w.PrefillPerToken, &f.w.PrefillPerToken)
+		apply("decode-per-token", &w.DecodePerToken, &f.w.DecodePerToken)
+	}
+	var modes []bench.Mode
+	for _, s := range strings.Split(f.modes, ",") {
+		m, err := bench.ParseMode(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintf(env.stderr, "stitch bench: %v\n", err)
+			return errUsage
+		}
+		modes = append(modes, m)
+	}
+
+	opts := bench.Options{Workload: w, Modes: modes, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
+		Progress: env.stderr, Logger: slog.New(slog.DiscardHandler)}
+	if f.target == "" {
+		m, err := loadModel(f.modelDir)
+		if err != nil {
+			return err
+		}
+		opts.Model = m
+		if f.simInProcess {
+			opts.Sim = bench.InProcessSim{Model: m}
+		} else {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the stitch executable for the simulator child: %w", err)
+			}
+			opts.Sim = bench.ProcessSim{Path: exe, Stderr: env.stderr}
+		}
+	}
+	fmt.Fprintf(env.stderr, "stitch bench: %d sessions × %d turns, concurrency %d, seed %d, drift %g; modes %s\n",
+		w.Sessions, w.Turns, w.Concurrency, w.Seed, w.Drift, f.modes)
+	res, err := bench.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if !f.noStreaming && f.target == "" {
+		so := bench.StreamingOptions{Model: opts.Model, Sim: opts.Sim, Workload: w}
+		if f.quick {
+			so.Tokens, so.Reps, so.Levels = 500, 3, []int{1, 8, 32}
+		}
+		fmt.Fprintln(env.stderr, "streaming: overhead per token and concurrency sweep…")
+		if res.Streaming, err = bench.MeasureStreaming(ctx, so); err != nil {
+			return fmt.Errorf("streaming: %w", err)
+		}
+	}
+	if err := res.WriteTable(env.stdout); err != nil {
+		return err
+	}
+	if f.out != "" {
+		if err := res.WriteJSON(f.out); err != nil {
+			return err
+		}
+		if err := bench.WritePlots(res, f.out); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stderr, "wrote %s/bench.json, prep.png, hit_ratio.png\n", f.out)
+	}
+	return nil
 }

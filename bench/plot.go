@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// modeColors keeps each mode's color the same in every plot.
+var modeColors = map[string]color.Color{
+	string(ModeFull):      color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	string(ModeCanonical): color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	string(ModeExact):     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	"target":              color.Gray{Y: 0x60},
+}
+
+// WritePlots draws dir/prep.png (preparation time against context length per mode, log-log: each
+// point is a timed turn's median) and dir/hit_ratio.png (prefix-cache hit ratio per mode).
+func WritePlots(r *Result, dir string) error {
+	if err := prepPlot(r, filepath.Join(dir, "prep.png")); err != nil {
+		return err
+	}
+	return hitPlot(r, filepath.Join(dir, "hit_ratio.png"))
+}
+
+func prepPlot(r *Result, path string) error {
+	p := plot.New()
+	p.Title.Text = "Continuation preparation time vs context length"
+	p.X.Label.Text = "prompt tokens"
+	p.Y.Label.Text = "preparation time (ms, median of repetitions)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}}
+	drawn := 0
+	for i, m := range r.Modes {
+		var pts plotter.XYs
+		for _, s := range m.PrepSamples {
+			if s.Tokens <= 0 || len(s.MS) == 0 {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: float64(s.Tokens), Y: max(percentile(s.MS, 50), 0.001)})
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", m.Mode, err)
+		}
+		c := modeColors[m.Mode]
+		line.Color, sc.Color = c, c
+		line.Width = vg.Points(1)
+		sc.Shape = shapes[i%len(shapes)]
+		sc.Radius = vg.Points(2.5)
+		p.Add(line, sc)
+		p.Legend.Add(m.Mode, line, sc)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil // nothing timed (a --target run)
+	}
+	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	return nil
+}
+
+func hitPlot(r *Result, path string) error {
+	p := plot.New()
+	p.Title.Text = "Prefix-cache hit ratio (simulator, tokens)"
+	p.Y.Label.Text = "hits / queries"
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Add(plotter.NewGrid())
+	names := make([]string, len(r.Modes))
+	w := vg.Points(40)
+	for i, m := range r.Modes {
+		names[i] = fmt.Sprintf("%s\n%.4f", m.Mode, m.HitRatio)
+		vals := make(plotter.Values, len(r.Modes))
+		vals[i] = m.HitRatio
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return fmt.Errorf("plot hit ratio: %w", err)
+		}
+		bars.Color = modeColors[m.Mode]
+		bars.LineStyle.Width = 0
+		p.Add(bars)
+	}
+	p.NominalX(names...)
+	if err := p.Save(5*vg.Inch, 3.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/stream"
+)
+
+// Context buckets of the preparation table: a prompt of n tokens falls in bucket b when
+// b/√2 ≤ n < b·√2 (so "100k" is 70,711…141,420 tokens).
+var buckets = []struct {
+	name   string
+	tokens int
+}{{"1k", 1000}, {"10k", 10000}, {"100k", 100000}}
+
+// bucketOf returns the table bucket of a prompt length, or "" when it is in none.
+func bucketOf(n int) string {
+	for _, b := range buckets {
+		if float64(n) >= float64(b.tokens)/math.Sqrt2 && float64(n) < float64(b.tokens)*math.Sqrt2 {
+			return b.name
+		}
+	}
+	return ""
+}
+
+// Samples kept per bin for the timing pass: more in the table's buckets, a few per power of two
+// elsewhere (for the plot).
+const (
+	samplesPerBucket = 12
+	samplesPerBin    = 3
+)
+
+// prepObs is one turn's preparation as the server ran it (under load).
+type prepObs struct {
+	tokens, reused int
+	outcome        string
+	elapsed        time.Duration
+}
+
+// prepSample is a turn kept for the sequential timing pass.
+type prepSample struct {
+	key      turnKey
+	priority uint64
+	tokens   int
+	in       *server.PrepareInput
+}
+
+// prepRecorder wraps a mode's Preparer: it records every turn's outcome and keeps the inputs of a
+// deterministic sample of turns (the same turns in every mode: chosen by a hash of seed, session
+// and turn) so their preparation can be timed again, alone, after the workload.
+type prepRecorder struct {
+	inner server.Preparer
+	seed  int64
+
+	mu      sync.Mutex
+	obs     map[turnKey]prepObs
+	samples map[string][]prepSample // bin → kept samples, lowest priority first
+}
+
+func newPrepRecorder(inner server.Preparer, seed int64) *prepRecorder {
+	return &prepRecorder{inner: inner, seed: seed, obs: map[turnKey]prepObs{}, samples: map[string][]prepSample{}}
+}
+
+// artifactCommitter is the server's optional Preparer capability (it writes artifacts after a
+// completed response); the recorder forwards it when the inner preparer has it.
+type artifactCommitter interface {
+	Commit(ctx context.Context, tenant, responseID string, p *server.Prepared, out *stream.Converter)
+}
+
+// preparer returns the recorder as the server should see it: with Commit when inner has it.
+func (r *prepRecorder) preparer() server.Preparer {
+	if c, ok := r.inner.(artifactCommitter); ok {
+		return committingRecorder{r, c}
+	}
+	return r
+}
+
+type committingRecorder struct {
+	*prepRecorder
+	c artifactCommitter
+}
+
+func (c committingRecorder) Commit(ctx context.Context, tenant, responseID string, p *server.Prepared, out *stream.Converter) {
+	c.c.Commit(ctx, tenant, responseID, p, out)
+}
+
+// Prepare implements server.Preparer.
+func (r *prepRecorder) Prepare(ctx context.Context, in *server.PrepareInput) (*server.Prepared, error) {
+	start := time.Now()
+	p, err := r.inner.Prepare(ctx, in)
+	elapsed := time.Since(start)
+	key, ok := turnFrom(ctx)
+	if err != nil || !ok {
+		return p, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: p.Outcome, elapsed: elapsed}
+	if in.PreviousID == "" {
+		return p, nil // first turns are not continuations
+	}
+	bin, limit := bucketOf(len(p.IDs)), samplesPerBucket
+	if bin == "" {
+		bin, limit = fmt.Sprintf("log2:%d", int(math.Log2(float64(max(1, len(p.IDs)))))), samplesPerBin
+	}
+	s := prepSample{key: key, priority: r.priority(key), tokens: len(p.IDs), in: in}
+	kept := r.samples[bin]
+	i, _ := slices.BinarySearchFunc(kept, s.priority, func(a prepSample, p uint64) int {
+		switch {
+		case a.priority < p:
+			return -1
+		case a.priority > p:
+			return 1
+		}
+		return 0
+	})
+	if i < limit {
+		kept = slices.Insert(kept, i, s)
+		if len(kept) > limit {
+			kept = kept[:limit]
+		}
+		r.samples[bin] = kept
+	}
+	return p, nil
+}
+
+func (r *prepRecorder) priority(k turnKey) uint64 {
+	h := fnv.New64a()
+	var b [24]byte
+	binary.LittleEndian.PutUint64(b[0:], uint64(r.seed))
+	binary.LittleEndian.PutUint64(b[8:], uint64(k.session))
+	binary.LittleEndian.PutUint64(b[16:], uint64(k.turn))
+	h.Write(b[:])
+	return h.Sum64()
+}
+
+// PrepTiming is one sampled turn's preparation, timed alone.
+type PrepTiming struct {
+	Session int `json:"session"`
+	Turn    int `json:"turn"`
+	// Tokens is the prompt length; Reused the leading ids taken from an artifact.
+	Tokens int `json:"tokens"`
+	Reused int `json:"reused"`
+	// Outcome is the artifact resolution of the timed call.
+	Outcome string `json:"outcome"`
+	// MS are the repetitions' wall times in milliseconds.
+	MS []float64 `json:"ms"`
+}
+
+// timePrepare re-runs the sampled turns' preparation sequentially, reps times each, with p (the
+// mode's preparer without background audits). Inputs are the exact ones the server built; the
+// artifacts they resolve are still in the cache, so a canonical turn takes the fast path exactly
+// as it did under load.
+func (r *prepRecorder) timePrepare(ctx context.Context, p server.Preparer, reps int) ([]PrepTiming, error) {
+	r.mu.Lock()
+	var all []prepSample
+	for _, kept := range r.samples {
+		all = append(all, kept...)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(all, func(a, b prepSample) int { return a.tokens - b.tokens })
+	out := make([]PrepTiming, 0, len(all))
+	for _, s := range all {
+		t := PrepTiming{Session: s.key.session, Turn: s.key.turn}
+		for range reps {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			res, err := p.Prepare(ctx, s.in)
+			elapsed := time.Since(start)
+			if err != nil {
+				return nil, fmt.Errorf("time preparation of session %d turn %d: %w", s.key.session, s.key.turn, err)
+			}
+			t.Tokens, t.Reused, t.Outcome = len(res.IDs), res.Reused, res.Outcome
+			t.MS = append(t.MS, float64(elapsed.Microseconds())/1000)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// observations returns a copy of every turn's recorded preparation.
+func (r *prepRecorder) observations() map[turnKey]prepObs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[turnKey]prepObs, len(r.obs))
+	for k, v := range r.obs {
+		out[k] = v
+	}
+	return out
+}

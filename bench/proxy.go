@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/upstream"
+)
+
+// Mode is a continuation mode under test.
+type Mode string
+
+// The three modes compared (issue 8).
+const (
+	// ModeFull renders and tokenizes the whole conversation every turn (stitch serve
+	// --no-artifacts; what vLLM's own chat path does).
+	ModeFull Mode = "full"
+	// ModeCanonical reuses token artifacts and tokenizes only the certified suffix; ids equal a
+	// full render.
+	ModeCanonical Mode = "canonical"
+	// ModeExact freezes history as prompt plus generated ids.
+	ModeExact Mode = "exact"
+)
+
+// ParseMode reads a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeFull, ModeCanonical, ModeExact:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w: unknown mode %q (want full, canonical or exact)", ErrBadOptions, s)
+}
+
+// countingUpstream counts the bytes the proxy sends to the upstream's completions endpoint.
+type countingUpstream struct {
+	*upstream.Client
+	sent atomic.Int64
+}
+
+func (c *countingUpstream) Completions(ctx context.Context, body []byte) (io.ReadCloser, error) {
+	c.sent.Add(int64(len(body)))
+	return c.Client.Completions(ctx, body)
+}
+
+var _ server.Upstream = (*countingUpstream)(nil)
+
+// proxy is one mode's stitch server, wired as `stitch serve` wires it (cmd_serve.go), with an
+// in-memory checkpoint store instead of bbolt on disk and a preparation recorder around the
+// model's preparer.
+type proxy struct {
+	url    string
+	hs     *http.Server
+	up     *countingUpstream
+	rec    *prepRecorder
+	timing server.Preparer // the same preparer without background audits, for the timing pass
+	l1     *store.L1
+}
+
+// proxyOptions are what newProxy needs besides the mode.
+type proxyOptions struct {
+	mode      Mode
+	model     *render.Model
+	upstream  string
+	w         Workload
+	auditRate float64
+	logger    *slog.Logger
+}
+
+func newProxy(o proxyOptions) (*proxy, error) {
+	p := &proxy{up: &countingUpstream{Client: upstream.New(upstream.Options{BaseURL: o.upstream})}}
+	reg := prometheus.NewRegistry()
+	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
+	rt := server.NewModelRuntime(server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt})
+	p.timing = rt.Preparer
+	if o.mode != ModeFull {
+		secret := make([]byte, 32)
+		_, _ = rand.Read(secret)
+		sealer, err := store.NewSealer([]store.SealKey{{ID: "bench", Secret: secret}}, store.SealerOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("sealer: %w", err)
+		}
+		if p.l1, err = store.NewL1(store.L1Options{MaxMB: 256, TTL: time.Hour}); err != nil {
+			return nil, fmt.Errorf("artifact cache: %w", err)
+		}
+		artifacts := store.NewTiered(store.TieredOptions{Sealer: sealer, L1: p.l1, TTL: time.Hour, Logger: o.logger})
+		mode := store.ModeCanonical
+		if o.mode == ModeExact {
+			mode = store.ModeExact
+		}
+		ao := server.ArtifactOptions{
+			Model: o.model, Store: artifacts, Mode: mode, CacheSalt: salt,
+			Identity: render.Fingerprint{ServedModel: o.w.Model, ToolCallParser: "hermes", ReasoningParser: "qwen3"},
+			TTL:      time.Hour, AuditRate: o.auditRate, Logger: o.logger, Metrics: server.NewArtifactMetrics(reg),
+		}
+		rt.Preparer = server.NewArtifactPreparer(ao)
+		ao.AuditRate, ao.Metrics = 0, server.NewArtifactMetrics(prometheus.NewRegistry())
+		p.timing = server.NewArtifactPreparer(ao)
+	}
+	p.rec = newPrepRecorder(rt.Preparer, o.w.Seed)
+	rt.Preparer = p.rec.preparer()
+	srv, err := server.New(server.Options{
+		Logger: o.logger, Registry: reg, Upstream: p.up, Models: map[string]*server.Model{o.w.Model: rt},
+		Checkpoints: store.NewMemory(),
+	})
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	p.hs = &http.Server{Handler: withTurn(srv), ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = p.hs.Serve(ln) }()
+	p.url = "http://" + ln.Addr().String()
+	return p, nil
+}
+
+func (p *proxy) close() {
+	if p.hs != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = p.hs.Shutdown(ctx)
+		cancel()
+	}
+	if p.l1 != nil {
+		_ = p.l1.Close()
+	}
+	p.up.HTTPClient().CloseIdleConnections()
+}
+
+// turnKey names a workload turn.
+type turnKey struct{ session, turn int }
+
+type turnCtxKey struct{}
+
+// withTurn puts the driver's turn header into the request context, where the preparation
+// recorder finds it (the server passes the request context to Prepare).
+func withTurn(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s, t, ok := strings.Cut(r.Header.Get(turnHeader), "/"); ok {
+			si, err1 := strconv.Atoi(s)
+			ti, err2 := strconv.Atoi(t)
+			if err1 == nil && err2 == nil {
+				r = r.WithContext(context.WithValue(r.Context(), turnCtxKey{}, turnKey{si, ti}))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func turnFrom(ctx context.Context) (turnKey, bool) {
+	k, ok := ctx.Value(turnCtxKey{}).(turnKey)
+	return k, ok
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+)
+
+// percentile returns the p-th percentile (nearest rank) of xs, or 0 for none. xs is not modified.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+func sortTurns(ts []turnResult) {
+	slices.SortFunc(ts, func(a, b turnResult) int {
+		if a.session != b.session {
+			return a.session - b.session
+		}
+		return a.turn - b.turn
+	})
+}
+
+// WriteJSON writes the result as dir/bench.json, creating dir.
+func (r *Result) WriteJSON(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode bench.json: %w", err)
+	}
+	path := filepath.Join(dir, "bench.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteTable prints the comparison table (one column per mode), then the ratios the issue's
+// acceptance criteria name.
+func (r *Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, f func(m *ModeResult) string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for i := range r.Modes {
+			fmt.Fprintf(tw, "%s\t", f(&r.Modes[i]))
+		}
+		fmt.Fprintln(tw)
+	}
+	row("", func(m *ModeResult) string { return m.Mode })
+	row("turns", func(m *ModeResult) string { return fmt.Sprint(m.Turns) })
+	row("max prompt tokens", func(m *ModeResult) string { return fmt.Sprint(m.MaxPromptTokens) })
+	row("prefix-cache hit ratio", func(m *ModeResult) string { return fmt.Sprintf("%.4f", m.HitRatio) })
+	row("prompt tokens recomputed", func(m *ModeResult) string { return fmt.Sprint(m.PromptTokensRecomputed) })
+	row("prompt tokens tokenized", func(m *ModeResult) string { return fmt.Sprint(m.PromptTokensTokenized) })
+	for _, b := range buckets {
+		row("prep ms p50 @"+b.name, func(m *ModeResult) string { return ms(m.PrepMSP50.get(b.name)) })
+		row("prep ms p99 @"+b.name, func(m *ModeResult) string { return ms(m.PrepMSP99.get(b.name)) })
+	}
+	row("TTFT ms p50", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.TTFTMSP50) })
+	row("TTFT ms p99", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.TTFTMSP99) })
+	row("proxy CPU ms / turn", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.CPUSPerTurn*1000) })
+	row("sim CPU s", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.SimCPUS) })
+	row("MB client → proxy", func(m *ModeResult) string { return fmt.Sprintf("%.1f", float64(m.BytesFromClients)/1e6) })
+	row("MB proxy → upstream", func(m *ModeResult) string { return fmt.Sprintf("%.1f", float64(m.BytesToUpstream)/1e6) })
+	row("peak RSS MiB", func(m *ModeResult) string { return fmt.Sprintf("%.0f", m.PeakRSSMB) })
+	row("wall s", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.WallS) })
+	row("outcomes", func(m *ModeResult) string { return outcomes(m.Outcomes) })
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range r.Checks() {
+		fmt.Fprintln(w, line)
+	}
+	if s := r.Streaming; s != nil {
+		fmt.Fprintf(w, "\nstreaming: %.2f µs/token through the proxy vs %.2f direct (overhead %.2f µs/token, %d tokens)\n",
+			s.ProxyUSPerToken, s.DirectUSPerToken, s.OverheadUSPerToken, s.Tokens)
+		fmt.Fprintf(w, "concurrency (p99 gap between tokens, bound %.0f ms, decode %.0f ms/token):", s.BoundMS, s.DecodeMS)
+		for _, l := range s.Levels {
+			fmt.Fprintf(w, " %d→%.1fms", l.Streams, l.GapMSP99)
+		}
+		fmt.Fprintf(w, "; most streams under the bound: %d\n", s.MaxStreamsUnderBound)
+	}
+	return nil
+}
+
+func ms(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}
+
+func outcomes(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	s := ""
+	for _, k := range keys {
+		if s != "" {
+			s += " "
+		}
+		s += fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return s
+}
+
+func (r *Result) mode(name Mode) *ModeResult {
+	for i := range r.Modes {
+		if r.Modes[i].Mode == string(name) {
+			return &r.Modes[i]
+		}
+	}
+	return nil
+}
+
+// Checks states the acceptance criteria of issue 8 against this run: canonical's hit ratio equals
+// full render's, exact's is at least canonical's, and canonical prepares 100k-token continuations
+// at least 10× faster than full render (p50).
+func (r *Result) Checks() []string {
+	full, canon, exact := r.mode(ModeFull), r.mode(ModeCanonical), r.mode(ModeExact)
+	var out []string
+	verdict := func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "FAIL"
+	}
+	if full != nil && canon != nil {
+		out = append(out, fmt.Sprintf("canonical hit ratio == full: %.6f vs %.6f (%s)", canon.HitRatio, full.HitRatio,
+			verdict(canon.CachedTokens == full.CachedTokens && canon.PromptTokens == full.PromptTokens)))
+		for _, b := range buckets {
+			f, c := full.PrepMSP50.get(b.name), canon.PrepMSP50.get(b.name)
+			if f == nil || c == nil || *c == 0 {
+				continue
+			}
+			line := fmt.Sprintf("prep p50 @%s: full / canonical = %.1f×", b.name, *f / *c)
+			if b.name == "100k" {
+				line += " (want ≥ 10×: " + verdict(*f / *c >= 10) + ")"
+			}
+			out = append(out, line)
+		}
+	}
+	if canon != nil && exact != nil {
+		out = append(out, fmt.Sprintf("exact hit ratio ≥ canonical: %.6f vs %.6f (%s)", exact.HitRatio, canon.HitRatio,
+			verdict(exact.HitRatio >= canon.HitRatio)))
+	}
+	return out
+}

@@ -1,0 +1,294 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/stitchllm/stitch/render"
+)
+
+// Options configure a [Run].
+type Options struct {
+	// Workload is driven once per mode. Required (start from DefaultWorkload).
+	Workload Workload
+	// Modes to compare, in order. Default: full, canonical, exact.
+	Modes []Mode
+	// Model is the served model (tokenizer and chat template) for the proxy and an in-process
+	// simulator. Required unless Target is set.
+	Model *render.Model
+	// Sim starts a fresh simulator per mode. Default: InProcessSim{Model}.
+	Sim SimLauncher
+	// Target, when set, is the base URL of a running stitch serve to drive instead of in-process
+	// servers: one mode, "target", with client-side numbers only (hit ratio from response usage;
+	// no preparation timing, CPU or memory).
+	Target string
+	// AuditRate is the artifact preparer's background audit rate during the workload (stitch
+	// serve's default is 0.01). The timing pass never audits.
+	AuditRate float64
+	// PrepReps is how many times each sampled turn's preparation is timed. Default 3.
+	PrepReps int
+	// Logger receives the proxy's logs. Default: discard (the server logs a line per response).
+	Logger *slog.Logger
+	// Progress receives one line per phase; nil discards.
+	Progress io.Writer
+}
+
+// Result is a whole run: bench.json.
+type Result struct {
+	Workload  Workload         `json:"workload"`
+	Machine   Machine          `json:"machine"`
+	Modes     []ModeResult     `json:"modes"`
+	Streaming *StreamingResult `json:"streaming,omitempty"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
+	// CPUModel is /proc/cpuinfo's model name, when known.
+	CPUModel string `json:"cpu_model,omitempty"`
+	// LoadAvg is /proc/loadavg at the start of the run (other work on a shared machine).
+	LoadAvg string `json:"load_avg,omitempty"`
+}
+
+// BucketMS holds a per-context-bucket statistic in milliseconds; null where no sampled turn fell in
+// the bucket.
+type BucketMS struct {
+	K1   *float64 `json:"1k"`
+	K10  *float64 `json:"10k"`
+	K100 *float64 `json:"100k"`
+}
+
+func (b *BucketMS) set(bucket string, v float64) {
+	switch bucket {
+	case "1k":
+		b.K1 = &v
+	case "10k":
+		b.K10 = &v
+	case "100k":
+		b.K100 = &v
+	}
+}
+
+func (b BucketMS) get(bucket string) *float64 {
+	switch bucket {
+	case "1k":
+		return b.K1
+	case "10k":
+		return b.K10
+	}
+	return b.K100
+}
+
+// ModeResult is one mode's numbers.
+type ModeResult struct {
+	Mode  string `json:"mode"`
+	Turns int    `json:"turns"`
+	// HitRatio is the simulator's prefix-cache hits / queries, in tokens, over the whole mode.
+	HitRatio float64 `json:"hit_ratio"`
+	// PromptTokens and CachedTokens are those counters; PromptTokensRecomputed = PromptTokens −
+	// CachedTokens is the prefill the GPU would redo.
+	PromptTokens           uint64 `json:"prompt_tokens"`
+	CachedTokens           uint64 `json:"cached_tokens"`
+	PromptTokensRecomputed uint64 `json:"prompt_tokens_recomputed"`
+	// PromptTokensTokenized is how many prompt tokens the proxy tokenized (prompt length minus
+	// ids reused from an artifact), summed over turns.
+	PromptTokensTokenized int64 `json:"prompt_tokens_tokenized"`
+	// PrepMSP50/P99 are the continuation preparation times per context bucket (sequential timing
+	// pass; see PrepSamples).
+	PrepMSP50 BucketMS `json:"prep_ms_p50"`
+	PrepMSP99 BucketMS `json:"prep_ms_p99"`
+	// TTFTMSP50/P99 are the client's times to first token (request sent → first delta event).
+	TTFTMSP50 float64 `json:"ttft_ms_p50"`
+	TTFTMSP99 float64 `json:"ttft_ms_p99"`
+	// CPUSPerTurn is the proxy process's CPU seconds per turn (driver included; the simulator
+	// excluded when it runs as a child process).
+	CPUSPerTurn float64 `json:"cpu_s_per_turn"`
+	// SimCPUS is the child simulator's CPU seconds (0 in process).
+	SimCPUS float64 `json:"sim_cpu_s"`
+	// BytesToUpstream are the completions request bodies the proxy sent; BytesFromClients the
+	// Responses request bodies it received.
+	BytesToUpstream  int64 `json:"bytes_to_upstream"`
+	BytesFromClients int64 `json:"bytes_from_clients"`
+	// PeakRSSMB is the process's peak resident memory during the mode, in MiB.
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// WallS is the workload's wall time in seconds (timing pass excluded).
+	WallS float64 `json:"wall_s"`
+	// MaxPromptTokens is the longest prompt of the mode.
+	MaxPromptTokens int `json:"max_prompt_tokens"`
+	// Outcomes counts the artifact resolutions of the workload's turns.
+	Outcomes map[string]int `json:"outcomes"`
+	// PrepSamples are the timed turns.
+	PrepSamples []PrepTiming `json:"prep_samples"`
+}
+
+// Run drives the workload once per mode and returns the numbers.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if err := opts.Workload.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Target == "" && opts.Model == nil {
+		return nil, fmt.Errorf("%w: a model is required without a target", ErrBadOptions)
+	}
+	if len(opts.Modes) == 0 {
+		opts.Modes = []Mode{ModeFull, ModeCanonical, ModeExact}
+	}
+	if opts.Sim == nil {
+		opts.Sim = InProcessSim{Model: opts.Model}
+	}
+	if opts.PrepReps <= 0 {
+		opts.PrepReps = 3
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	res := &Result{Workload: opts.Workload, Machine: machine()}
+	if opts.Target != "" {
+		mr, err := runTarget(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		res.Modes = append(res.Modes, *mr)
+		return res, nil
+	}
+	for _, m := range opts.Modes {
+		mr, err := runMode(ctx, opts, m)
+		if err != nil {
+			return nil, fmt.Errorf("mode %s: %w", m, err)
+		}
+		res.Modes = append(res.Modes, *mr)
+	}
+	return res, nil
+}
+
+// runMode runs the workload against a fresh simulator and a fresh proxy in mode m.
+func runMode(ctx context.Context, opts Options, m Mode) (*ModeResult, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS()
+	simi, err := opts.Sim.Start(ctx, opts.Workload)
+	if err != nil {
+		return nil, err
+	}
+	defer simi.Close()
+	p, err := newProxy(proxyOptions{mode: m, model: opts.Model, upstream: simi.URL(), w: opts.Workload,
+		auditRate: opts.AuditRate, logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+
+	d := newDriver(opts.Workload, p.url)
+	defer d.close()
+	cpu0, start := processCPU(), time.Now()
+	turns, err := d.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wall, cpu := time.Since(start), processCPU()-cpu0
+	peak := peakRSSMB()
+	st, err := simi.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Progress, "%-9s %d turns in %.1fs; timing preparation…\n", m, len(turns), wall.Seconds())
+
+	mr := &ModeResult{Mode: string(m), Turns: len(turns), PromptTokens: st.Queries, CachedTokens: st.Hits,
+		PromptTokensRecomputed: st.Queries - st.Hits, CPUSPerTurn: cpu.Seconds() / float64(len(turns)),
+		BytesToUpstream: p.up.sent.Load(), PeakRSSMB: peak, WallS: wall.Seconds(), Outcomes: map[string]int{}}
+	if st.Queries > 0 {
+		mr.HitRatio = float64(st.Hits) / float64(st.Queries)
+	}
+	fillClient(mr, turns)
+	for _, o := range p.rec.observations() {
+		mr.Outcomes[o.outcome]++
+		mr.PromptTokensTokenized += int64(o.tokens - o.reused)
+		mr.MaxPromptTokens = max(mr.MaxPromptTokens, o.tokens)
+	}
+	if mr.PrepSamples, err = p.rec.timePrepare(ctx, p.timing, opts.PrepReps); err != nil {
+		return nil, err
+	}
+	fillPrep(mr)
+	if err := simi.Close(); err != nil {
+		return nil, fmt.Errorf("stop simulator: %w", err)
+	}
+	mr.SimCPUS = simi.CPUSeconds()
+	return mr, nil
+}
+
+// runTarget drives an external server: client-side numbers only.
+func runTarget(ctx context.Context, opts Options) (*ModeResult, error) {
+	d := newDriver(opts.Workload, opts.Target)
+	defer d.close()
+	start := time.Now()
+	turns, err := d.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mr := &ModeResult{Mode: "target", Turns: len(turns), WallS: time.Since(start).Seconds(), Outcomes: map[string]int{}}
+	fillClient(mr, turns)
+	for _, t := range turns {
+		mr.PromptTokens += uint64(t.inputTokens)
+		mr.CachedTokens += uint64(t.cachedTokens)
+		mr.MaxPromptTokens = max(mr.MaxPromptTokens, t.inputTokens)
+	}
+	mr.PromptTokensRecomputed = mr.PromptTokens - mr.CachedTokens
+	if mr.PromptTokens > 0 {
+		mr.HitRatio = float64(mr.CachedTokens) / float64(mr.PromptTokens)
+	}
+	return mr, nil
+}
+
+// fillClient sets the client-side numbers: TTFT percentiles and request bytes.
+func fillClient(mr *ModeResult, turns []turnResult) {
+	ttft := make([]float64, 0, len(turns))
+	for _, t := range turns {
+		ttft = append(ttft, float64(t.ttft.Microseconds())/1000)
+		mr.BytesFromClients += int64(t.bodyBytes)
+	}
+	mr.TTFTMSP50, mr.TTFTMSP99 = percentile(ttft, 50), percentile(ttft, 99)
+}
+
+// fillPrep sets the per-bucket preparation percentiles from the timed samples.
+func fillPrep(mr *ModeResult) {
+	for _, b := range buckets {
+		var ms []float64
+		for _, s := range mr.PrepSamples {
+			if bucketOf(s.Tokens) == b.name {
+				ms = append(ms, s.MS...)
+			}
+		}
+		if len(ms) > 0 {
+			mr.PrepMSP50.set(b.name, percentile(ms, 50))
+			mr.PrepMSP99.set(b.name, percentile(ms, 99))
+		}
+	}
+}
+
+func machine() Machine {
+	m := Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.LoadAvg = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}

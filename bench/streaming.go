@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/render"
+)
+
+// StreamingOptions configure [MeasureStreaming].
+type StreamingOptions struct {
+	// Model and Sim as in Options; Model is required.
+	Model *render.Model
+	Sim   SimLauncher
+	// Workload supplies the model name and context length; its latency model is replaced.
+	Workload Workload
+	// Tokens is the answer length of the overhead measurement. Default 2000.
+	Tokens int
+	// Reps is how many streams each overhead measurement takes the median of. Default 5.
+	Reps int
+	// Decode is the simulator's time between tokens in the concurrency sweep. Default 20ms.
+	Decode time.Duration
+	// Bound is the p99 gap between tokens (client side) a concurrency level must stay under.
+	// Default 50ms.
+	Bound time.Duration
+	// Levels are the concurrent stream counts tried, ascending. Default 1, 8, 32, 128, 256.
+	Levels []int
+	// SweepTokens is the answer length in the sweep. Default 100.
+	SweepTokens int
+}
+
+// StreamingResult is the proxy's streaming cost.
+type StreamingResult struct {
+	// Tokens is the answer length of the overhead measurement.
+	Tokens int `json:"tokens"`
+	// DirectUSPerToken is a stream's wall time per token straight from the simulator (no latency
+	// model); ProxyUSPerToken through the proxy (Responses events); OverheadUSPerToken their
+	// difference: the proxy's per-token cost (parse, decode, convert, re-encode).
+	DirectUSPerToken   float64 `json:"direct_us_per_token"`
+	ProxyUSPerToken    float64 `json:"proxy_us_per_token"`
+	OverheadUSPerToken float64 `json:"overhead_us_per_token"`
+	// DecodeMS and BoundMS are the sweep's simulated time between tokens and latency bound.
+	DecodeMS float64 `json:"decode_ms"`
+	BoundMS  float64 `json:"bound_ms"`
+	// Levels are the sweep's results; MaxStreamsUnderBound the largest level whose p99 gap
+	// stayed under the bound (0 if none).
+	Levels               []StreamLevel `json:"levels"`
+	MaxStreamsUnderBound int           `json:"max_streams_under_bound"`
+}
+
+// StreamLevel is one concurrency level of the sweep.
+type StreamLevel struct {
+	Streams  int     `json:"streams"`
+	GapMSP99 float64 `json:"gap_ms_p99"`
+	GapMSP50 float64 `json:"gap_ms_p50"`
+}
+
+// MeasureStreaming measures the proxy's streaming overhead per token (simulator without latency,
+// one stream at a time, direct vs through a canonical-mode proxy) and sweeps concurrent streams
+// through the proxy with a simulated decode time, reporting the p99 gap between delta events.
+func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult, error) {
+	if o.Model == nil {
+		return nil, fmt.Errorf("%w: streaming needs a model", ErrBadOptions)
+	}
+	if o.Sim == nil {
+		o.Sim = InProcessSim{Model: o.Model}
+	}
+	if o.Tokens <= 0 {
+		o.Tokens = 2000
+	}
+	if o.Reps <= 0 {
+		o.Reps = 5
+	}
+	if o.Decode <= 0 {
+		o.Decode = 20 * time.Millisecond
+	}
+	if o.Bound <= 0 {
+		o.Bound = 50 * time.Millisecond
+	}
+	if len(o.Levels) == 0 {
+		o.Levels = []int{1, 8, 32, 128, 256}
+	}
+	if o.SweepTokens <= 0 {
+		o.SweepTokens = 100
+	}
+	res := &StreamingResult{Tokens: o.Tokens, DecodeMS: ms64(o.Decode), BoundMS: ms64(o.Bound)}
+
+	w := o.Workload
+	w.TTFTBase, w.PrefillPerToken, w.DecodePerToken, w.Drift, w.OutputLen = 0, 0, 0, 0, o.Tokens
+	err := withStack(ctx, o, w, func(simURL, proxyURL string, client *http.Client) error {
+		var direct, proxied []float64
+		for range o.Reps {
+			d, n, err := streamOnce(ctx, client, simURL+"/v1/completions",
+				fmt.Sprintf(`{"model":%q,"prompt":"Tell me a long story.","max_tokens":%d,"ignore_eos":true,"stream":true}`, w.Model, o.Tokens), nil)
+			if err != nil {
+				return fmt.Errorf("direct stream: %w", err)
+			}
+			direct = append(direct, float64(d.Microseconds())/float64(max(n, 1)))
+			d, n, err = streamOnce(ctx, client, proxyURL+"/v1/responses", responsesBody(w.Model, o.Tokens), nil)
+			if err != nil {
+				return fmt.Errorf("proxied stream: %w", err)
+			}
+			proxied = append(proxied, float64(d.Microseconds())/float64(max(n, 1)))
+		}
+		res.DirectUSPerToken, res.ProxyUSPerToken = percentile(direct, 50), percentile(proxied, 50)
+		res.OverheadUSPerToken = res.ProxyUSPerToken - res.DirectUSPerToken
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	w.DecodePerToken, w.OutputLen = o.Decode, o.SweepTokens
+	err = withStack(ctx, o, w, func(_, proxyURL string, client *http.Client) error {
+		for _, n := range o.Levels {
+			gaps, err := sweepLevel(ctx, client, proxyURL, w.Model, n, o.SweepTokens)
+			if err != nil {
+				return fmt.Errorf("%d streams: %w", n, err)
+			}
+			l := StreamLevel{Streams: n, GapMSP99: percentile(gaps, 99), GapMSP50: percentile(gaps, 50)}
+			res.Levels = append(res.Levels, l)
+			if l.GapMSP99 > ms64(o.Bound) {
+				break
+			}
+			res.MaxStreamsUnderBound = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func ms64(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// responsesBody is a one-turn text request (no tools, reasoning off) answered with a plain text of
+// about the simulator's OutputLen tokens.
+func responsesBody(model string, maxTokens int) string {
+	return fmt.Sprintf(`{"model":%q,"input":"Tell me a long story.","reasoning":{"effort":"none"},"max_output_tokens":%d,"stream":true,"store":false}`,
+		model, maxTokens*2)
+}
+
+// withStack starts a simulator for w and a canonical-mode proxy in front of it, runs f, and stops
+// both.
+func withStack(ctx context.Context, o StreamingOptions, w Workload, f func(simURL, proxyURL string, c *http.Client) error) error {
+	simi, err := o.Sim.Start(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer simi.Close()
+	p, err := newProxy(proxyOptions{mode: ModeCanonical, model: o.Model, upstream: simi.URL(), w: w})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	return f(simi.URL(), p.url, &http.Client{Transport: tr})
+}
+
+// streamOnce posts body and reads the SSE stream to its end. It returns the wall time, the number
+// of tokens (usage of the last event that has it) and, when gaps is set, appends the gaps between
+// consecutive delta events in milliseconds.
+func streamOnce(ctx context.Context, c *http.Client, url, body string, gaps *[]float64) (time.Duration, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	tokens := 0
+	var last time.Time
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+		if !ok || len(data) == 0 || data[0] != '{' {
+			continue
+		}
+		v := gjson.ParseBytes(data)
+		if u := v.Get("usage.completion_tokens"); u.Exists() {
+			tokens = int(u.Int())
+		}
+		if u := v.Get("response.usage.output_tokens"); u.Exists() {
+			tokens = int(u.Int())
+		}
+		if gaps != nil && strings.HasSuffix(v.Get("type").Str, ".delta") {
+			now := time.Now()
+			if !last.IsZero() {
+				*gaps = append(*gaps, float64(now.Sub(last).Microseconds())/1000)
+			}
+			last = now
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, err
+	}
+	return time.Since(start), tokens, nil
+}
+
+// sweepLevel runs n streams at once through the proxy and returns every gap between deltas.
+func sweepLevel(ctx context.Context, c *http.Client, proxyURL, model string, n, tokens int) ([]float64, error) {
+	var mu sync.Mutex
+	var all []float64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var gaps []float64
+			if _, _, err := streamOnce(ctx, c, proxyURL+"/v1/responses", responsesBody(model, tokens), &gaps); err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			all = append(all, gaps...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	return all, nil
+}

@@ -29,9 +29,9 @@
 //
 // Tokenization is independent across added-token matches (bpe refuses tokenizers with
 // lstrip/rstrip/normalized added tokens, so this always holds). [Model.EncodeWithBoundaries]
-// records every such boundary with a digest of the text before it; [Model.Extend] reuses an
-// earlier [Encoding] up to the last boundary both texts share with an equal prefix and tokenizes
-// only the rest. The result is always identical to a full encode.
+// records the start of every added-token match with a digest of the text before it;
+// [Model.Extend] reuses an earlier [Encoding] up to the last boundary both texts share with an
+// equal prefix and tokenizes only the rest. The result is always identical to a full encode.
 //
 // # Identity
 //

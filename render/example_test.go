@@ -55,6 +55,6 @@ func ExampleModel_Extend() {
 	fmt.Println("equals full encode:", fmt.Sprint(next.IDs) == fmt.Sprint(full))
 	// Prints (not run as a test: loading the tokenizer twice per test binary is slow under -race;
 	// TestResponsesRenderGrowth checks the same):
-	//   reused tokens: 8 of 25
+	//   reused tokens: 7 of 25
 	//   equals full encode: true
 }

@@ -19,8 +19,8 @@ type segmentEncoder interface {
 	addedSpans(text string) []span
 }
 
-// Boundary is a point of a prompt text where tokenization splits independently: the start or
-// the end of an added-token match. ids[:Index] is exactly the encoding of text[:Offset], and
+// Boundary is a point of a prompt text where tokenization splits independently: here, the start
+// of an added-token match. ids[:Index] is exactly the encoding of text[:Offset], and
 // Digest (the first 16 bytes of SHA-256 of text[:Offset]) lets a later text be compared with this
 // one without keeping the text.
 type Boundary struct {
@@ -41,7 +41,7 @@ func prefixDigest(h hash.Hash) (d [DigestSize]byte) {
 }
 
 // Encoding is a prompt's token ids with its boundary table (ascending offsets; offset 0 is
-// never listed). It is what a token artifact keeps to extend the prompt next turn.
+// never listed; about one boundary per special token, e.g. two per Qwen3 message). It is what a token artifact keeps to extend the prompt next turn.
 type Encoding struct {
 	IDs        []uint32
 	Boundaries []Boundary
@@ -56,7 +56,9 @@ type Reuse struct {
 }
 
 // encodeWithBoundaries encodes text segment by segment between added-token matches,
-// recording a boundary (with its prefix digest) at every match start and end.
+// recording a boundary (with its prefix digest) at every match start. Match ends are valid
+// boundaries too, but one past a start they save only that single added-token id while doubling
+// the table and the digest work.
 func encodeWithBoundaries(enc segmentEncoder, text string) Encoding {
 	spans := enc.addedSpans(text)
 	var e Encoding
@@ -70,7 +72,6 @@ func encodeWithBoundaries(enc segmentEncoder, text string) Encoding {
 		e.Boundaries = addBoundary(e.Boundaries, h, s.Start, len(e.IDs))
 		e.IDs = append(e.IDs, s.ID)
 		writeString(h, text[s.Start:s.End])
-		e.Boundaries = addBoundary(e.Boundaries, h, s.End, len(e.IDs))
 		pos = s.End
 	}
 	e.IDs = enc.AppendEncode(e.IDs, text[pos:])
@@ -115,7 +116,6 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 		writeString(h, next[pos:s.Start])
 		add(s.Start)
 		writeString(h, next[s.Start:s.End])
-		add(s.End)
 		pos = s.End
 	}
 	best := -1 // index into prev.Boundaries
@@ -146,7 +146,7 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 	}
 	out.IDs = make([]uint32, 0, reuse.Tokens+(len(next)-reuse.Offset)/3+len(spans)+1)
 	out.IDs = append(out.IDs, prev.IDs[:reuse.Tokens]...)
-	// Pass 2: encode from the reused offset, which is a span start or end of next.
+	// Pass 2: encode from the reused offset, which is 0 or a span start of next.
 	first := sort.Search(len(spans), func(i int) bool { return spans[i].End > reuse.Offset })
 	pos = reuse.Offset
 	mi := sort.Search(len(marks), func(i int) bool { return marks[i].offset > reuse.Offset })
@@ -160,7 +160,6 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 		out.IDs = enc.AppendEncode(out.IDs, next[pos:s.Start])
 		record(s.Start)
 		out.IDs = append(out.IDs, s.ID)
-		record(s.End)
 		pos = s.End
 	}
 	out.IDs = enc.AppendEncode(out.IDs, next[pos:])

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/stitchllm/stitch/configs"
 )
 
@@ -317,5 +319,42 @@ func TestDocLinks(t *testing.T) {
 				t.Errorf("%s: broken link %s", path, target)
 			}
 		}
+	}
+}
+
+// TestComposeSimFlags checks that docker-compose.yml runs `stitch sim` with flags it has (the serve
+// side is checked against configs in deploy/compose_test.go; sim's flags live in this package).
+func TestComposeSimFlags(t *testing.T) {
+	var compose struct {
+		Services map[string]struct {
+			Command []string `yaml:"command"`
+		} `yaml:"services"`
+	}
+	data, err := os.ReadFile("docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &compose); err != nil {
+		t.Fatal(err)
+	}
+	flags := helpFlags(t, "sim")
+	sims := 0
+	for name, s := range compose.Services {
+		if len(s.Command) == 0 || s.Command[0] != "sim" {
+			continue
+		}
+		sims++
+		for _, a := range s.Command[1:] {
+			if !strings.HasPrefix(a, "-") {
+				continue
+			}
+			f, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if _, ok := flags[f]; !ok {
+				t.Errorf("docker-compose.yml service %s: stitch sim has no --%s", name, f)
+			}
+		}
+	}
+	if sims == 0 {
+		t.Error("docker-compose.yml runs no `stitch sim` service")
 	}
 }

@@ -172,9 +172,11 @@ func (t *Tiered) l2Err(ctx context.Context, err error) error {
 }
 
 // Put seals a (setting ExpiresAt to now+TTL when zero, without mutating a)
-// and writes it to L1 then L2. The L1 write happens even when L2 fails; the
-// returned error joins both tiers' failures (ErrUnavailable for L2 down).
-// Put does not retain a.
+// and writes it to L1 then L2. The L1 write happens even when L2 fails. An L1
+// failure (such as an artifact over L1's entry limit) is only counted in
+// Stats, unless there is no L2 and the artifact was therefore stored nowhere;
+// an L2 failure is returned (ErrUnavailable for Redis down or slow). Put does
+// not retain a.
 func (t *Tiered) Put(ctx context.Context, a *Artifact) error {
 	if a.ExpiresAt.IsZero() {
 		cp := *a
@@ -185,27 +187,26 @@ func (t *Tiered) Put(ctx context.Context, a *Artifact) error {
 	if err != nil {
 		return fmt.Errorf("put artifact: %w", err)
 	}
-	var errs []error
+	var l1Err error
 	if t.l1 != nil {
-		if err := t.l1.Set(a.Tenant, a.ResponseID, sealed); err != nil {
-			errs = append(errs, err)
-		}
+		l1Err = t.l1.Set(a.Tenant, a.ResponseID, sealed)
 	}
-	if t.l2 != nil {
-		ttl := a.ExpiresAt.Sub(t.now()).Round(time.Second)
-		if ttl < time.Second {
-			ttl = time.Second
+	if t.l2 == nil {
+		if l1Err != nil {
+			return fmt.Errorf("put artifact: %w", l1Err)
 		}
-		l2ctx, cancel := context.WithTimeout(ctx, t.l2Timeout)
-		err := t.l2.Set(l2ctx, a.Tenant, a.ResponseID, sealed, ttl)
-		cancel()
-		if err != nil {
-			t.l2SetErrors.Add(1)
-			errs = append(errs, t.l2Err(ctx, err))
-		}
+		return nil
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("put artifact %q: %w", truncate(a.ResponseID), err)
+	ttl := a.ExpiresAt.Sub(t.now()).Round(time.Second)
+	if ttl < time.Second {
+		ttl = time.Second
+	}
+	l2ctx, cancel := context.WithTimeout(ctx, t.l2Timeout)
+	err = t.l2.Set(l2ctx, a.Tenant, a.ResponseID, sealed, ttl)
+	cancel()
+	if err != nil {
+		t.l2SetErrors.Add(1)
+		return fmt.Errorf("put artifact: %w", t.l2Err(ctx, err))
 	}
 	return nil
 }

@@ -171,3 +171,23 @@ func TestTieredRejectsWrongResponseID(t *testing.T) {
 		t.Errorf("Invalid = %d, want 1", st.Invalid)
 	}
 }
+
+func TestTieredPutTooLargeForL1(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC) }
+	big := storetest.SampleArtifact("acme", "resp_big", 5000, now())
+	l1only := store.NewTiered(store.TieredOptions{Sealer: newSealer(t, now), L1: newL1(t, store.L1Options{MaxMB: 1, MaxEntryBytes: 4096}), Now: now})
+	if err := l1only.Put(t.Context(), big); err == nil {
+		t.Errorf("L1-only Put of an artifact over the entry limit = nil, want an error (stored nowhere)")
+	}
+	both := store.NewTiered(store.TieredOptions{Sealer: newSealer(t, now), L1: newL1(t, store.L1Options{MaxMB: 1, MaxEntryBytes: 4096}),
+		L2: &fakeL2{m: map[string][]byte{}}, Now: now})
+	if err := both.Put(t.Context(), big); err != nil {
+		t.Errorf("Put of an artifact over the L1 entry limit with L2 = %v, want nil (L2 holds it)", err)
+	}
+	if _, tier, err := both.Get(t.Context(), "acme", "resp_big"); err != nil || tier != store.TierPortable {
+		t.Errorf("Get = %q, %v; want portable", tier, err)
+	}
+	if st := both.Stats(); st.L1.TooLarge != 2 {
+		t.Errorf("L1 TooLarge = %d, want 2 (put, then read-through fill)", st.L1.TooLarge)
+	}
+}

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/stitchllm/stitch/render"
 )
 
 func TestRenderCommand(t *testing.T) {
@@ -46,20 +50,80 @@ func TestRenderCommand(t *testing.T) {
 	}
 }
 
+var (
+	renderModelOnce sync.Once
+	renderModel     *render.Model
+	renderModelErr  error
+)
+
+// qwen3Model loads testdata/models/qwen3 once for the tests that call renderLines directly.
+func qwen3Model(t *testing.T) *render.Model {
+	t.Helper()
+	renderModelOnce.Do(func() {
+		renderModel, renderModelErr = render.LoadModel(os.DirFS(filepath.Join("testdata", "models", "qwen3")), render.Options{})
+	})
+	if renderModelErr != nil {
+		t.Fatal(renderModelErr)
+	}
+	return renderModel
+}
+
 func TestRenderCommandErrors(t *testing.T) {
+	// One run through the CLI (embedded demo model) for the exit code and stderr format.
+	var stdout, stderr bytes.Buffer
+	env := cliEnv{stdin: strings.NewReader(`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`), stdout: &stdout, stderr: &stderr}
+	if code := run(context.Background(), env, []string{"render"}); code != 1 ||
+		!strings.Contains(stderr.String(), "stitch render: line 1: not supported: messages[0].content[0].type") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	m := qwen3Model(t)
 	for _, tt := range []struct{ name, in, want string }{
-		{"bad json", `{"messages":[{"role":"user","content":"hi"}]}` + "\n" + `{"messages":` + "\n", "line 2"},
-		{"bad part", `{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, "line 1: not supported: messages[0].content[0].type"},
-		{"bad kwargs", `{"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"messages":1}}`, "line 1"},
+		{"bad json", `{"messages":[{"role":"user","content":"hi"}]}` + "\n\n" + `{"messages":` + "\n", "line 3: invalid input"},
+		{"bad kwargs", `{"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"messages":1}}`, "line 1: invalid input: chat_template_kwargs.messages"},
+		{"template error", `{"messages":[]}`, "line 1: apply chat template"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			env := cliEnv{stdin: strings.NewReader(tt.in), stdout: &stdout, stderr: &stderr}
-			code := run(context.Background(), env, []string{"render"}) // embedded demo model
-			if code != 1 || !strings.Contains(stderr.String(), tt.want) {
-				t.Errorf("exit %d, stderr %q; want exit 1 mentioning %q", code, stderr.String(), tt.want)
+			err := renderLines(context.Background(), m, strings.NewReader(tt.in), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("renderLines error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRenderCommandGolden feeds the golden chat cases through the command's line loop and
+// compares with the Python Jinja2 oracle's texts.
+func TestRenderCommandGolden(t *testing.T) {
+	m := qwen3Model(t)
+	cases, err := os.ReadFile(filepath.Join("testdata", "render", "cases.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "render", "qwen3.text.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := renderLines(context.Background(), m, bytes.NewReader(cases), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	wantLines := strings.Split(strings.TrimSuffix(string(want), "\n"), "\n")
+	if len(got) != len(wantLines) {
+		t.Fatalf("%d output lines, want %d", len(got), len(wantLines))
+	}
+	for i := range got {
+		var g struct{ Text string }
+		var w struct{ Name, Text string }
+		if err := json.Unmarshal([]byte(got[i]), &g); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(wantLines[i]), &w); err != nil {
+			t.Fatal(err)
+		}
+		if g.Text != w.Text {
+			t.Errorf("line %d (%s): text differs from the oracle", i+1, w.Name)
+		}
 	}
 }
 

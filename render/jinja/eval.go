@@ -513,6 +513,16 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
+		if x.op == "**" && isNegConst(x.l) && !isConstant(x.r) && l.isNumber() {
+			// Jinja2 emits a folded negative constant without parentheses,
+			// so `-2 ** y` runs as Python's -(2 ** y).
+			pos, _ := negate(l)
+			v, err := binaryOp("**", pos, r)
+			if err != nil {
+				return Value{}, err
+			}
+			return negate(v)
+		}
 		return binaryOp(x.op, l, r)
 	case *compareExpr:
 		l, err := ev.eval(x.first, f)
@@ -562,6 +572,16 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		return Value{}, errf(KindType, "slice outside subscript")
 	}
 	return Value{}, errf(KindRuntime, "unknown expression")
+}
+
+// isNegConst reports whether x is a literal number with a minus sign.
+func isNegConst(x expr) bool {
+	u, ok := x.(*unaryExpr)
+	if !ok || u.op != "-" {
+		return false
+	}
+	c, ok := u.x.(*constExpr)
+	return ok && c.v.isNumber() && c.v.truth()
 }
 
 // isConstant reports whether x is built only from literals, so that
@@ -718,6 +738,16 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 		return Value{}, err
 	}
 	var picked []int
+	if obj.k == kList && obj.o.(*listObj).rng != nil {
+		// A slice of a range is a range.
+		r := obj.o.(*listObj).rng
+		var items []Value
+		for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+			items = append(items, obj.list()[i])
+		}
+		nr := [3]int64{r[0] + int64(start)*r[2], r[0] + int64(stop)*r[2], r[2] * int64(step)}
+		return Value{k: kList, o: &listObj{items: items, rng: &nr}}, nil
+	}
 	if step > 0 {
 		if step == 1 && start < stop {
 			switch obj.k {
@@ -727,7 +757,9 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 				}
 				return String(string(runes[start:stop])), nil
 			case kList:
-				return List(obj.list()[start:stop:stop]...), nil
+				if obj.isPlain() {
+					return List(obj.list()[start:stop:stop]...), nil
+				}
 			}
 		}
 		for i := start; i < stop; i += step {

@@ -865,10 +865,13 @@ func filterRound(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error
 	switch method {
 	case "common":
 		if v.isInt() {
-			if prec >= 0 {
-				return Int(v.n), nil
+			if v.k == kBool {
+				v = Int(v.n)
 			}
-			return v, nil
+			if prec >= 0 {
+				return v, nil
+			}
+			return roundIntHalfEven(v.bigInt(), -prec), nil
 		}
 		return Float(pyRound(v.float(), prec)), nil
 	case "floor", "ceil":
@@ -882,6 +885,20 @@ func filterRound(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error
 		return Float(x / p), nil
 	}
 	return Value{}, errf(KindRuntime, "method must be common, ceil or floor")
+}
+
+// roundIntHalfEven is Python's round(int, -digits).
+func roundIntHalfEven(b *big.Int, digits int) Value {
+	if digits > 4000 {
+		return Int(0)
+	}
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(digits)), nil)
+	q, r := new(big.Int).DivMod(b, p, new(big.Int))
+	twice := new(big.Int).Lsh(r, 1)
+	if c := twice.Cmp(p); c > 0 || (c == 0 && q.Bit(0) == 1) {
+		q.Add(q, big.NewInt(1))
+	}
+	return bigValue(q.Mul(q, p))
 }
 
 // pyRound is Python's round(float, ndigits): exact round-half-even on the

@@ -68,7 +68,7 @@ func globalRange(ev *evaluator, args []Value, kw []kwArg) (Value, error) {
 	for i := range out {
 		out[i] = Int(start + int64(i)*step)
 	}
-	return List(out...), nil
+	return Value{k: kList, o: &listObj{items: out, rng: &[3]int64{start, stop, step}}}, nil
 }
 
 // dictFromArgs is dict(*args, **kwargs).

@@ -386,7 +386,7 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOptions, level int) error {
 	case kString:
 		writeJSONString(b, v.s, o.ensureASCI)
 	case kList, kTuple:
-		if v.o.(*listObj).view != "" {
+		if !v.isPlain() {
 			return errf(KindType, "Object of type %s is not JSON serializable", v.typeName())
 		}
 		items := v.list()

@@ -36,7 +36,7 @@ func binaryOp(op string, l, r Value) (Value, error) {
 			return String(l.s + r.s), nil
 		case l.k == kString:
 			return Value{}, errf(KindType, "can only concatenate str (not \"%s\") to str", r.typeName())
-		case l.isSeq() && l.k == r.k:
+		case l.isSeq() && l.k == r.k && l.isPlain() && r.isPlain():
 			a, b := l.list(), r.list()
 			out := make([]Value, 0, len(a)+len(b))
 			out = append(append(out, a...), b...)
@@ -44,7 +44,7 @@ func binaryOp(op string, l, r Value) (Value, error) {
 				return tuple(out...), nil
 			}
 			return List(out...), nil
-		case l.isSeq():
+		case l.isSeq() && l.isPlain():
 			return Value{}, errf(KindType, "can only concatenate %s (not \"%s\") to %s", l.typeName(), r.typeName(), l.typeName())
 		}
 	case "*":
@@ -52,7 +52,7 @@ func binaryOp(op string, l, r Value) (Value, error) {
 		if l.isInt() {
 			seq, n = r, l
 		}
-		if n.isInt() && (seq.k == kString || seq.isSeq()) {
+		if n.isInt() && (seq.k == kString || seq.isPlain()) {
 			count := int64(0)
 			if n.k == kBig {
 				if n.bigInt().Sign() > 0 {
@@ -225,7 +225,7 @@ func bigOp(op string, a, b *big.Int) (Value, error) {
 			if fa == 0 {
 				return Value{}, errf(KindZeroDivision, "0.0 cannot be raised to a negative power")
 			}
-			return Float(math.Pow(fa, fb)), nil
+			return floatOp("**", fa, fb)
 		}
 		if a.BitLen() > 1 || (a.Sign() < 0 && a.BitLen() > 1) {
 			if !b.IsInt64() || int64(a.BitLen())*b.Int64() > maxIntBits {
@@ -291,13 +291,40 @@ func floatOp(op string, a, b float64) (Value, error) {
 		if a < 0 && b != math.Trunc(b) {
 			return Value{}, errf(KindValue, "complex result not supported")
 		}
-		r := math.Pow(a, b)
+		r := pow(a, b)
 		if math.IsInf(r, 0) && !math.IsInf(a, 0) && !math.IsInf(b, 0) {
 			return Value{}, errf(KindOverflow, "(34, 'Numerical result out of range')")
 		}
 		return Float(r), nil
 	}
 	return Value{}, errf(KindType, "unsupported operand %s", op)
+}
+
+// pow is C's pow as CPython calls it. For integral exponents the result
+// is computed with 256-bit intermediates and rounded once, which matches
+// glibc's correctly rounded pow; other exponents use math.Pow, which may
+// differ from glibc in the last bit.
+func pow(x, y float64) float64 {
+	if y != math.Trunc(y) || math.Abs(y) > 1<<20 || x == 0 || math.IsInf(x, 0) || math.IsNaN(x) || y == 0 {
+		return math.Pow(x, y)
+	}
+	n := int64(math.Abs(y))
+	base := new(big.Float).SetPrec(256).SetFloat64(x)
+	acc := new(big.Float).SetPrec(256).SetFloat64(1)
+	for n > 0 {
+		if n&1 == 1 {
+			acc.Mul(acc, base)
+		}
+		n >>= 1
+		if n > 0 {
+			base.Mul(base, base)
+		}
+	}
+	if y < 0 {
+		acc.Quo(new(big.Float).SetPrec(256).SetFloat64(1), acc)
+	}
+	f, _ := acc.Float64()
+	return f
 }
 
 func compareOp(op string, l, r Value) (bool, error) {

@@ -45,6 +45,9 @@ type listObj struct {
 	// view is "dict_items", "dict_keys" or "dict_values" for the results
 	// of those dict methods, which Python prints differently.
 	view string
+	// rng is set for range objects, which iterate like lists but print
+	// as range(start, stop[, step]) and are not JSON serializable.
+	rng *[3]int64
 }
 
 type kwArg struct {
@@ -110,6 +113,16 @@ func (v Value) bigInt() *big.Int {
 }
 
 func (v Value) isSeq() bool { return v.k == kList || v.k == kTuple }
+
+// isPlain reports whether a list is a real Python list (not a range or
+// dict view).
+func (v Value) isPlain() bool {
+	if v.k != kList {
+		return v.k == kTuple
+	}
+	lo := v.o.(*listObj)
+	return lo.view == "" && lo.rng == nil
+}
 
 func (v Value) isNumber() bool { return v.k == kBool || v.k == kInt || v.k == kBig || v.k == kFloat }
 
@@ -283,8 +296,12 @@ func (v Value) typeName() string {
 	case kString:
 		return "str"
 	case kList:
-		if view := v.o.(*listObj).view; view != "" {
-			return view
+		lo := v.o.(*listObj)
+		if lo.view != "" {
+			return lo.view
+		}
+		if lo.rng != nil {
+			return "range"
 		}
 		return "list"
 	case kTuple:
@@ -352,6 +369,14 @@ func (v Value) writeRepr(b *strings.Builder, quote bool) {
 		}
 	case kList, kTuple:
 		lo := v.o.(*listObj)
+		if lo.rng != nil {
+			b.WriteString("range(" + strconv.FormatInt(lo.rng[0], 10) + ", " + strconv.FormatInt(lo.rng[1], 10))
+			if lo.rng[2] != 1 {
+				b.WriteString(", " + strconv.FormatInt(lo.rng[2], 10))
+			}
+			b.WriteString(")")
+			return
+		}
 		open, close := "[", "]"
 		if v.k == kTuple {
 			open, close = "(", ")"
@@ -527,6 +552,9 @@ func valuesEqual(a, b Value) bool {
 	case kString:
 		return a.s == b.s
 	case kList, kTuple:
+		if a.typeName() != b.typeName() {
+			return false
+		}
 		x, y := a.list(), b.list()
 		if len(x) != len(y) {
 			return false

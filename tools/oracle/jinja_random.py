@@ -139,6 +139,73 @@ def block(r, depth):
     return "".join(stmt(r, depth) for _ in range(r.randint(1, 3)))
 
 
+# Typed generator: expressions that are mostly valid, so that most cases
+# compare outputs rather than error kinds.
+S_ATOMS = ["s", "ws", "msg.content", "msg.role", "users[0].name", "users[1]['name']", "'abc'", "'  pad  '",
+           "'a,b,,c'", "\"it's\"", "'\u00e9\u00e8 \U0001F600'", "e", "ls[0]", "'%s=%d'", "'Tab\\there'"]
+S_POST = ["|upper", "|lower", "|trim", "|title", "|capitalize", "|replace('a', 'AA')", "|indent(2)", "|center(12)",
+          ".strip()", ".lstrip(' a')", ".rstrip('\\n ')", ".upper()", ".title()", ".replace('l', '')", ".zfill(6)",
+          "|e", "|string", "[1:]", "[::-1]", "[-2:]", "|reverse", "|wordcount|string", ".split(',')|join('+')",
+          ".split()|join('_')", "|list|join('.')", ".capitalize()", ".splitlines()|join('/')", "|truncate_none if false else ''"]
+N_ATOMS = ["i", "neg", "big", "f", "tiny", "huge", "z", "0", "1", "7", "-2", "2.5", "1e-05", "1e16", "0.1", "l[0]",
+           "users[0].age", "d.a", "s|length", "l|sum", "l|max", "range(4)|sum", "true", "false"]
+N_POST = ["|abs", "|round", "|round(2)", "|int", "|float", "|string", "|round(1, 'floor')", "|tojson", ""]
+N_OPS = ["+", "-", "*", "/", "//", "%", "**"]
+L_ATOMS = ["l", "ls", "mixed", "users", "[1, 2.0, 'x', none]", "range(5)", "s|list", "d|list", "d.items()|list",
+           "msg.tool_calls", "[]", "(1, 'a')", "l + [9]", "ls * 2"]
+L_POST = ["|sort", "|unique|list", "|reverse|list", "|first", "|last", "|length", "|tojson", "|string", "|list",
+          "|batch(2)|list", "[1:]", "[::-1]", "|select('odd')|list", "|reject('none')|list", "|join(', ')",
+          "|map('string')|list", "|map(attribute='name')|list", "|selectattr('admin')|list", "|tojson(indent=1)",
+          "|tojson(sort_keys=true)", "|dictsort" , "|count"]
+B_EXPR = ["x is {}", "{} in {}", "{} == {}", "{} < {}", "not {}", "{} and {}", "{} or {}"]
+
+
+def typed(r, depth=2):
+    k = r.random()
+    if k < 0.35:
+        e = r.choice(S_ATOMS)
+        for _ in range(r.randint(0, 2)):
+            e = "(%s)%s" % (e, r.choice(S_POST)) if r.random() < 0.5 else e + r.choice(S_POST)
+        if depth and r.random() < 0.3:
+            e = "%s %s %s" % (e, r.choice(["~", "+", "~"]), typed(r, depth - 1) if r.random() < 0.3 else r.choice(S_ATOMS))
+        return e
+    if k < 0.65:
+        e = r.choice(N_ATOMS)
+        if depth and r.random() < 0.6:
+            op = r.choice(N_OPS)
+            if op == "**":
+                # Non-integral exponents go through libm pow (last-bit
+                # differences) and negative bases give complex numbers.
+                e = "(%s ** %s)" % (r.choice(["i", "f", "tiny", "2.5", "0.1", "7"]), r.choice(["0", "1", "2", "i", "-2"]))
+            else:
+                e = "(%s %s %s)" % (e, op, r.choice(N_ATOMS))
+        return e + r.choice(N_POST)
+    if k < 0.9:
+        return r.choice(L_ATOMS) + r.choice(L_POST)
+    a, b = r.choice(N_ATOMS + S_ATOMS), r.choice(N_ATOMS + L_ATOMS)
+    return "(%s %s %s)" % (a, r.choice(["==", "!=", "in", "not in", "and", "or", "<"]), b)
+
+
+def typed_stmt(r, depth):
+    k = r.random()
+    sep = r.choice(["", "\n", "\n  ", " "])
+    if k < 0.45 or depth == 0:
+        return sep + "{{" + r.choice(["", "-"]) + " " + typed(r) + " " + r.choice(["", "-"]) + "}}" + r.choice(["", ";", "\n"])
+    if k < 0.6:
+        return sep + tag(r, "if " + typed(r, 1)) + typed_block(r, depth - 1) + tag(r, "elif " + typed(r, 1)) + "EL" + tag(r, "else") + typed_block(r, depth - 1) + tag(r, "endif")
+    if k < 0.8:
+        it = r.choice(["l", "ls", "users", "d", "s", "range(3)", "mixed", "msg.tool_calls", "users|selectattr('admin')"])
+        body = typed_block(r, depth - 1) + r.choice(["{{ loop.index }}", "{{ loop.previtem }}", "{{ x }}", "{{ loop.cycle('a', 'b') }}", "{{ loop.length - loop.index0 }}"])
+        return sep + tag(r, "for x in %s" % it) + body + tag(r, "endfor")
+    if k < 0.9:
+        return sep + tag(r, "set ns.v = " + typed(r)) + "{{ ns.v }}"
+    return sep + tag(r, "set v = " + typed(r)) + "{{ v | tojson }}"
+
+
+def typed_block(r, depth):
+    return "".join(typed_stmt(r, depth) for _ in range(r.randint(1, 3)))
+
+
 def main():
     out = sys.argv[1]
     r = random.Random(20251129)
@@ -151,6 +218,16 @@ def main():
             parts.append("-- %s.jinja --\n%s\n" % (name, src))
             parts.append("-- %s.json --\n%s\n" % (name, json.dumps(VARS, ensure_ascii=False)))
         with open(os.path.join(out, "random_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
+            f.write("".join(parts))
+    r = random.Random(1129)
+    for fileno in range(6):
+        parts = []
+        for n in range(per_file):
+            src = "{% set ns = namespace(v=0) %}" + typed_block(r, 2)
+            name = "t%03d" % (fileno * per_file + n)
+            parts.append("-- %s.jinja --\n%s\n" % (name, src))
+            parts.append("-- %s.json --\n%s\n" % (name, json.dumps(VARS, ensure_ascii=False)))
+        with open(os.path.join(out, "typed_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
             f.write("".join(parts))
 
 

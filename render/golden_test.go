@@ -220,3 +220,27 @@ func TestGoldenResponses(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRenderRequest: any parsable chat request renders or fails with an error, never panics, and
+// the certified suffix from any earlier text still equals a full encode.
+func FuzzRenderRequest(f *testing.F) {
+	for _, l := range readJSONL(f, filepath.Join(goldenDir, "cases.jsonl"))[:12] {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"messages":[{"role":"weird","content":"x"},{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"[1e999,\"\\ud800\"]"}}]}]}`))
+	m := qwen3(f)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		req, err := ParseChatRequest(line)
+		if err != nil {
+			return
+		}
+		text, err := m.RenderText(req)
+		if err != nil {
+			return
+		}
+		half := m.EncodeWithBoundaries(text[:len(text)/2])
+		if got, _ := m.Extend(half, text); !slices.Equal(got.IDs, m.Encode(text)) {
+			t.Fatalf("Extend differs from Encode for %q", text)
+		}
+	})
+}

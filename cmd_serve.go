@@ -150,8 +150,12 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		}
 		runtimes[p.Name] = rt
 	}
+	var reseed *server.Reseeder
+	if artifacts != nil {
+		reseed = &server.Reseeder{Sealer: sealer, TTL: cfg.Artifacts.TTL}
+	}
 	srv, err := server.New(server.Options{
-		Logger: logger, Registry: reg, Upstream: up, Models: runtimes, Checkpoints: checkpoints, Auth: auth,
+		Logger: logger, Registry: reg, Upstream: up, Models: runtimes, Checkpoints: checkpoints, Auth: auth, Reseed: reseed,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, MaxInputItems: cfg.Server.MaxInputItems,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -119,12 +120,12 @@ type pendingArtifact struct {
 
 // Prepare implements Preparer.
 func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prepared, error) {
-	text, skipped, err := RenderConversation(a.opts.Model, in)
+	text, conv, err := RenderConversation(a.opts.Model, in)
 	if err != nil {
 		return nil, err
 	}
-	fp := a.fingerprint(in)
-	p := &Prepared{Text: text, SkippedTools: skipped, ThinkingOpen: opensThink(text)}
+	fp := a.fingerprint(in, conv)
+	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text)}
 	pending := &pendingArtifact{fingerprint: fp, textLen: len(text), textDigest: store.TextDigest(text), text: text}
 	p.Artifact = pending
 
@@ -179,18 +180,19 @@ func (a *ArtifactPreparer) resolve(ctx context.Context, in *PrepareInput, fp [32
 	return OutcomeHitLocal, art
 }
 
-// fingerprint is the model execution identity of this turn (DESIGN.md "Identities").
-func (a *ArtifactPreparer) fingerprint(in *PrepareInput) [32]byte {
+// fingerprint is the model execution identity of this turn (DESIGN.md "Identities"). Tools and
+// kwargs are digested as the template sees them, so a client re-spacing its JSON does not matter.
+func (a *ArtifactPreparer) fingerprint(in *PrepareInput, conv *render.Conversation) [32]byte {
 	f := a.opts.Identity
 	f.RendererVersion = render.RendererVersion
 	f.TokenizerDigest = a.opts.Model.TokenizerDigest
 	f.TemplateDigest = a.opts.Model.TemplateDigest
-	f.ChatTemplateKwargs = string(in.Kwargs)
+	f.ChatTemplateKwargs = render.CompactJSON(in.Kwargs)
 	if a.opts.CacheSalt != nil {
 		f.CacheSalt = a.opts.CacheSalt(in.Tenant)
 	}
 	f.InstructionsDigest = render.DigestString(in.Instructions)
-	f.ToolsDigest = render.DigestString(string(in.Tools))
+	f.ToolsDigest = toolsDigest(conv.Tools)
 	return sha256.Sum256([]byte(f.Digest()))
 }
 
@@ -256,6 +258,24 @@ func storeBoundaries(bs []render.Boundary) []store.Boundary {
 		out[i] = store.Boundary{TextOffset: b.Offset, TokenIndex: b.Index, PrefixDigest: b.Digest}
 	}
 	return out
+}
+
+// toolsDigest digests the tools as the template sees them: names, descriptions and the schemas as
+// compact JSON (tojson re-serializes them, so a client's spacing never reaches the prompt).
+func toolsDigest(tools []render.Tool) string {
+	h := sha256.New()
+	for _, t := range tools {
+		desc := "\x00none"
+		if t.Description != nil {
+			desc = *t.Description
+		}
+		for _, s := range []string{t.Name, desc, render.CompactJSON(t.Parameters)} {
+			h.Write([]byte(strconv.Itoa(len(s))))
+			h.Write([]byte{':'})
+			h.Write([]byte(s))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func equalIDs(a, b []uint32) bool {

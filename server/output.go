@@ -45,10 +45,18 @@ func (s *Server) newOutput(t *turn) *output {
 	popts := t.model.Parser
 	popts.ThinkingOpen = t.prompt.ThinkingOpen
 	popts.ParallelToolCalls = req.ParallelToolCalls
-	conv := stream.NewConverter(t.model.NewDecoder(), stream.ConverterOptions{
-		Parser:  popts,
-		Emitter: stream.EmitterOptions{Response: resp, NewID: s.opts.NewID, Now: s.opts.Now},
-	})
+	eopts := stream.EmitterOptions{Response: resp, NewID: s.opts.NewID, Now: s.opts.Now}
+	if req.IncludeEncrypted && s.opts.Reseed != nil {
+		// The response id must be known before the first event to seal it into reasoning items.
+		eopts.Response.ID = s.opts.NewID("resp")
+		rid, tenant := eopts.Response.ID, t.tenant
+		eopts.OnItemDone = func(it *stream.Item, _ stream.ItemRange) {
+			if it.Type == stream.ItemReasoning {
+				it.EncryptedContent = s.opts.Reseed.seal(tenant, rid, it.ID)
+			}
+		}
+	}
+	conv := stream.NewConverter(t.model.NewDecoder(), stream.ConverterOptions{Parser: popts, Emitter: eopts})
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
 }
 

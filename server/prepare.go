@@ -51,10 +51,11 @@ type FullRender struct{ Model *render.Model }
 
 // Prepare implements Preparer.
 func (f FullRender) Prepare(_ context.Context, in *PrepareInput) (*Prepared, error) {
-	text, skipped, err := RenderConversation(f.Model, in)
+	text, conv, err := RenderConversation(f.Model, in)
 	if err != nil {
 		return nil, err
 	}
+	skipped := conv.SkippedTools
 	outcome := "disabled"
 	if in.PreviousID == "" {
 		outcome = "new"
@@ -63,8 +64,8 @@ func (f FullRender) Prepare(_ context.Context, in *PrepareInput) (*Prepared, err
 }
 
 // RenderConversation maps the Responses conversation to chat messages and renders the chat
-// template with the generation prompt. It returns the prompt text and the tools not rendered.
-func RenderConversation(m *render.Model, in *PrepareInput) (string, []string, error) {
+// template with the generation prompt. It returns the prompt text and the chat conversation.
+func RenderConversation(m *render.Model, in *PrepareInput) (string, *render.Conversation, error) {
 	conv, err := render.FromResponses(render.ResponsesInput{
 		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools,
 	})
@@ -77,7 +78,7 @@ func RenderConversation(m *render.Model, in *PrepareInput) (string, []string, er
 	if err != nil {
 		return "", nil, fmt.Errorf("render chat template: %w", err)
 	}
-	return text, conv.SkippedTools, nil
+	return text, conv, nil
 }
 
 // opensThink reports whether a prompt ends inside an opened <think> block (the template's generation

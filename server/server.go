@@ -47,6 +47,9 @@ type Options struct {
 	// MaxBodyBytes caps request bodies (default 32 MiB); MaxInputItems caps input items (default 10000).
 	MaxBodyBytes  int64
 	MaxInputItems int
+	// Reseed, when set, seals reasoning items' encrypted_content for clients that ask for it and
+	// resolves artifacts from replayed histories (stateless clients). Nil: no encrypted_content.
+	Reseed *Reseeder
 	// NewID makes ids with a prefix ("resp", "msg", …); default: 24 random bytes in hex.
 	NewID func(prefix string) string
 	// Now is the clock; default time.Now.

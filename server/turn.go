@@ -33,6 +33,8 @@ type turn struct {
 	prevIDs   []string
 	prompt    *Prepared
 	maxTokens int
+	// reseededFrom is the response a replayed history was matched to through encrypted_content.
+	reseededFrom string
 	kwargs    json.RawMessage
 }
 
@@ -119,6 +121,16 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		instructions = *t.req.Instructions
 	}
 	prevID := t.req.PreviousResponseID
+	if prevID == "" && s.opts.Reseed != nil {
+		// A stateless client replaying its history: its reasoning items may name the response
+		// whose artifact covers that history.
+		raw := make([][]byte, len(t.req.Input))
+		for i, it := range t.req.Input {
+			raw[i] = it
+		}
+		prevID = s.opts.Reseed.replayedResponse(t.tenant, raw)
+		t.reseededFrom = prevID
+	}
 	tools := t.req.Tools
 	if t.req.ToolChoice.Mode == "none" {
 		tools = nil // the model is not told about tools it may not call
@@ -276,21 +288,27 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		t.log.Info("response cancelled by client", "response_id", out.responseID(), "prompt_tokens", len(t.prompt.IDs))
 		return
 	}
+	// The checkpoint and artifact writes outlive a client that disconnects now: the response is
+	// complete and the client may still continue from it.
+	wctx := context.WithoutCancel(ctx)
+	stored := false
 	if req.Store {
-		// The checkpoint and artifact writes outlive a client that disconnects now: the response
-		// is complete and the client may still continue from it.
-		wctx := context.WithoutCancel(ctx)
 		if err := s.persist(wctx, t, out); err != nil {
 			// The response exists for the client but could not be stored: say so instead of
 			// claiming completion, so nobody continues from an id that does not exist.
 			t.log.Error("persist response", "response_id", out.responseID(), "err", err)
 			final = out.failAfterPersist("store_error", "The response could not be stored; it cannot be continued or retrieved.")
-		} else if st := out.status(); st == stream.StatusCompleted || st == stream.StatusIncomplete {
-			if c, ok := t.model.Preparer.(artifactCommitter); ok {
-				actx, cancel := context.WithTimeout(wctx, 2*time.Second)
-				c.Commit(actx, t.tenant, out.responseID(), t.prompt, out.conv)
-				cancel()
-			}
+		} else {
+			stored = true
+		}
+	}
+	// Stateless clients that carry encrypted_content can resume from the artifact too.
+	continuable := stored || (!req.Store && req.IncludeEncrypted && s.opts.Reseed != nil)
+	if st := out.status(); continuable && (st == stream.StatusCompleted || st == stream.StatusIncomplete) {
+		if c, ok := t.model.Preparer.(artifactCommitter); ok {
+			actx, cancel := context.WithTimeout(wctx, 2*time.Second)
+			c.Commit(actx, t.tenant, out.responseID(), t.prompt, out.conv)
+			cancel()
 		}
 	}
 	s.metrics.responses.WithLabelValues(out.status()).Inc()

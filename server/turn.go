@@ -35,7 +35,7 @@ type turn struct {
 	maxTokens int
 	// reseededFrom is the response a replayed history was matched to through encrypted_content.
 	reseededFrom string
-	kwargs    json.RawMessage
+	kwargs       json.RawMessage
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {

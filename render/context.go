@@ -34,8 +34,9 @@ func templateArguments(raw json.RawMessage) []byte {
 	}
 }
 
-// appendToolsJSON appends [{"type":"function","function":{"name","description","parameters"}}]
-// with null for an absent description or parameters, as vLLM's tool model dumps them.
+// appendToolsJSON appends [{"type":"function","function":{"name","description","parameters",…},…}]
+// with null for an absent description or parameters and extra keys last, as vLLM's tool model
+// dumps them.
 func appendToolsJSON(dst []byte, tools []Tool) []byte {
 	dst = append(dst, '[')
 	for i := range tools {
@@ -57,9 +58,23 @@ func appendToolsJSON(dst []byte, tools []Tool) []byte {
 		} else {
 			dst = append(dst, "null"...)
 		}
-		dst = append(dst, "}}"...)
+		dst = appendFields(dst, t.FunctionExtra)
+		dst = append(dst, '}')
+		dst = appendFields(dst, t.Extra)
+		dst = append(dst, '}')
 	}
 	return append(dst, ']')
+}
+
+// appendFields appends `, "key": value` for each field.
+func appendFields(dst []byte, fields []Field) []byte {
+	for _, f := range fields {
+		dst = append(dst, ", "...)
+		dst = appendJSONString(dst, f.Key)
+		dst = append(dst, ": "...)
+		dst = append(dst, f.Value...)
+	}
+	return dst
 }
 
 // appendJSONString appends s as a JSON string literal. Only '"', '\\' and control characters are

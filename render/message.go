@@ -44,7 +44,7 @@ type ToolCall struct {
 }
 
 // Tool is a function tool as the template sees it:
-// {"type":"function","function":{"name","description","parameters"}}.
+// {"type":"function","function":{"name","description","parameters",…FunctionExtra},…Extra}.
 type Tool struct {
 	Name string
 	// Description is nil when absent (the template then sees null).
@@ -52,6 +52,34 @@ type Tool struct {
 	// Parameters is the raw JSON schema, byte for byte as the client sent it; nil when absent
 	// (the template then sees null).
 	Parameters json.RawMessage
+	// FunctionExtra are the function object's other keys (e.g. "strict") and Extra the tool
+	// object's keys other than type and function, in request order. vLLM's pydantic request
+	// models keep unknown keys (extra="allow") and dump them after the declared ones, so a
+	// template printing `tool | tojson` shows them. Only ParseChatTools fills them: Responses
+	// tools map to the minimal chat form.
+	FunctionExtra []Field
+	Extra         []Field
+}
+
+// Field is one JSON object member, its value kept as raw bytes.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// extraFields returns obj's members whose keys are not in known, in order.
+func extraFields(obj gjson.Result, known ...string) []Field {
+	var out []Field
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for _, kn := range known {
+			if k.Str == kn {
+				return true
+			}
+		}
+		out = append(out, Field{Key: k.Str, Value: json.RawMessage(v.Raw)})
+		return true
+	})
+	return out
 }
 
 // ParseChatMessages reads a chat-completions `messages` array (JSON) and applies vLLM's
@@ -273,10 +301,13 @@ func ParseChatTools(raw []byte) ([]Tool, error) {
 			return false
 		}
 		var tool Tool
-		tool, err = parseFunction(t.Get("function"), p+".function")
+		fn := t.Get("function")
+		tool, err = parseFunction(fn, p+".function")
 		if err != nil {
 			return false
 		}
+		tool.FunctionExtra = extraFields(fn, "name", "description", "parameters")
+		tool.Extra = extraFields(t, "type", "function")
 		out = append(out, tool)
 		return true
 	})

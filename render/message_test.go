@@ -15,7 +15,7 @@ func TestParseChatRequest(t *testing.T) {
 		{"role":"assistant","content":"x","reasoning_content":"r","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":{"k":1E3}}}]},
 		{"role":"assistant","content":"y","reasoning":"r2","reasoning_content":"ignored","tool_calls":[]},
 		{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"out"}]}],
-		"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"},"strict":true}}],
+		"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"},"strict":true}},{"x":[1.0],"function":{"description":"d","name":"g"}}],
 		"add_generation_prompt":false,"chat_template_kwargs":{"enable_thinking":false},"extra":1}`
 	got, err := ParseChatRequest([]byte(line))
 	if err != nil {
@@ -29,7 +29,10 @@ func TestParseChatRequest(t *testing.T) {
 			{Role: "assistant", Content: "y", Reasoning: ptr("r2")},
 			{Role: "tool", Content: "out", ToolCallID: ptr("1")},
 		},
-		Tools:              []Tool{{Name: "f", Parameters: []byte(`{"type":"object"}`)}},
+		Tools: []Tool{
+			{Name: "f", Parameters: []byte(`{"type":"object"}`), FunctionExtra: []Field{{Key: "strict", Value: []byte("true")}}},
+			{Name: "g", Description: ptr("d"), Extra: []Field{{Key: "x", Value: []byte("[1.0]")}}},
+		},
 		ChatTemplateKwargs: []byte(`{"enable_thinking":false}`),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

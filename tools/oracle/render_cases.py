@@ -134,6 +134,9 @@ def hand_cases():
     out({"name": "whitespace_edges", "messages": [{"role": "user", "content": "  lead and trail  \n\n"},
         {"role": "assistant", "content": "\n\nanswer\n", "reasoning": "\n\nthought\n\n"},
         {"role": "user", "content": "\r\n\t x \u00a0\u3000"}], "add_generation_prompt": True})
+    out({"name": "tool_extra_keys", "messages": [s, u], "add_generation_prompt": True, "tools": [
+        {"type": "function", "function": {"name": "f", "strict": True, "parameters": {"type": "object"}, "x-meta": [1.0, None]}},
+        {"function": {"description": "no type key", "name": "g"}, "cache_control": {"type": "ephemeral"}}]})
     long = [s]
     for i in range(12):
         long.append({"role": "user", "content": f"Question {i}: what is {i}*{i}?"})

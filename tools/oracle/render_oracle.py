@@ -17,11 +17,14 @@ import json
 import sys
 from datetime import datetime
 
+from typing import Any, Literal, Optional
+
 import jinja2
 from jinja2.ext import loopcontrols
+from pydantic import BaseModel, ConfigDict
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-assert jinja2.__version__ == "3.1.6", jinja2.__version__
+assert jinja2.__version__ == "3.1.6", jinja2.__version__  # pydantic 2.x models the request like vLLM
 
 SPECIAL_KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]
 
@@ -129,12 +132,26 @@ def preprocess(messages):
     return conv
 
 
+class _OpenAIBaseModel(BaseModel):
+    model_config = ConfigDict(extra="allow")  # as vLLM's OpenAIBaseModel: unknown keys are kept
+
+
+class _FunctionDefinition(_OpenAIBaseModel):
+    name: str
+    description: Optional[str] = None
+    parameters: Optional[dict[str, Any]] = None
+
+
+class _ChatCompletionToolsParam(_OpenAIBaseModel):
+    type: Literal["function"] = "function"
+    function: _FunctionDefinition
+
+
 def tool_dicts(tools):
+    # vLLM: [tool.model_dump() for tool in request.tools] (pydantic keeps and dumps extra keys last).
     if not tools:
         return None
-    return [{"type": "function", "function": {"name": t["function"]["name"],
-                                              "description": t["function"].get("description"),
-                                              "parameters": t["function"].get("parameters")}} for t in tools]
+    return [_ChatCompletionToolsParam.model_validate(t).model_dump() for t in tools]
 
 
 def item_text(content):

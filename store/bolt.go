@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,13 @@ type BoltOptions struct {
 	// share its transaction and fsync (bbolt MaxBatchDelay). Zero means 2ms;
 	// raise it for many concurrent writers on slow disks.
 	BatchDelay time.Duration
+	// Retention is how long a checkpoint is kept after it was stored, and an
+	// item after the last checkpoint referencing it was stored (the Redis
+	// store's TTL, for the embedded store). Sweep deletes what is older. Zero
+	// keeps everything forever and skips the per-item bookkeeping.
+	Retention time.Duration
+	// Now is the clock for Retention. Nil means time.Now.
+	Now func() time.Time
 	// Logger receives open/close events. Nil discards them.
 	Logger *slog.Logger
 }
@@ -34,18 +42,26 @@ type BoltOptions struct {
 // stored response survives a crash or restart. Concurrent PutResponse calls
 // are coalesced into shared transactions (one fsync for many writers).
 //
-// Records never expire; DeleteResponse removes a checkpoint record but not its
-// items, which later checkpoints of the conversation may still reference.
+// Records are kept until Sweep removes them (see BoltOptions.Retention);
+// DeleteResponse removes a checkpoint record but not its items, which later
+// checkpoints of the conversation may still reference.
 //
 // Bolt is safe for concurrent use. Keys are tenant+"\x00"+id.
 type Bolt struct {
-	db     *bolt.DB
-	logger *slog.Logger
+	db        *bolt.DB
+	logger    *slog.Logger
+	retention time.Duration
+	now       func() time.Time
 }
 
 var (
 	boltResponses = []byte("responses")
 	boltItems     = []byte("items")
+	// boltTouched maps an item key to the unix second of the last PutResponse
+	// that referenced it (only maintained when Retention is set).
+	boltTouched = []byte("items_touched")
+	// boltStored maps a response key to the unix second it was stored.
+	boltStored = []byte("responses_stored")
 )
 
 // OpenBolt opens (creating if needed, mode 0700/0600) the store in dir.
@@ -72,7 +88,7 @@ func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
 		return nil, fmt.Errorf("open bolt store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{boltResponses, boltItems} {
+		for _, name := range [][]byte{boltResponses, boltItems, boltTouched, boltStored} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -85,7 +101,10 @@ func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
 	}
 	db.MaxBatchDelay = opts.BatchDelay
 	logger.Info("checkpoint store opened", "backend", "bolt", "path", path)
-	return &Bolt{db: db, logger: logger}, nil
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Bolt{db: db, logger: logger, retention: opts.Retention, now: opts.Now}, nil
 }
 
 // Close closes the file. Calls after Close fail with ErrClosed.
@@ -111,11 +130,20 @@ func (s *Bolt) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) er
 	}
 	// Batch coalesces concurrent writers; it may run the function more than
 	// once if a batch partner fails, which is fine: puts are idempotent.
+	var stamp []byte
+	if s.retention > 0 {
+		stamp = binary.BigEndian.AppendUint64(nil, uint64(s.now().Unix()))
+	}
 	err = s.db.Batch(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(boltItems)
 		for _, it := range items {
 			if err := ib.Put([]byte(localKey(cp.Tenant, it.ID)), it.Data); err != nil {
 				return fmt.Errorf("item %q: %w", it.ID, err)
+			}
+		}
+		if stamp != nil {
+			if err := s.touch(tx, cp, items, stamp); err != nil {
+				return err
 			}
 		}
 		return tx.Bucket(boltResponses).Put([]byte(localKey(cp.Tenant, cp.ID)), rec)
@@ -124,6 +152,81 @@ func (s *Bolt) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) er
 		return fmt.Errorf("put response %q: %w", cp.ID, boltErr(err))
 	}
 	return nil
+}
+
+// touch records stamp as the last-referenced time of every item of the
+// conversation and as the stored time of the checkpoint.
+func (s *Bolt) touch(tx *bolt.Tx, cp *Checkpoint, items []Item, stamp []byte) error {
+	tb := tx.Bucket(boltTouched)
+	for _, it := range items {
+		if err := tb.Put([]byte(localKey(cp.Tenant, it.ID)), stamp); err != nil {
+			return err
+		}
+	}
+	for _, id := range cp.ConversationItemIDs {
+		if validID(id) {
+			if err := tb.Put([]byte(localKey(cp.Tenant, id)), stamp); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Bucket(boltStored).Put([]byte(localKey(cp.Tenant, cp.ID)), stamp)
+}
+
+// Sweep deletes checkpoints stored, and items last referenced, more than
+// Retention ago, and returns how many records it deleted. It does nothing
+// when Retention is zero. Run it periodically (say hourly) from main; it works
+// in transactions of at most 1000 deletions so writers are not held up long.
+// Records stored before Retention was set are never swept.
+func (s *Bolt) Sweep(ctx context.Context) (int, error) {
+	if s.retention <= 0 {
+		return 0, nil
+	}
+	cutoff := uint64(s.now().Add(-s.retention).Unix())
+	total := 0
+	for _, pair := range [][2][]byte{{boltStored, boltResponses}, {boltTouched, boltItems}} {
+		for {
+			if err := ctx.Err(); err != nil {
+				return total, fmt.Errorf("sweep: %w", err)
+			}
+			n, err := s.sweepBatch(pair[0], pair[1], cutoff, 1000)
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("sweep: %w", boltErr(err))
+			}
+			if n < 1000 {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// sweepBatch deletes up to limit keys of data whose stamp in stamps is older
+// than cutoff (and their stamps).
+func (s *Bolt) sweepBatch(stamps, data []byte, cutoff uint64, limit int) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		sb, db := tx.Bucket(stamps), tx.Bucket(data)
+		var old [][]byte
+		c := sb.Cursor()
+		for k, v := c.First(); k != nil && len(old) < limit; k, v = c.Next() {
+			if len(v) == 8 && binary.BigEndian.Uint64(v) < cutoff {
+				old = append(old, append([]byte(nil), k...))
+			}
+		}
+		for _, k := range old {
+			if err := sb.Delete(k); err != nil {
+				return err
+			}
+			if err := db.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(old)
+		return nil
+	})
+	return n, err
 }
 
 // GetResponse returns the checkpoint stored for tenant and id, or an error
@@ -204,6 +307,9 @@ func (s *Bolt) DeleteResponse(ctx context.Context, tenant, id string) error {
 		k := []byte(localKey(tenant, id))
 		if b.Get(k) == nil {
 			return ErrNotFound
+		}
+		if err := tx.Bucket(boltStored).Delete(k); err != nil {
+			return err
 		}
 		return b.Delete(k)
 	})

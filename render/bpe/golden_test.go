@@ -111,6 +111,7 @@ func TestGolden(t *testing.T) {
 	for _, m := range models {
 		for _, set := range sets {
 			t.Run(m.name+"/"+set, func(t *testing.T) {
+				t.Parallel() // the tokenizers are safe for concurrent use
 				if testing.Short() && set != "edge" {
 					t.Skip("golden sweep skipped in -short mode")
 				}

@@ -195,3 +195,40 @@ func TestLoadRefusesAddedTokenIDs(t *testing.T) {
 		t.Errorf("Load() error = %v, want ErrUnsupported about id 187", err)
 	}
 }
+
+// TestConcurrentEncode encodes the same texts from several goroutines (run it with -race); the
+// shared word cache must not change any result.
+func TestConcurrentEncode(t *testing.T) {
+	tok := qwen(t)
+	texts := []string{"Hello world, hello world!", "  a  \n\n b<|im_end|>", "\u4e2d\u6587\u5b57\u7b26 " + strings.Repeat("ab", 200),
+		"don't stop 'til you get enough", "x = f(y) + 42\n\treturn x\n"}
+	want := make([][]uint32, len(texts))
+	for i, s := range texts {
+		want[i] = tok.Encode(s)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*50*2)
+	for g := range 8 {
+		wg.Go(func() {
+			for r := range 50 {
+				i := (g + r) % len(texts)
+				if got := tok.Encode(texts[i]); !equalIDs(got, want[i]) {
+					errs <- texts[i]
+				}
+				d := tok.NewDecodeStream()
+				var b strings.Builder
+				for _, id := range want[i] {
+					b.WriteString(d.Next(id))
+				}
+				if b.String()+d.Flush() != texts[i] {
+					errs <- "decode " + texts[i]
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Errorf("concurrent result differs for %q", e)
+	}
+}

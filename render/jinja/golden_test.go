@@ -145,6 +145,8 @@ func TestCases(t *testing.T) {
 			var vars []byte
 			if v, ok := by[c+".json"]; ok {
 				vars = []byte(v)
+			} else if v, ok := by["_vars.json"]; ok {
+				vars = []byte(v)
 			}
 			tpl := s.body
 			t.Run(base+"/"+c, func(t *testing.T) {

@@ -10,7 +10,8 @@ Usage (from the repository root):
 Inputs and outputs (all under the given directory):
 
   cases/*.txtar      sections "NAME.jinja" (template) and optional
-                     "NAME.json" (context variables, a JSON object).
+                     "NAME.json" (context variables, a JSON object; a
+                     "_vars.json" section is the default for the file).
                      The oracle rewrites each file, replacing any
                      "NAME.out" / "NAME.err" sections with fresh results.
   templates/*.jinja  real chat templates (data; see PROVENANCE.md).
@@ -143,7 +144,7 @@ def do_cases(root):
                     continue
                 template, variables = byname[case + ".jinja"], json.loads(body)
             elif ext == ".jinja":
-                template, variables = body, {}
+                template, variables = body, json.loads(byname.get("_vars.json", "{}"))
             else:
                 continue
             kind, res = render(template, variables)

@@ -216,7 +216,7 @@ def main():
             src = block(r, 2)
             name = "r%03d" % (fileno * per_file + n)
             parts.append("-- %s.jinja --\n%s\n" % (name, src))
-            parts.append("-- %s.json --\n%s\n" % (name, json.dumps(VARS, ensure_ascii=False)))
+        parts.insert(0, "-- _vars.json --\n%s\n" % json.dumps(VARS, ensure_ascii=False))
         with open(os.path.join(out, "random_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
             f.write("".join(parts))
     r = random.Random(1129)
@@ -226,7 +226,7 @@ def main():
             src = "{% set ns = namespace(v=0) %}" + typed_block(r, 2)
             name = "t%03d" % (fileno * per_file + n)
             parts.append("-- %s.jinja --\n%s\n" % (name, src))
-            parts.append("-- %s.json --\n%s\n" % (name, json.dumps(VARS, ensure_ascii=False)))
+        parts.insert(0, "-- _vars.json --\n%s\n" % json.dumps(VARS, ensure_ascii=False))
         with open(os.path.join(out, "typed_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
             f.write("".join(parts))
 

@@ -1,0 +1,610 @@
+package jinja
+
+import (
+	"math"
+	"math/big"
+	"strings"
+)
+
+func (ev *evaluator) eval(x expr, f *frame) (Value, error) {
+	if err := ev.burn(); err != nil {
+		return Value{}, err
+	}
+	v, err := ev.eval1(x, f)
+	if err != nil {
+		return Value{}, atLine(err, x.exprSpan())
+	}
+	// Charge for the size of what was built so that fuel also bounds
+	// memory (string doubling in a loop grows exponentially per step).
+	switch v.k {
+	case kString:
+		ev.fuel -= len(v.s) >> 4
+	case kList, kTuple:
+		ev.fuel -= len(v.list()) >> 2
+	}
+	return v, nil
+}
+
+func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
+	switch x := x.(type) {
+	case *constExpr:
+		return x.v, nil
+	case *nameExpr:
+		if v, ok := f.lookup(x.name); ok {
+			return v, nil
+		}
+		if g, ok := lookupGlobal(x.name); ok {
+			return g, nil
+		}
+		return undefined("'" + x.name + "' is undefined"), nil
+	case *attrExpr:
+		obj, err := ev.eval(x.x, f)
+		if err != nil {
+			return Value{}, err
+		}
+		return getAttr(obj, x.name)
+	case *itemExpr:
+		obj, err := ev.eval(x.x, f)
+		if err != nil {
+			return Value{}, err
+		}
+		if sl, ok := x.key.(*sliceExpr); ok {
+			v, err := ev.evalSlice(obj, sl, f)
+			if err != nil && ev.folding {
+				// Jinja2 folds a {{ }} expression made only of literals at
+				// compile time, through environment.getitem, which turns
+				// this error into Undefined.
+				return undefined("constant slice failed"), nil
+			}
+			return v, err
+		}
+		key, err := ev.eval(x.key, f)
+		if err != nil {
+			return Value{}, err
+		}
+		return getItem(obj, key)
+	case *listExpr:
+		items := make([]Value, len(x.items))
+		for i, it := range x.items {
+			v, err := ev.eval(it, f)
+			if err != nil {
+				return Value{}, err
+			}
+			items[i] = v
+		}
+		return List(items...), nil
+	case *tupleExpr:
+		items := make([]Value, len(x.items))
+		for i, it := range x.items {
+			v, err := ev.eval(it, f)
+			if err != nil {
+				return Value{}, err
+			}
+			items[i] = v
+		}
+		return tuple(items...), nil
+	case *dictExpr:
+		m := NewMap()
+		for i := range x.keys {
+			k, err := ev.eval(x.keys[i], f)
+			if err != nil {
+				return Value{}, err
+			}
+			if _, ok := hashKey(k); !ok {
+				return Value{}, errf(KindType, "unhashable type: '%s'", k.typeName())
+			}
+			v, err := ev.eval(x.values[i], f)
+			if err != nil {
+				return Value{}, err
+			}
+			m.set(k, v)
+		}
+		return MapValue(m), nil
+	case *callExpr:
+		return ev.evalCall(x, f, nil)
+	case *filterExpr:
+		v, err := ev.eval(x.x, f)
+		if err != nil {
+			return Value{}, err
+		}
+		return ev.applyFilter(x, v, f)
+	case *testExpr:
+		return ev.applyTest(x, f)
+	case *unaryExpr:
+		v, err := ev.eval(x.x, f)
+		if err != nil {
+			return Value{}, err
+		}
+		switch x.op {
+		case "not":
+			return Bool(!v.truth()), nil
+		case "-":
+			return negate(v)
+		}
+		if !v.isNumber() {
+			if v.k == kUndefined {
+				return Value{}, undefinedError(v)
+			}
+			return Value{}, errf(KindType, "bad operand type for unary +: '%s'", v.typeName())
+		}
+		if v.k == kBool {
+			return Int(v.n), nil
+		}
+		return v, nil
+	case *binaryExpr:
+		l, err := ev.eval(x.l, f)
+		if err != nil {
+			return Value{}, err
+		}
+		switch x.op {
+		case "and":
+			if !l.truth() {
+				return l, nil
+			}
+			return ev.eval(x.r, f)
+		case "or":
+			if l.truth() {
+				return l, nil
+			}
+			return ev.eval(x.r, f)
+		}
+		r, err := ev.eval(x.r, f)
+		if err != nil {
+			return Value{}, err
+		}
+		if x.op == "**" && isNegConst(x.l) && !isConstant(x.r) && l.isNumber() {
+			// Jinja2 emits a folded negative constant without parentheses,
+			// so `-2 ** y` runs as Python's -(2 ** y).
+			pos, _ := negate(l)
+			v, err := binaryOp("**", pos, r)
+			if err != nil {
+				return Value{}, err
+			}
+			return negate(v)
+		}
+		return binaryOp(x.op, l, r)
+	case *compareExpr:
+		l, err := ev.eval(x.first, f)
+		if err != nil {
+			return Value{}, err
+		}
+		for i, op := range x.ops {
+			r, err := ev.eval(x.rest[i], f)
+			if err != nil {
+				return Value{}, err
+			}
+			ok, err := compareOp(op, l, r)
+			if err != nil {
+				return Value{}, err
+			}
+			if !ok {
+				return Bool(false), nil
+			}
+			l = r
+		}
+		return Bool(true), nil
+	case *concatExpr:
+		var b strings.Builder
+		for _, it := range x.items {
+			v, err := ev.eval(it, f)
+			if err != nil {
+				return Value{}, err
+			}
+			b.WriteString(v.str())
+		}
+		return String(b.String()), nil
+	case *condExpr:
+		t, err := ev.eval(x.test, f)
+		if err != nil {
+			return Value{}, err
+		}
+		if t.truth() {
+			return ev.eval(x.yes, f)
+		}
+		if x.no == nil {
+			return undefined("the inline if-expression on line evaluated to false and no else section was defined."), nil
+		}
+		return ev.eval(x.no, f)
+	case *nsRefExpr:
+		return Value{}, errf(KindSyntax, "namespace reference outside assignment")
+	case *sliceExpr:
+		return Value{}, errf(KindType, "slice outside subscript")
+	}
+	return Value{}, errf(KindRuntime, "unknown expression")
+}
+
+// isNegConst reports whether x is a literal number with a minus sign.
+func isNegConst(x expr) bool {
+	u, ok := x.(*unaryExpr)
+	if !ok || u.op != "-" {
+		return false
+	}
+	c, ok := u.x.(*constExpr)
+	return ok && c.v.isNumber() && c.v.truth()
+}
+
+// isConstant reports whether x is built only from literals, so that
+// Jinja2's compiler would evaluate it at compile time in an output.
+func isConstant(x expr) bool {
+	ok := true
+	var walk func(expr)
+	walk = func(x expr) {
+		switch x := x.(type) {
+		case nil, *constExpr:
+		case *listExpr:
+			for _, it := range x.items {
+				walk(it)
+			}
+		case *tupleExpr:
+			for _, it := range x.items {
+				walk(it)
+			}
+		case *itemExpr:
+			walk(x.x)
+			walk(x.key)
+		case *sliceExpr:
+			walk(x.start)
+			walk(x.stop)
+			walk(x.step)
+		case *unaryExpr:
+			walk(x.x)
+		case *binaryExpr:
+			walk(x.l)
+			walk(x.r)
+		case *concatExpr:
+			for _, it := range x.items {
+				walk(it)
+			}
+		default:
+			ok = false
+		}
+	}
+	walk(x)
+	return ok
+}
+
+func (ev *evaluator) evalSlice(obj Value, sl *sliceExpr, f *frame) (Value, error) {
+	var parts [3]Value
+	for i, e := range []expr{sl.start, sl.stop, sl.step} {
+		if e == nil {
+			parts[i] = None()
+			continue
+		}
+		v, err := ev.eval(e, f)
+		if err != nil {
+			return Value{}, err
+		}
+		parts[i] = v
+	}
+	return sliceValue(obj, parts[0], parts[1], parts[2])
+}
+
+// sliceIndices is Python's slice.indices(n).
+func sliceIndices(startV, stopV, stepV Value, n int) (start, stop, step int, err error) {
+	idx := func(v Value) (int, bool, error) {
+		switch v.k {
+		case kNone:
+			return 0, false, nil
+		case kInt, kBool:
+			return clampInt(v.n), true, nil
+		case kBig:
+			if v.bigInt().Sign() < 0 {
+				return math.MinInt32, true, nil
+			}
+			return math.MaxInt32, true, nil
+		}
+		return 0, false, errf(KindType, "slice indices must be integers or None or have an __index__ method")
+	}
+	step = 1
+	s, ok, err := idx(stepV)
+	if err != nil {
+		return
+	}
+	if ok {
+		if s == 0 {
+			err = errf(KindValue, "slice step cannot be zero")
+			return
+		}
+		step = s
+	}
+	lo, hi := 0, n
+	if step < 0 {
+		lo, hi = -1, n-1
+	}
+	norm := func(v Value, def int) (int, error) {
+		i, ok, err := idx(v)
+		if err != nil || !ok {
+			return def, err
+		}
+		if i < 0 {
+			i += n
+			if i < lo {
+				i = lo
+			}
+		} else if i > hi {
+			i = hi
+		}
+		return i, nil
+	}
+	if step > 0 {
+		if start, err = norm(startV, lo); err != nil {
+			return
+		}
+		stop, err = norm(stopV, hi)
+	} else {
+		if start, err = norm(startV, hi); err != nil {
+			return
+		}
+		stop, err = norm(stopV, lo)
+	}
+	return
+}
+
+func clampInt(i int64) int {
+	if i > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	if i < math.MinInt32 {
+		return math.MinInt32
+	}
+	return int(i)
+}
+
+func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
+	var n int
+	var runes []rune
+	switch obj.k {
+	case kList, kTuple:
+		n = len(obj.list())
+	case kString:
+		if isASCII(obj.s) {
+			n = len(obj.s)
+		} else {
+			runes = []rune(obj.s)
+			n = len(runes)
+		}
+	case kUndefined:
+		return Value{}, undefinedError(obj)
+	case kMap:
+		// Jinja2 compiles slices to a plain Python subscript (not
+		// environment.getitem), so errors propagate.
+		return Value{}, errf(KindType, "unhashable type: 'slice'")
+	default:
+		return Value{}, errf(KindType, "'%s' object is not subscriptable", obj.typeName())
+	}
+	start, stop, step, err := sliceIndices(startV, stopV, stepV, n)
+	if err != nil {
+		return Value{}, err
+	}
+	var picked []int
+	if obj.k == kList && obj.o.(*listObj).rng != nil {
+		// A slice of a range is a range.
+		r := obj.o.(*listObj).rng
+		var items []Value
+		for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+			items = append(items, obj.list()[i])
+		}
+		nr := [3]int64{r[0] + int64(start)*r[2], r[0] + int64(stop)*r[2], r[2] * int64(step)}
+		return Value{k: kList, o: &listObj{items: items, rng: &nr}}, nil
+	}
+	if step > 0 {
+		if step == 1 && start < stop {
+			switch obj.k {
+			case kString:
+				if runes == nil {
+					return String(obj.s[start:stop]), nil
+				}
+				return String(string(runes[start:stop])), nil
+			case kList:
+				if obj.isPlain() {
+					return List(obj.list()[start:stop:stop]...), nil
+				}
+			}
+		}
+		for i := start; i < stop; i += step {
+			picked = append(picked, i)
+		}
+	} else {
+		for i := start; i > stop; i += step {
+			picked = append(picked, i)
+		}
+	}
+	switch obj.k {
+	case kString:
+		var b strings.Builder
+		for _, i := range picked {
+			if runes == nil {
+				b.WriteByte(obj.s[i])
+			} else {
+				b.WriteRune(runes[i])
+			}
+		}
+		return String(b.String()), nil
+	}
+	src := obj.list()
+	out := make([]Value, len(picked))
+	for j, i := range picked {
+		out[j] = src[i]
+	}
+	if obj.k == kTuple {
+		return tuple(out...), nil
+	}
+	return List(out...), nil
+}
+
+// getItem is Jinja2's Environment.getitem in the sandbox: obj[key],
+// falling back to a safe attribute for string keys, else Undefined.
+func getItem(obj, key Value) (Value, error) {
+	switch obj.k {
+	case kUndefined:
+		return Value{}, undefinedError(obj)
+	case kMap:
+		if _, ok := hashKey(key); ok {
+			if v, ok := obj.mapv().get(key); ok {
+				return v, nil
+			}
+		}
+	case kList, kTuple:
+		if key.k == kInt || key.k == kBool {
+			items := obj.list()
+			i := key.n
+			if i < 0 {
+				i += int64(len(items))
+			}
+			if i >= 0 && i < int64(len(items)) {
+				return items[i], nil
+			}
+			return undefined("'" + obj.typeName() + " object' has no element " + key.repr()), nil
+		}
+	case kString:
+		if key.k == kInt || key.k == kBool {
+			i := key.n
+			if isASCII(obj.s) {
+				if i < 0 {
+					i += int64(len(obj.s))
+				}
+				if i >= 0 && i < int64(len(obj.s)) {
+					return String(obj.s[i : i+1]), nil
+				}
+			} else {
+				rs := []rune(obj.s)
+				if i < 0 {
+					i += int64(len(rs))
+				}
+				if i >= 0 && i < int64(len(rs)) {
+					return String(string(rs[i])), nil
+				}
+			}
+			return undefined("'str object' has no element " + key.repr()), nil
+		}
+	}
+	if key.k == kString {
+		return getAttrOnly(obj, key.s, true)
+	}
+	return undefined("'" + obj.typeName() + " object' has no element " + key.repr()), nil
+}
+
+// getAttr is Jinja2's sandboxed Environment.getattr: a Python attribute
+// (method) first, then obj[name], else Undefined.
+func getAttr(obj Value, name string) (Value, error) {
+	if obj.k == kUndefined {
+		return Value{}, undefinedError(obj)
+	}
+	if isDunder(name) {
+		return unsafeUndefined(obj, name), nil
+	}
+	if m, ok := methodValue(obj, name); ok {
+		return m, nil
+	}
+	switch obj.k {
+	case kMap:
+		if v, ok := obj.mapv().getStr(name); ok {
+			return v, nil
+		}
+	case kNamespace:
+		if v, ok := obj.mapv().getStr(name); ok {
+			return v, nil
+		}
+	case kLoop:
+		if v, ok := loopAttr(obj.o.(*loopObj), name); ok {
+			return v, nil
+		}
+	}
+	return undefined("'" + obj.typeName() + " object' has no attribute '" + name + "'"), nil
+}
+
+// getAttrOnly is the attribute half of getitem's fallback.
+func getAttrOnly(obj Value, name string, fromItem bool) (Value, error) {
+	if isDunder(name) {
+		return unsafeUndefined(obj, name), nil
+	}
+	if m, ok := methodValue(obj, name); ok {
+		return m, nil
+	}
+	switch obj.k {
+	case kNamespace:
+		if v, ok := obj.mapv().getStr(name); ok {
+			return v, nil
+		}
+	case kLoop:
+		if v, ok := loopAttr(obj.o.(*loopObj), name); ok {
+			return v, nil
+		}
+	}
+	return undefined("'" + obj.typeName() + " object' has no element " + pyReprString(name)), nil
+}
+
+func isDunder(name string) bool {
+	return len(name) > 4 && strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__")
+}
+
+func unsafeUndefined(obj Value, name string) Value {
+	return Value{k: kUndefined, n: 1, s: "access to attribute '" + name + "' of '" + obj.typeName() + "' object is unsafe."}
+}
+
+func loopAttr(l *loopObj, name string) (Value, bool) {
+	switch name {
+	case "index":
+		return Int(int64(l.index0 + 1)), true
+	case "index0":
+		return Int(int64(l.index0)), true
+	case "revindex":
+		return Int(int64(l.length - l.index0)), true
+	case "revindex0":
+		return Int(int64(l.length - l.index0 - 1)), true
+	case "first":
+		return Bool(l.index0 == 0), true
+	case "last":
+		return Bool(l.index0 == l.length-1), true
+	case "length":
+		return Int(int64(l.length)), true
+	case "depth":
+		return Int(int64(l.depth0 + 1)), true
+	case "depth0":
+		return Int(int64(l.depth0)), true
+	case "previtem":
+		if l.index0 == 0 {
+			return undefined("there is no previous item"), true
+		}
+		return l.items[l.index0-1], true
+	case "nextitem":
+		if l.index0+1 >= l.length {
+			return undefined("there is no next item"), true
+		}
+		return l.items[l.index0+1], true
+	case "cycle":
+		return Value{k: kFunc, o: &funcObj{name: "cycle", call: func(ev *evaluator, args []Value, kw []kwArg) (Value, error) {
+			if len(args) == 0 {
+				return Value{}, errf(KindType, "no items for cycling given")
+			}
+			return args[l.index0%len(args)], nil
+		}}}, true
+	case "changed":
+		return Value{k: kFunc, o: &funcObj{name: "changed", call: func(ev *evaluator, args []Value, kw []kwArg) (Value, error) {
+			v := tuple(args...)
+			if l.changed && valuesEqual(v, l.lastVal) {
+				return Bool(false), nil
+			}
+			l.changed, l.lastVal = true, v
+			return Bool(true), nil
+		}}}, true
+	}
+	return Value{}, false
+}
+
+func negate(v Value) (Value, error) {
+	switch v.k {
+	case kInt, kBool:
+		if v.n == math.MinInt64 {
+			return bigValue(new(big.Int).Neg(v.bigInt())), nil
+		}
+		return Int(-v.n), nil
+	case kBig:
+		return bigValue(new(big.Int).Neg(v.bigInt())), nil
+	case kFloat:
+		return Float(-v.float()), nil
+	case kUndefined:
+		return Value{}, undefinedError(v)
+	}
+	return Value{}, errf(KindType, "bad operand type for unary -: '%s'", v.typeName())
+}

@@ -222,6 +222,22 @@ func TestParseSpecialTokens(t *testing.T) {
 	}
 }
 
+func TestRenderToolCallKeyOrder(t *testing.T) {
+	m, err := qwen3(t).WithTemplate(`{{ messages[0] | tojson }}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.RenderText(ChatRequest{Messages: []Message{{Role: "assistant", Content: "c", Reasoning: ptr("r"), Name: ptr("n"),
+		ToolCalls: []ToolCall{{ID: "1", Type: "function", Name: "f", Arguments: []byte(`"{\"b\": 1.0, \"a\": 2}"`)}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"role": "assistant", "content": "c", "tool_calls": [{"id": "1", "function": {"arguments": {"b": 1.0, "a": 2}, "name": "f"}, "type": "function"}], "reasoning": "r", "reasoning_content": "r", "name": "n"}`
+	if got != want {
+		t.Errorf("message value:\n got %s\nwant %s", got, want)
+	}
+}
+
 func TestRenderTemplateVariables(t *testing.T) {
 	m, err := qwen3(t).WithTemplate(`{{ bos_token is defined }}|{{ eos_token }}|{{ pad_token }}|{{ additional_special_tokens[0] }}|`+
 		`{{ documents | tojson }}|{{ tools | tojson }}|{{ flag }}|{{ n }}|{{ add_generation_prompt }}`, Options{})

@@ -114,7 +114,7 @@ func (j jinjaTemplate) execute(v *templateVars) (string, error) {
 
 // messagesValue builds the template's `messages` the way vLLM's parse_chat_messages leaves them:
 // {"role","content","tool_calls"?,"reasoning"?,"reasoning_content"?,"tool_call_id"?,"name"?} in
-// that key order. Only tool-call arguments go through JSON (templateArguments, FromJSON).
+// that key order; tool calls {"id","function":{"arguments","name"},"type"}. Only tool-call arguments go through JSON (templateArguments, FromJSON).
 func messagesValue(msgs []Message) (jinja.Value, error) {
 	items := make([]jinja.Value, len(msgs))
 	for i := range msgs {
@@ -132,17 +132,20 @@ func messagesValue(msgs []Message) (jinja.Value, error) {
 					if err != nil {
 						return jinja.Value{}, fmt.Errorf("messages[%d].tool_calls[%d].function.arguments: %w", i, j, err)
 					}
+					// Key order as vLLM's request validation leaves it: pydantic rebuilds the
+					// openai TypedDicts in declaration order, {"id","function":{"arguments",
+					// "name"},"type"}, and _postprocess_messages replaces arguments in place.
 					fn := jinja.NewMap()
-					fn.Set("name", jinja.String(c.Name))
 					fn.Set("arguments", args)
+					fn.Set("name", jinja.String(c.Name))
 					call := jinja.NewMap()
 					if c.ID != "" {
 						call.Set("id", jinja.String(c.ID))
 					}
+					call.Set("function", jinja.MapValue(fn))
 					if c.Type != "" {
 						call.Set("type", jinja.String(c.Type))
 					}
-					call.Set("function", jinja.MapValue(fn))
 					calls[j] = jinja.MapValue(call)
 				}
 				mp.Set("tool_calls", jinja.List(calls...))

@@ -96,11 +96,14 @@ def preprocess(messages):
             if m.get("tool_calls") is not None:
                 calls = []
                 for tc in m["tool_calls"]:
+                    # vLLM's request validation (pydantic over openai's TypedDicts) keeps only the
+                    # declared keys, in declaration order: id, function{arguments, name}, type.
                     c = {}
-                    for k in ("id", "type"):
-                        if k in tc:
-                            c[k] = tc[k]
-                    c["function"] = {"name": tc["function"]["name"], "arguments": tc["function"].get("arguments")}
+                    if "id" in tc:
+                        c["id"] = tc["id"]
+                    c["function"] = {"arguments": tc["function"].get("arguments"), "name": tc["function"]["name"]}
+                    if "type" in tc:
+                        c["type"] = tc["type"]
                     calls.append(c)
                 msg["tool_calls"] = calls
             reasoning = m.get("reasoning")

@@ -93,6 +93,10 @@ func NewL1(opts L1Options) (*L1, error) {
 	}
 	shards = min(shards, 256)
 	shardBytes := capBytes / shards
+	if shardBytes >= 1<<32-1 {
+		// bigcache indexes a shard's queue with uint32.
+		return nil, fmt.Errorf("new L1 cache: %d MiB in %d shards exceeds 4 GiB per shard; lower MaxEntryBytes", opts.MaxMB, shards)
+	}
 	// Size the initial queue to the whole shard (capped by bigcache to the
 	// hard limit): growing by doubling would reject an entry that fits the
 	// limit but not the remaining growth step. The pages are only touched as

@@ -26,6 +26,8 @@ type Model struct {
 	ChatTemplateKwargs json.RawMessage
 	// CacheSalt returns vLLM's cache_salt for a tenant ("" sends none).
 	CacheSalt func(tenant string) string
+	// Encode tokenizes text (add_special_tokens=false).
+	Encode func(text string) []uint32
 }
 
 // Preparer turns a conversation into the prompt ids sent to vLLM. The full-render preparer renders

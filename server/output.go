@@ -23,6 +23,7 @@ type output struct {
 	terminal   []stream.Event // the terminal event, held until persisted
 	events     int            // non-terminal events already handed to the sink
 	failed     bool           // the response was failed after the stream ended (store error)
+	forced     []uint32       // prompt-forced output ids, fed to the parser before upstream's
 }
 
 func (s *Server) newOutput(t *turn) *output {
@@ -79,6 +80,15 @@ func (o *output) begin() []stream.Event { return o.conv.Start(nil) }
 func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) error {
 	chunks := stream.NewChunkReader(body)
 	var events []stream.Event
+	if len(o.forced) > 0 {
+		events = o.conv.Chunk(events, &stream.Chunk{TokenIDs: o.forced})
+		if len(events) > 0 {
+			o.events += len(events)
+			if err := sink.write(events); err != nil {
+				return fmt.Errorf("write to client: %w", err)
+			}
+		}
+	}
 	for {
 		ch, err := chunks.Next()
 		switch {

@@ -42,6 +42,7 @@ func NewModelRuntime(c ModelConfig) *Model {
 		MaxModelLen:        c.MaxModelLen,
 		ChatTemplateKwargs: c.ChatTemplateKwargs,
 		CacheSalt:          c.CacheSalt,
+		Encode:             c.Render.Encode,
 	}
 }
 

@@ -33,6 +33,9 @@ type turn struct {
 	prevIDs   []string
 	prompt    *Prepared
 	maxTokens int
+	// forced are ids appended after the prompt to force a tool call (tool_choice required or a
+	// named function); the parser sees them as the start of the output.
+	forced []uint32
 	// reseededFrom is the response a replayed history was matched to through encrypted_content.
 	reseededFrom string
 	kwargs       json.RawMessage
@@ -107,7 +110,30 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		}
 	}
 	t.kwargs = templateKwargs(model.ChatTemplateKwargs, req)
-	return s.prepare(ctx, t)
+	if err := s.prepare(ctx, t); err != nil {
+		return err
+	}
+	t.forced = forcedToolCall(t.model, req)
+	if len(t.forced) >= t.maxTokens {
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "max_output_tokens",
+			Code: "context_length_exceeded", Message: "No room left for a forced tool call in the context window."}
+	}
+	t.maxTokens -= len(t.forced)
+	return nil
+}
+
+// forcedToolCall returns the ids that open a tool call when tool_choice requires one: the model
+// continues "<tool_call>\n" (required), or "<tool_call>\n{\"name\": \"f\", \"arguments\": "
+// (a named function), in the hermes format it was trained on.
+func forcedToolCall(m *Model, req *request) []uint32 {
+	switch req.ToolChoice.Mode {
+	case "required":
+		return m.Encode("<tool_call>\n")
+	case "function":
+		name := appendJSONString(nil, req.ToolChoice.Name)
+		return m.Encode("<tool_call>\n{\"name\": " + string(name) + ", \"arguments\": ")
+	}
+	return nil
 }
 
 // prepare renders the conversation to prompt ids, applying truncation and the output budget.
@@ -225,8 +251,8 @@ func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
 	case "low", "medium", "high", "xhigh":
 		thinking = "true"
 	}
-	if req.TextFormat.Type != "text" {
-		thinking = "false"
+	if req.TextFormat.Type != "text" || req.ToolChoice.Mode == "required" || req.ToolChoice.Mode == "function" {
+		thinking = "false" // a grammar or a forced tool call starts at the first generated token
 	}
 	if thinking == "" {
 		return kw
@@ -241,8 +267,12 @@ func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
 // execute sends the prompt upstream and streams (or collects) the response, then persists it.
 func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	req := t.req
+	prompt := t.prompt.IDs
+	if len(t.forced) > 0 {
+		prompt = append(prompt[:len(prompt):len(prompt)], t.forced...)
+	}
 	creq := upstream.CompletionRequest{
-		Model: req.Model, Prompt: t.prompt.IDs, MaxTokens: t.maxTokens,
+		Model: req.Model, Prompt: prompt, MaxTokens: t.maxTokens,
 		Temperature: req.Temperature, TopP: req.TopP,
 		Stream: true, IncludeUsage: true, ReturnTokenIDs: true,
 		StopTokenIDs: t.model.StopTokenIDs,
@@ -255,7 +285,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	} else if req.TextFormat.Type == "json_object" {
 		creq.StructuredOutputs = json.RawMessage(`{"json_object":true}`)
 	}
-	body := creq.AppendJSON(make([]byte, 0, 16+len(t.prompt.IDs)*7))
+	body := creq.AppendJSON(make([]byte, 0, 16+len(prompt)*7))
 
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()
@@ -269,6 +299,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	defer rc.Close()
 
 	out := s.newOutput(t)
+	out.forced = t.forced
 	var sink eventSink
 	if req.Stream {
 		sink = newSSESink(w)

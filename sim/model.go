@@ -162,6 +162,30 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, bool) {
 		m.think(&b, r, &conv, call, toolResult)
 		b.WriteString("\n</think>\n\n")
 	}
+	// A caller that forced a tool call (tool_choice) prefilled "<tool_call>\n" and maybe the name:
+	// continue that call.
+	if i := strings.Index(conv.prefill, "<tool_call>\n"); i >= 0 && len(conv.tools) > 0 {
+		forced := conv.prefill[i+len("<tool_call>\n"):]
+		call = pickTool(conv.tools, conv.lastUserText())
+		if name, ok := strings.CutPrefix(forced, `{"name": "`); ok {
+			name, _, _ = strings.Cut(name, `"`)
+			for i := range conv.tools {
+				if conv.tools[i].name == name {
+					call = &conv.tools[i]
+				}
+			}
+		}
+		if !strings.Contains(forced, `"arguments": `) {
+			if forced == "" {
+				b.WriteString("{\"name\": ")
+				writePyJSONString(&b, call.name)
+			}
+			b.WriteString(", \"arguments\": ")
+		}
+		writeArguments(&b, call.params, r, conv.lastUserText())
+		b.WriteString("}\n</tool_call>")
+		return b.String(), true
+	}
 	switch {
 	case call != nil:
 		b.WriteString("<tool_call>\n{\"name\": ")

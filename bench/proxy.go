@@ -81,6 +81,9 @@ type proxyOptions struct {
 }
 
 func newProxy(o proxyOptions) (*proxy, error) {
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
 	p := &proxy{up: &countingUpstream{Client: upstream.New(upstream.Options{BaseURL: o.upstream})}}
 	reg := prometheus.NewRegistry()
 	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is

@@ -100,7 +100,7 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 		var direct, proxied []float64
 		for range o.Reps {
 			d, n, err := streamOnce(ctx, client, simURL+"/v1/completions",
-				fmt.Sprintf(`{"model":%q,"prompt":"Tell me a long story.","max_tokens":%d,"ignore_eos":true,"stream":true}`, w.Model, o.Tokens), nil)
+				fmt.Sprintf(`{"model":%q,"prompt":"Tell me a long story.","max_tokens":%d,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, w.Model, o.Tokens), nil)
 			if err != nil {
 				return fmt.Errorf("direct stream: %w", err)
 			}

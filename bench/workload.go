@@ -120,11 +120,13 @@ const instructions = "You are a careful software engineer working in a large Go 
 // the seed and the session index, so every mode replays the same workload.
 type script struct {
 	r            *rand.Rand
+	words        *rand.Zipf
 	reasoningOff bool
 }
 
 func newScript(w Workload, session int) *script {
 	s := &script{r: rand.New(rand.NewPCG(uint64(w.Seed), uint64(session)*0x9E3779B97F4A7C15+1))}
+	s.words = rand.NewZipf(s.r, 1.1, 2, vocabularySize-1)
 	s.reasoningOff = w.ReasoningOffEvery > 0 && session%w.ReasoningOffEvery == w.ReasoningOffEvery-1
 	return s
 }
@@ -152,18 +154,49 @@ func (s *script) toolOutput(name string, meanTokens int) string {
 	size := tokens * 33 / 10
 	var b strings.Builder
 	b.Grow(size + 256)
+	g := gen{r: s.r, words: s.words}
 	for b.Len() < size {
 		switch kind {
 		case kindCode:
-			writeCode(&b, s.r)
+			g.code(&b)
 		case kindJSON:
-			writeJSONRows(&b, s.r, size)
+			g.jsonRow(&b)
 		default:
-			writeLogs(&b, s.r)
+			g.logs(&b)
 		}
 	}
 	return b.String()
 }
+
+// vocabularySize is the number of distinct synthetic words tool outputs draw from, Zipf-distributed
+// as words in real text are. Frequent words hit the tokenizer's word cache, rare ones do not —
+// a handful of fixed words would make every full render look cheap.
+const vocabularySize = 200_000
+
+var syllables = []string{"ka", "to", "ri", "mel", "san", "dor", "vi", "lu", "pex", "gra", "no", "tem",
+	"bro", "sil", "qua", "fen", "ix", "zu", "har", "op", "cle", "wy", "mon", "tra"}
+
+// word returns the i-th synthetic word (distinct for distinct i).
+func word(i uint64) string {
+	var b strings.Builder
+	for {
+		b.WriteString(syllables[i%uint64(len(syllables))])
+		i /= uint64(len(syllables))
+		if i == 0 {
+			return b.String()
+		}
+	}
+}
+
+// gen writes tool output text from a session's random source.
+type gen struct {
+	r     *rand.Rand
+	words *rand.Zipf
+}
+
+func (g gen) word() string { return word(g.words.Uint64()) }
+
+func (g gen) ident() string { return g.word() + title(g.word()) }
 
 var nouns = []string{"cache", "session", "token", "router", "scheduler", "buffer", "request", "stream", "worker",
 	"queue", "shard", "replica", "config", "handler", "parser", "index", "snapshot", "lease", "bucket", "tenant"}
@@ -175,52 +208,55 @@ func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
-// writeCode appends one Go-like function with a doc comment.
-func writeCode(b *strings.Builder, r *rand.Rand) {
-	verb, noun := pick(r, verbs), pick(r, nouns)
+// code appends one Go-like function with a doc comment.
+func (g gen) code(b *strings.Builder) {
+	r := g.r
+	verb, noun := pick(r, verbs), g.word()
 	name := title(verb) + title(noun)
-	fmt.Fprintf(b, "// %s %ss the %s of a %s and reports how many entries changed.\n", name, verb, noun, pick(r, nouns))
-	fmt.Fprintf(b, "func (c *%s) %s(ctx context.Context, %s %s, limit int) (int, error) {\n", title(pick(r, nouns)), name, noun, pick(r, types))
+	fmt.Fprintf(b, "// %s %ss the %s of a %s %s and reports how many %s entries changed.\n", name, verb, noun, g.word(), pick(r, nouns), g.word())
+	fmt.Fprintf(b, "func (c *%s) %s(ctx context.Context, %s %s, limit int) (int, error) {\n", title(g.word()), name, noun, pick(r, types))
 	fmt.Fprintf(b, "\tif limit <= 0 {\n\t\treturn 0, fmt.Errorf(\"%s: limit %%d must be positive\", limit)\n\t}\n", strings.ToLower(name))
 	fmt.Fprintf(b, "\tc.mu.Lock()\n\tdefer c.mu.Unlock()\n\tn := 0\n")
 	for range 2 + r.IntN(4) {
 		switch r.IntN(3) {
 		case 0:
 			fmt.Fprintf(b, "\tfor i := 0; i < limit && i < len(c.%ss); i++ {\n\t\tif c.%ss[i].%s == nil {\n\t\t\tcontinue\n\t\t}\n\t\tn += c.%s(i, %d)\n\t}\n",
-				pick(r, nouns), pick(r, nouns), title(pick(r, nouns)), pick(r, verbs), r.IntN(1000))
+				g.word(), pick(r, nouns), title(g.word()), g.ident(), r.IntN(1000))
 		case 1:
 			fmt.Fprintf(b, "\tif err := ctx.Err(); err != nil {\n\t\treturn n, fmt.Errorf(\"%s %s: %%w\", err)\n\t}\n", verb, noun)
 		default:
 			fmt.Fprintf(b, "\t%s := c.%s.%s(%s, time.Duration(%d)*time.Millisecond)\n\tn += len(%s)\n",
-				pick(r, nouns)+"s", pick(r, nouns), title(pick(r, verbs)), noun, r.IntN(5000), pick(r, nouns)+"s")
+				g.ident(), g.word(), title(g.ident()), noun, r.IntN(5000), g.ident())
 		}
 	}
 	b.WriteString("\treturn n, nil\n}\n\n")
 }
 
-// writeJSONRows appends one pretty-printed JSON row (the caller wraps nothing: rows are
+// jsonRow appends one pretty-printed JSON row (the caller wraps nothing: rows are
 // concatenated as a JSON-lines-like listing, as many SQL tools print).
-func writeJSONRows(b *strings.Builder, r *rand.Rand, _ int) {
+func (g gen) jsonRow(b *strings.Builder) {
+	r := g.r
 	fmt.Fprintf(b, "{\n  \"id\": %d,\n  \"name\": \"%s-%s-%d\",\n  \"status\": %q,\n  \"owner\": \"%s@example.com\",\n",
-		r.IntN(1_000_000), pick(r, nouns), pick(r, nouns), r.IntN(100), pick(r, []string{"active", "draining", "failed", "pending"}), pick(r, nouns))
+		r.IntN(1_000_000), g.word(), g.word(), r.IntN(100), pick(r, []string{"active", "draining", "failed", "pending"}), g.word())
 	fmt.Fprintf(b, "  \"tags\": [%q, %q],\n  \"metrics\": {\"p50_ms\": %.2f, \"p99_ms\": %.2f, \"rps\": %d, \"errors\": %d},\n",
-		pick(r, verbs), pick(r, nouns), r.Float64()*50, 50+r.Float64()*900, r.IntN(20000), r.IntN(50))
+		g.word(), g.word(), r.Float64()*50, 50+r.Float64()*900, r.IntN(20000), r.IntN(50))
 	fmt.Fprintf(b, "  \"updated_at\": \"2026-%02d-%02dT%02d:%02d:%02dZ\"\n}\n", 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60))
 }
 
-// writeLogs appends a few log lines, now and then with a stack trace.
-func writeLogs(b *strings.Builder, r *rand.Rand) {
+// logs appends a few log lines, now and then with a stack trace.
+func (g gen) logs(b *strings.Builder) {
+	r := g.r
 	for range 4 {
 		level := pick(r, []string{"INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR"})
 		fmt.Fprintf(b, "2026-11-%02dT%02d:%02d:%02d.%03dZ %-5s %s: %s %s method=%s path=/api/v1/%ss/%d status=%d dur=%s req_id=%s\n",
-			1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), level, pick(r, nouns), pick(r, verbs), pick(r, nouns),
-			pick(r, []string{"GET", "POST", "PUT", "DELETE"}), pick(r, nouns), r.IntN(100000),
+			1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), level, g.word(), pick(r, verbs), g.word()+" "+g.word(),
+			pick(r, []string{"GET", "POST", "PUT", "DELETE"}), g.word(), r.IntN(100000),
 			pick(r, []int{200, 200, 200, 201, 404, 500, 503}), strconv.FormatFloat(r.Float64()*800, 'f', 1, 64)+"ms",
 			strconv.FormatUint(r.Uint64(), 36))
 		if level == "ERROR" {
 			fmt.Fprintf(b, "panic: %s %s: context deadline exceeded\n\ngoroutine %d [running]:\nmain.(*%s).%s(0xc000%05x)\n\t/src/internal/%s/%s.go:%d +0x%x\n",
-				pick(r, verbs), pick(r, nouns), r.IntN(5000), title(pick(r, nouns)), title(pick(r, verbs)), r.IntN(1<<20),
-				pick(r, nouns), pick(r, nouns), r.IntN(900), r.IntN(4096))
+				pick(r, verbs), g.word(), r.IntN(5000), title(g.word()), title(g.ident()), r.IntN(1<<20),
+				g.word(), g.word(), r.IntN(900), r.IntN(4096))
 		}
 	}
 }

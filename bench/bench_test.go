@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/render"
+)
+
+func loadDemo(t *testing.T) *render.Model {
+	t.Helper()
+	fsys, err := demomodel.FS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := render.LoadModel(fsys, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// tinyWorkload is 2 sessions × 3 turns with no simulated latency.
+func tinyWorkload() Workload {
+	w := QuickWorkload()
+	w.Sessions, w.Turns, w.Concurrency, w.ToolOutputTokens = 2, 3, 2, 400
+	w.TTFTBase, w.PrefillPerToken, w.DecodePerToken = 0, 0, 0
+	return w
+}
+
+// TestRunTiny drives a tiny workload through all three modes end to end and checks bench.json's
+// shape, the plots, and that canonical's hit ratio equals full render's exactly.
+func TestRunTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives three proxies and simulators")
+	}
+	m := loadDemo(t)
+	res, err := Run(context.Background(), Options{Workload: tinyWorkload(), Model: m, Sim: InProcessSim{Model: m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := res.WriteJSON(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePlots(res, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"prep.png", "hit_ratio.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !strings.HasPrefix(string(b), "\x89PNG") {
+			t.Errorf("%s is not a PNG (err %v)", f, err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Workload map[string]json.RawMessage   `json:"workload"`
+		Modes    []map[string]json.RawMessage `json:"modes"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("bench.json: %v", err)
+	}
+	for _, k := range []string{"sessions", "turns", "concurrency", "seed", "drift"} {
+		if _, ok := doc.Workload[k]; !ok {
+			t.Errorf("workload lacks %q", k)
+		}
+	}
+	var names []string
+	for _, md := range doc.Modes {
+		var name string
+		_ = json.Unmarshal(md["mode"], &name)
+		names = append(names, name)
+		for _, k := range []string{"hit_ratio", "prep_ms_p50", "prep_ms_p99", "ttft_ms_p50", "ttft_ms_p99",
+			"cpu_s_per_turn", "bytes_to_upstream", "bytes_from_clients", "peak_rss_mb"} {
+			if _, ok := md[k]; !ok {
+				t.Errorf("mode %s lacks %q", name, k)
+			}
+		}
+		var buckets map[string]*float64
+		if err := json.Unmarshal(md["prep_ms_p50"], &buckets); err != nil {
+			t.Errorf("mode %s prep_ms_p50: %v", name, err)
+		}
+		if got := slices.Sorted(mapsKeys(buckets)); !cmp.Equal(got, []string{"100k", "10k", "1k"}) {
+			t.Errorf("mode %s prep_ms_p50 keys = %v", name, got)
+		}
+	}
+	if diff := cmp.Diff([]string{"full", "canonical", "exact"}, names); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+
+	full, canon, exact := res.mode(ModeFull), res.mode(ModeCanonical), res.mode(ModeExact)
+	if full.Turns != 6 || canon.Turns != 6 || exact.Turns != 6 {
+		t.Errorf("turns = %d, %d, %d, want 6 each", full.Turns, canon.Turns, exact.Turns)
+	}
+	if full.PromptTokens == 0 || full.BytesToUpstream == 0 || full.BytesFromClients == 0 {
+		t.Errorf("full mode measured nothing: %+v", full)
+	}
+	if canon.HitRatio != full.HitRatio || canon.CachedTokens != full.CachedTokens {
+		t.Errorf("canonical hit ratio %v (%d cached) != full %v (%d cached)", canon.HitRatio, canon.CachedTokens, full.HitRatio, full.CachedTokens)
+	}
+	if canon.Outcomes["hit_local"] == 0 {
+		t.Errorf("canonical never took the fast path: %v", canon.Outcomes)
+	}
+	if full.PromptTokensTokenized <= canon.PromptTokensTokenized {
+		t.Errorf("full tokenized %d tokens, canonical %d: want full > canonical", full.PromptTokensTokenized, canon.PromptTokensTokenized)
+	}
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func TestScriptDeterministic(t *testing.T) {
+	t.Parallel()
+	w := DefaultWorkload()
+	a, b := newScript(w, 3), newScript(w, 3)
+	for i := range 5 {
+		if x, y := a.userMessage(i == 0), b.userMessage(i == 0); x != y {
+			t.Fatalf("userMessage differs: %q vs %q", x, y)
+		}
+		if x, y := a.toolOutput("read_file", 500), b.toolOutput("read_file", 500); x != y {
+			t.Fatalf("toolOutput differs at %d", i)
+		}
+	}
+	if c := newScript(w, 4); c.toolOutput("query_db", 500) == newScript(w, 3).toolOutput("query_db", 500) {
+		t.Error("sessions 3 and 4 draw the same tool output")
+	}
+}
+
+func TestToolOutputSize(t *testing.T) {
+	t.Parallel()
+	s := newScript(DefaultWorkload(), 0)
+	for _, name := range []string{"read_file", "query_db", "search_logs", "run_tests"} {
+		out := s.toolOutput(name, 3000)
+		// Sizes are uniform in [T/3, 5T/3] tokens at about 3.3 bytes per token.
+		if n := len(out); n < 1000*33/10 || n > 5000*33/10+2048 {
+			t.Errorf("toolOutput(%s, 3000) is %d bytes", name, n)
+		}
+	}
+}
+
+func TestBucketOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		tokens int
+		want   string
+	}{
+		{0, ""}, {700, ""}, {708, "1k"}, {1000, "1k"}, {1414, "1k"}, {1415, ""}, {5000, ""},
+		{8000, "10k"}, {14142, "10k"}, {70711, "100k"}, {141420, "100k"}, {141422, ""},
+	}
+	for _, tt := range tests {
+		if got := bucketOf(tt.tokens); got != tt.want {
+			t.Errorf("bucketOf(%d) = %q, want %q", tt.tokens, got, tt.want)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		xs   []float64
+		p    float64
+		want float64
+	}{
+		{"empty", nil, 50, 0},
+		{"one", []float64{3}, 99, 3},
+		{"median odd", []float64{5, 1, 3}, 50, 3},
+		{"median even", []float64{4, 1, 3, 2}, 50, 2},
+		{"p99 of 100", seq(100), 99, 99},
+		{"p99 of 10", seq(10), 99, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := percentile(tt.xs, tt.p); got != tt.want {
+				t.Errorf("percentile(%v, %v) = %v, want %v", tt.xs, tt.p, got, tt.want)
+			}
+		})
+	}
+}
+
+func seq(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(i + 1)
+	}
+	return out
+}
+
+func TestParsePrefixCounters(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		want    SimStats
+		wantErr bool
+	}{
+		{"plain", "# HELP x\nvllm:prefix_cache_queries_total 1234\nvllm:prefix_cache_hits_total 1000\n", SimStats{Queries: 1234, Hits: 1000}, false},
+		{"labels summed", "vllm:prefix_cache_queries_total{model_name=\"a\"} 10\nvllm:prefix_cache_queries_total{model_name=\"b\"} 5\nvllm:prefix_cache_hits_total{model_name=\"a\"} 4e+00\n", SimStats{Queries: 15, Hits: 4}, false},
+		{"missing", "vllm:prefix_cache_queries_total 1\n", SimStats{Queries: 1}, true},
+		{"bad number", "vllm:prefix_cache_queries_total x\nvllm:prefix_cache_hits_total 1\n", SimStats{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePrefixCounters(strings.NewReader(tt.in))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parsePrefixCounters err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err == nil && got != tt.want {
+				t.Errorf("parsePrefixCounters = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParsePrefixCounters(f *testing.F) {
+	f.Add("vllm:prefix_cache_queries_total 1234\nvllm:prefix_cache_hits_total 1000\n")
+	f.Add("vllm:prefix_cache_queries_total{a=\"b\"} 1e3\n")
+	f.Add("vllm:prefix_cache_hits_total\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		_, _ = parsePrefixCounters(strings.NewReader(in)) // must not panic
+	})
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchHelp(t *testing.T) {
+	var out bytes.Buffer
+	err := runBench(context.Background(), cliEnv{stdout: &out, stderr: io.Discard}, []string{"--help"})
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("runBench --help = %v", err)
+	}
+	for _, f := range []string{"-quick", "-out", "-target", "-modes", "-seed", "-drift", "-sessions", "-turns", "-concurrency", "-sim-in-process"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("--help lacks %q", f)
+		}
+	}
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--modes", "full,fast"}, {"--nope"}, {"extra"}} {
+		err := runBench(context.Background(), cliEnv{stdout: io.Discard, stderr: io.Discard}, args)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("runBench %v = %v, want errUsage", args, err)
+		}
+	}
+}
+
+// TestBenchTiny runs `stitch bench` on 2 sessions × 3 turns with the simulator in process and
+// checks the table and bench.json.
+func TestBenchTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives three proxies and simulators")
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	err := runBench(context.Background(), cliEnv{stdout: &out, stderr: io.Discard}, []string{
+		"--quick", "--sim-in-process", "--no-streaming", "--sessions", "2", "--turns", "3", "--tool-output-tokens", "300",
+		"--ttft-base", "0", "--prefill-per-token", "0", "--out", dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "prefix-cache hit ratio") || !strings.Contains(out.String(), "canonical hit ratio == full") {
+		t.Errorf("table lacks the hit ratio rows:\n%s", out.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Workload struct {
+			Sessions, Turns int
+		} `json:"workload"`
+		Modes []struct {
+			Mode     string  `json:"mode"`
+			HitRatio float64 `json:"hit_ratio"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Workload.Sessions != 2 || doc.Workload.Turns != 3 || len(doc.Modes) != 3 {
+		t.Fatalf("bench.json workload %+v with %d modes", doc.Workload, len(doc.Modes))
+	}
+	if doc.Modes[0].Mode != "full" || doc.Modes[1].Mode != "canonical" || doc.Modes[1].HitRatio != doc.Modes[0].HitRatio {
+		t.Errorf("modes = %+v: want canonical's hit ratio equal to full's", doc.Modes)
+	}
+}

@@ -30,6 +30,9 @@ const (
 	// a conditional branch or assignment to a non-namespace
 	// (TemplateRuntimeError).
 	KindRuntime
+	// KindFilterArgument: a filter got an unusable argument
+	// (FilterArgumentError).
+	KindFilterArgument
 	// KindKey: a missing dict key where Python raises (KeyError).
 	KindKey
 	// KindIndex: an index out of range where Python raises (IndexError).
@@ -47,21 +50,22 @@ const (
 )
 
 var kindNames = [...]string{
-	KindSyntax:       "TemplateSyntaxError",
-	KindAssertion:    "TemplateAssertionError",
-	KindUndefined:    "UndefinedError",
-	KindType:         "TypeError",
-	KindValue:        "ValueError",
-	KindZeroDivision: "ZeroDivisionError",
-	KindSecurity:     "SecurityError",
-	KindTemplate:     "TemplateError",
-	KindRuntime:      "TemplateRuntimeError",
-	KindKey:          "KeyError",
-	KindIndex:        "IndexError",
-	KindAttribute:    "AttributeError",
-	KindOverflow:     "OverflowError",
-	KindRecursion:    "RecursionError",
-	KindFuel:         "FuelExhausted",
+	KindSyntax:         "TemplateSyntaxError",
+	KindAssertion:      "TemplateAssertionError",
+	KindUndefined:      "UndefinedError",
+	KindType:           "TypeError",
+	KindValue:          "ValueError",
+	KindZeroDivision:   "ZeroDivisionError",
+	KindSecurity:       "SecurityError",
+	KindTemplate:       "TemplateError",
+	KindRuntime:        "TemplateRuntimeError",
+	KindFilterArgument: "FilterArgumentError",
+	KindKey:            "KeyError",
+	KindIndex:          "IndexError",
+	KindAttribute:      "AttributeError",
+	KindOverflow:       "OverflowError",
+	KindRecursion:      "RecursionError",
+	KindFuel:           "FuelExhausted",
 }
 
 // String returns the Python exception class name of the kind.

@@ -325,6 +325,10 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		_, err := ev.execBody(n.els, f)
 		return Value{}, err
 	}
+	// Jinja2 clears its "run else" flag at the end of each iteration's
+	// body, so a loop whose every iteration ends in break or continue
+	// still runs the else block.
+	completed := false
 	lo := &loopObj{items: items, length: len(items), depth0: depth}
 	if n.recursive {
 		lo.recurse = func(it Value) (Value, error) {
@@ -361,6 +365,13 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		if ctl == ctlBreak {
 			break
 		}
+		if ctl == ctlNone {
+			completed = true
+		}
+	}
+	if !completed && len(n.els) > 0 {
+		_, err := ev.execBody(n.els, f)
+		return Value{}, err
 	}
 	return Value{}, nil
 }

@@ -255,6 +255,33 @@ func isConstant(x expr) bool {
 			for _, it := range x.items {
 				walk(it)
 			}
+		case *dictExpr:
+			for i := range x.keys {
+				walk(x.keys[i])
+				walk(x.values[i])
+			}
+		case *compareExpr:
+			walk(x.first)
+			for _, it := range x.rest {
+				walk(it)
+			}
+		case *condExpr:
+			if x.no == nil {
+				ok = false // CondExpr.as_const needs an else branch
+			}
+			walk(x.test)
+			walk(x.yes)
+			walk(x.no)
+		case *filterExpr:
+			switch x.name {
+			case "map", "select", "reject", "selectattr", "rejectattr":
+				ok = false // context filters are never folded
+			}
+			walk(x.x)
+			walkArgs(&x.call, walk)
+		case *testExpr:
+			walk(x.x)
+			walkArgs(&x.call, walk)
 		default:
 			ok = false
 		}

@@ -222,7 +222,7 @@ func filterEscape(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, erro
 
 func filterFormat(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
 	if len(args) > 0 && len(kw) > 0 {
-		return Value{}, errf(KindRuntime, "can't handle positional and keyword arguments at the same time")
+		return Value{}, errf(KindFilterArgument, "can't handle positional and keyword arguments at the same time")
 	}
 	s, err := softStr(v)
 	if err != nil {

@@ -210,9 +210,6 @@ func filterRound(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error
 		method = a[1].s
 	}
 	if !v.isNumber() {
-		if v.k == kUndefined {
-			return Value{}, undefinedError(v)
-		}
 		return Value{}, errf(KindType, "type %s doesn't define __round__ method", v.typeName())
 	}
 	switch method {

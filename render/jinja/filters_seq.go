@@ -10,26 +10,33 @@ func filterBatch(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error
 	if err != nil {
 		return Value{}, err
 	}
-	if !a[0].isInt() {
-		return Value{}, errf(KindType, "'%s' object cannot be interpreted as an integer", a[0].typeName())
+	if a[0].k == kUndefined && len(args)+len(kw) == 0 {
+		return Value{}, errf(KindType, "do_batch() missing 1 required positional argument: 'linecount'")
 	}
-	n := clampInt(a[0].n)
 	items, err := ev.iterate(v)
 	if err != nil {
 		return Value{}, err
 	}
-	var out []Value
-	var cur []Value
+	// do_batch compares len(tmp) == linecount, so a non-int linecount
+	// never splits.
+	var out, cur []Value
 	for _, it := range items {
-		if len(cur) == n {
+		if valuesEqual(Int(int64(len(cur))), a[0]) {
 			out = append(out, List(cur...))
 			cur = nil
 		}
 		cur = append(cur, it)
 	}
 	if len(cur) > 0 {
-		if a[1].k != kUndefined {
-			for len(cur) < n {
+		if a[1].k != kUndefined && a[1].k != kNone {
+			for {
+				c, err := compareValues(Int(int64(len(cur))), a[0], "<")
+				if err != nil {
+					return Value{}, err
+				}
+				if c != -1 || len(cur) > maxRepeatItems {
+					break
+				}
 				cur = append(cur, a[1])
 			}
 		}
@@ -326,6 +333,9 @@ func filterReverse(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, err
 	}
 	items, err := ev.iterate(v)
 	if err != nil {
+		if e, ok := err.(*Error); ok && e.Kind == KindType {
+			return Value{}, errf(KindFilterArgument, "argument must be iterable")
+		}
 		return Value{}, err
 	}
 	out := make([]Value, len(items))
@@ -345,14 +355,29 @@ func filterSort(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error)
 		return Value{}, err
 	}
 	items = append([]Value(nil), items...)
-	get, _ := attrGetter(a[2], nil, !a[1].truth())
+	// Jinja2's make_multi_attrgetter: "a,b" sorts by several attributes,
+	// and keys are lists, so equal Undefined keys compare as equal.
+	var getters []func(Value) (Value, error)
+	if a[2].k == kString {
+		for _, part := range strings.Split(a[2].s, ",") {
+			g, _ := attrGetter(String(part), nil, !a[1].truth())
+			getters = append(getters, g)
+		}
+	} else {
+		g, _ := attrGetter(a[2], nil, !a[1].truth())
+		getters = append(getters, g)
+	}
 	var kerr error
 	err = sortValues(items, func(x Value) Value {
-		k, e := get(x)
-		if e != nil && kerr == nil {
-			kerr = e
+		keys := make([]Value, len(getters))
+		for i, g := range getters {
+			k, e := g(x)
+			if e != nil && kerr == nil {
+				kerr = e
+			}
+			keys[i] = k
 		}
-		return k
+		return List(keys...)
 	}, a[0].truth())
 	if kerr != nil {
 		return Value{}, kerr

@@ -1,6 +1,7 @@
 package jinja
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +12,10 @@ import (
 
 // The goldens are produced by Python Jinja2 in transformers' setup:
 // see testdata/jinja/README.md (there is no -update flag).
-const goldenDir = "../../testdata/jinja"
+//
+// JINJA_GOLDEN_DIR points the tests at another folder of the same layout
+// (used to explore extra random seeds without committing them).
+var goldenDir = cmp.Or(os.Getenv("JINJA_GOLDEN_DIR"), "../../testdata/jinja")
 
 // fixedNow matches FIXED_NOW in tools/oracle/jinja_oracle.py.
 var fixedNow = time.Date(2025, 3, 7, 14, 5, 9, 0, time.UTC)

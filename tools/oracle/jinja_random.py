@@ -208,7 +208,8 @@ def typed_block(r, depth):
 
 def main():
     out = sys.argv[1]
-    r = random.Random(20251129)
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0  # 0: the committed cases
+    r = random.Random(20251129 + seed)
     per_file = 100
     for fileno in range(4):
         parts = []
@@ -219,7 +220,7 @@ def main():
         parts.insert(0, "-- _vars.json --\n%s\n" % json.dumps(VARS, ensure_ascii=False))
         with open(os.path.join(out, "random_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
             f.write("".join(parts))
-    r = random.Random(1129)
+    r = random.Random(1129 + seed)
     for fileno in range(6):
         parts = []
         for n in range(per_file):

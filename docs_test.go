@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -393,4 +394,74 @@ func TestComposeSimFlags(t *testing.T) {
 	if sims == 0 {
 		t.Error("docker-compose.yml runs no `stitch sim` service")
 	}
+}
+
+// TestOperatorGuideYAMLColumn checks the serve table's YAML key column: setting the documented key
+// in a config file must give the same configuration as setting the flag to the same value.
+func TestOperatorGuideYAMLColumn(t *testing.T) {
+	rows := flagRows(t, readDoc(t, operatorGuide), "## `stitch serve`")
+	// Candidate values, tried in order until the flag accepts one that differs from the default.
+	candidates := []string{"17", "0.5", "true", "17s", "exact", "json", "debug", "http://docs.invalid:17", "/docs/sentinel"}
+	dir := t.TempDir()
+	base, err := configs.Load("stitch serve", nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, row := range rows {
+		key := strings.Trim(row.cells[2], "`")
+		if name == "config" || key == "—" {
+			continue
+		}
+		var viaFlag *configs.Config
+		value := ""
+		for _, c := range candidates {
+			cfg, err := configs.Load("stitch serve", []string{"--" + name + "=" + c}, func(string) string { return "" }, io.Discard)
+			if err == nil && !reflect.DeepEqual(cfg, base) {
+				viaFlag, value = cfg, c
+				break
+			}
+		}
+		if viaFlag == nil {
+			t.Errorf("--%s: no candidate value changes the configuration; extend the test's candidates", name)
+			continue
+		}
+		file := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(file, []byte(yamlFor(key, value)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		viaFile, err := configs.Load("stitch serve", []string{"--config", file}, func(string) string { return "" }, io.Discard)
+		if err != nil {
+			t.Errorf("%s:%d: --%s documents YAML key %s, but a file setting it to %s fails: %v", operatorGuide, row.line, name, key, value, err)
+			continue
+		}
+		if !reflect.DeepEqual(viaFile, viaFlag) {
+			t.Errorf("%s:%d: --%s documents YAML key %s, but setting that key to %s is not the same as the flag", operatorGuide, row.line, name, key, value)
+		}
+	}
+}
+
+// yamlFor writes a config file that sets the dotted key ("server.listen", "models[0].dir") to value.
+func yamlFor(key, value string) string {
+	scalar := value
+	if strings.ContainsAny(value, ":#") {
+		scalar = strconv.Quote(value)
+	}
+	var b strings.Builder
+	prefix, indent := "", ""
+	parts := strings.Split(key, ".")
+	for i, p := range parts {
+		name, seq := strings.CutSuffix(p, "[0]")
+		switch {
+		case seq:
+			b.WriteString(prefix + name + ":\n")
+			prefix, indent = indent+"  - ", indent+"    "
+		case i == len(parts)-1:
+			b.WriteString(prefix + name + ": " + scalar + "\n")
+		default:
+			b.WriteString(prefix + name + ":\n")
+			indent += "  "
+			prefix = indent
+		}
+	}
+	return b.String()
 }

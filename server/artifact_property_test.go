@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,6 +258,13 @@ func (e *artEnv) respond(p *server.Prepared, g generation) *response {
 		ids = append(ids, imEnd)
 		finish = "stop"
 	}
+	// vLLM stops at the first stop id: a "<|im_end|>" the invented text spells out ends the turn.
+	for i, id := range ids {
+		if slices.Contains(e.rt.StopTokenIDs, id) {
+			ids, finish = ids[:i+1], "stop"
+			break
+		}
+	}
 	popts := e.rt.Parser
 	popts.ThinkingOpen = p.ThinkingOpen
 	popts.ParallelToolCalls = true
@@ -283,12 +291,13 @@ func (e *artEnv) respond(p *server.Prepared, g generation) *response {
 	return out
 }
 
-// persist writes r's checkpoint the way the server's persist does (the fields exact mode reads).
-func (e *artEnv) persist(ctx context.Context, in *server.PrepareInput, p *server.Prepared, r *response) {
+// persist writes r's checkpoint the way the server's persist does (the fields exact mode reads):
+// conv are the item ids of the whole conversation, r's output included.
+func (e *artEnv) persist(ctx context.Context, in *server.PrepareInput, p *server.Prepared, r *response, conv []string) {
 	e.t.Helper()
 	cp := &store.Checkpoint{
 		ID: r.id, Tenant: in.Tenant, PreviousID: in.PreviousID, Model: "qwen3", Status: r.status,
-		CreatedAt: e.clock.Now(), OutputItemIDs: r.itemIDs, Instructions: in.Instructions,
+		CreatedAt: e.clock.Now(), OutputItemIDs: r.itemIDs, ConversationItemIDs: conv, Instructions: in.Instructions,
 		PromptLen: len(p.IDs), GeneratedIDs: r.generated,
 	}
 	if p.ExactSuffix != nil {
@@ -446,6 +455,8 @@ type convNode struct {
 	resp  *response
 	// evicted: the artifact was deleted (continuations are misses).
 	evicted bool
+	// convIDs are the item ids of items (as the checkpoint keeps them).
+	convIDs []string
 }
 
 // sessionParams are the per-request fields a client may change between turns.

@@ -37,7 +37,7 @@ func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p
 		}
 		history = rebuilt
 	}
-	start, ok := a.newTurnStart(history, pending.text)
+	start, ok := a.newTurnStart(ctx, in, history, pending.text)
 	if !ok {
 		p.Outcome = OutcomeDiverged
 		pending.enc = a.opts.Model.EncodeWithBoundaries(pending.text)
@@ -69,29 +69,60 @@ func (a *ArtifactPreparer) endOfTurn() uint32 {
 	return a.opts.Model.StopTokenIDs[0]
 }
 
-// newTurnStart returns the byte offset of text just after its n-th end-of-turn token, n being the
-// number of end-of-turn ids in the frozen history.
-func (a *ArtifactPreparer) newTurnStart(history []uint32, text string) (int, bool) {
+// newTurnStart returns the byte offset of text just after the end-of-turn token that closes the
+// previous response: after its n-th end-of-turn token, n being the number of end-of-turn tokens in
+// the previous conversation as the template renders it (its items, per its checkpoint). Counting
+// them in the frozen ids instead goes wrong when the rendered history holds an end-of-turn token
+// the model generated as plain text ("<|im_end|>" inside tool-call arguments, re-serialized by
+// the message preprocessing, or spelled in ordinary pieces), or when changed instructions or tools
+// add or remove a system block: the new turn then repeated part of the history or lost the new
+// input. Without the checkpoint it falls back to counting the frozen ids. The new turn must close
+// at least one end-of-turn token (its input), else there is no safe split.
+func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, history []uint32, text string) (int, bool) {
 	end := a.endOfTurn()
-	n := 0
-	for _, id := range history {
-		if id == end {
-			n++
+	spans := a.opts.Model.Tokenizer().AddedTokenSpans
+	n := -1
+	if a.opts.Checkpoints != nil {
+		if cp, err := a.opts.Checkpoints.GetResponse(ctx, in.Tenant, in.PreviousID); err == nil {
+			if k := len(cp.ConversationItemIDs); k > 0 && k < len(in.Items) {
+				prev := *in
+				prev.Items = in.Items[:k]
+				if prevText, _, err := RenderConversation(a.opts.Model, &prev); err == nil {
+					n = 0
+					for _, sp := range spans(prevText) {
+						if sp.ID == end {
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 0 {
+		n = 0
+		for _, id := range history {
+			if id == end {
+				n++
+			}
 		}
 	}
 	if n == 0 {
 		return 0, false
 	}
-	for _, sp := range a.opts.Model.Tokenizer().AddedTokenSpans(text) {
+	start, closes := -1, false
+	for _, sp := range spans(text) {
 		if sp.ID != end {
 			continue
 		}
 		n--
 		if n == 0 {
-			return sp.End, true
+			start = sp.End
+		} else if n < 0 {
+			closes = true
+			break
 		}
 	}
-	return 0, false
+	return start, start >= 0 && closes
 }
 
 // errNoExactHistory means a checkpoint of the chain lacks the ids exact mode needs.

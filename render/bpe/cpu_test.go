@@ -31,17 +31,19 @@ func TestCPUThroughput(t *testing.T) {
 		tok  *Tokenizer
 	}{{"qwen3", qwen(t)}, {"gptoss", gptoss(t)}} {
 		tok := m.tok
-		tok.cache = newWordCache(defaultCacheWords)
 		var dst []uint32
-		c0 := threadCPU()
-		dst = tok.AppendEncode(dst[:0], text)
-		c1 := threadCPU()
-		for range 5 {
+		cold, warm := time.Duration(1<<62), time.Duration(1<<62)
+		for range 3 { // best of 3: the machine is shared
+			tok.cache = newWordCache(defaultCacheWords)
+			c0 := threadCPU()
 			dst = tok.AppendEncode(dst[:0], text)
+			c1 := threadCPU()
+			dst = tok.AppendEncode(dst[:0], text)
+			c2 := threadCPU()
+			cold, warm = min(cold, c1-c0), min(warm, c2-c1)
 		}
-		c2 := threadCPU()
 		mb := float64(len(text)) / 1e6
-		t.Logf("%s: 1 MiB mixed text, thread CPU: cold %.1f MB/s, warm %.1f MB/s", m.name, mb/(c1-c0).Seconds(), 5*mb/(c2-c1).Seconds())
+		t.Logf("%s: 1 MiB mixed text, thread CPU: cold %.1f MB/s, warm %.1f MB/s", m.name, mb/cold.Seconds(), mb/warm.Seconds())
 	}
 }
 

@@ -63,13 +63,10 @@ func (w *merger) mergeSmall(t *Tokenizer, dst []uint32, word string) []uint32 {
 		ids = append(ids, t.byteID[word[i]])
 	}
 	ranks, merged := w.ranks[:0], w.merged[:0]
-	for i := 0; i+1 < len(ids); i++ {
-		r, m, ok := t.merges.get(ids[i], ids[i+1])
-		if !ok {
-			r = noRank
-		}
-		ranks = append(ranks, r)
-		merged = append(merged, m)
+	for i := 0; i+1 < len(word); i++ {
+		v := t.bytePairs[uint16(word[i])<<8|uint16(word[i+1])]
+		ranks = append(ranks, uint32(v>>32))
+		merged = append(merged, uint32(v))
 	}
 	for {
 		best, bestRank := -1, uint32(noRank)
@@ -128,8 +125,8 @@ func (w *merger) mergeHeap(t *Tokenizer, dst []uint32, word string) []uint32 {
 	next[n-1] = -1
 	h := w.heap[:0]
 	for i := 0; i+1 < n; i++ {
-		if r, m, ok := t.merges.get(ids[i], ids[i+1]); ok {
-			h = heapPush(h, mergeItem{rank: r, merged: m, pos: int32(i)})
+		if v := t.bytePairs[uint16(word[i])<<8|uint16(word[i+1])]; uint32(v>>32) != noRank {
+			h = heapPush(h, mergeItem{rank: uint32(v >> 32), merged: uint32(v), pos: int32(i)})
 		}
 	}
 	const removed = math.MaxUint32

@@ -23,6 +23,9 @@ type Tokenizer struct {
 	others map[string]uint32 // tokens with other code points, by their spelling → id
 	byteID [256]uint32       // the id of each single byte
 	merges *pairTable
+	// bytePairs holds rank<<32 | merged id (rank noRank: no merge) for every pair of single-byte
+	// tokens, indexed by the two bytes: the first merges of every word, without hashing.
+	bytePairs []uint64
 
 	added          []addedToken
 	addedByContent map[string]uint32

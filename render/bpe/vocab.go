@@ -101,6 +101,11 @@ func (l *loader) build() (*Tokenizer, error) {
 	if err := t.buildMerges(l.merges); err != nil {
 		return nil, err
 	}
+	t.bytePairs = make([]uint64, 1<<16)
+	for i := range t.bytePairs {
+		r, m := t.pairRank(t.byteID[i>>8], t.byteID[i&0xFF])
+		t.bytePairs[i] = uint64(r)<<32 | uint64(m)
+	}
 	t.cache = newWordCache(defaultCacheWords)
 	return t, nil
 }

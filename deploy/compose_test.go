@@ -291,3 +291,40 @@ func testOf(s types.ServiceConfig) string {
 	}
 	return strings.Join(s.HealthCheck.Test, " ")
 }
+
+// TestComposeVariables checks that the documented Compose variables take effect.
+func TestComposeVariables(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := types.ConfigDetails{
+		WorkingDir:  root,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, "docker-compose.yml")}},
+		Environment: types.Mapping{"HOST_PORT": "9090", "IMAGE": "registry.example/stitch:v1", "VLLM_TAG": "v0.12.0",
+			"MODEL_ID": "Qwen/Qwen3-14B", "MAX_MODEL_LEN": "16384"},
+	}
+	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName("stitch", true)
+		o.Profiles = []string{"gpu"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, v, m := service(t, p, "stitch"), service(t, p, "vllm"), service(t, p, "model")
+	if len(st.Ports) != 1 || st.Ports[0].Published != "9090" {
+		t.Errorf("HOST_PORT=9090: stitch ports %+v", st.Ports)
+	}
+	if st.Image != "registry.example/stitch:v1" {
+		t.Errorf("IMAGE: stitch image %q", st.Image)
+	}
+	if v.Image != "vllm/vllm-openai:v0.12.0" {
+		t.Errorf("VLLM_TAG: vllm image %q", v.Image)
+	}
+	if got := flagValue(v.Command, "--max-model-len"); got != "16384" {
+		t.Errorf("MAX_MODEL_LEN: --max-model-len %q", got)
+	}
+	if got := env(m, "MODEL_ID"); got != "Qwen/Qwen3-14B" {
+		t.Errorf("MODEL_ID: model service downloads %q", got)
+	}
+}

@@ -48,21 +48,21 @@ type Workload struct {
 	OutputLen int `json:"output_len"`
 }
 
-// DefaultWorkload is the full run: 6 sessions × 48 requests, 3 at a time, contexts growing past
+// DefaultWorkload is the full run: 6 sessions × 36 requests, 3 at a time, contexts growing past
 // 100k tokens. It takes a few minutes on two cores.
 func DefaultWorkload() Workload {
 	return Workload{
-		Sessions: 6, Turns: 48, Concurrency: 3, Seed: 1, Drift: 0.2,
-		ToolOutputTokens: 3000, FollowUpRate: 0.75, ReasoningOffEvery: 2,
+		Sessions: 6, Turns: 36, Concurrency: 3, Seed: 1, Drift: 0.2,
+		ToolOutputTokens: 2000, FollowUpRate: 0.75, ReasoningOffEvery: 2,
 		Model: "qwen3", MaxModelLen: 262144, KVBlocks: 262144,
 		TTFTBase: 20 * time.Millisecond, PrefillPerToken: 20 * time.Microsecond, OutputLen: 64,
 	}
 }
 
-// QuickWorkload is the --quick run: under a minute, contexts reaching about 30k tokens.
+// QuickWorkload is the --quick run: under a minute, contexts reaching about 80k tokens.
 func QuickWorkload() Workload {
 	w := DefaultWorkload()
-	w.Sessions, w.Turns, w.Concurrency, w.ToolOutputTokens = 4, 16, 2, 2000
+	w.Sessions, w.Turns, w.Concurrency = 3, 24, 2
 	return w
 }
 

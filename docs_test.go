@@ -465,3 +465,28 @@ func yamlFor(key, value string) string {
 	}
 	return b.String()
 }
+
+// TestOperatorGuideOtherCommands checks that the "Other commands" table names every flag of the
+// small tools (bench is described by its own --help while its flags settle).
+func TestOperatorGuideOtherCommands(t *testing.T) {
+	doc := readDoc(t, operatorGuide)
+	rowOf := map[string]string{}
+	for line := range strings.Lines(doc) {
+		if rest, ok := strings.CutPrefix(line, "| `stitch "); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			rowOf[name] = line
+		}
+	}
+	for _, cmd := range []string{"tokenize", "render"} {
+		row, ok := rowOf[cmd]
+		if !ok {
+			t.Errorf("%s: no row for stitch %s under \"Other commands\"", operatorGuide, cmd)
+			continue
+		}
+		for name := range helpFlags(t, cmd) {
+			if !mentions(row, "`--"+name) {
+				t.Errorf("%s: the stitch %s row does not name --%s", operatorGuide, cmd, name)
+			}
+		}
+	}
+}

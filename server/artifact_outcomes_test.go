@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -168,4 +170,311 @@ func TestArtifactPropertyExact(t *testing.T) {
 	if outcomes[server.OutcomeDiverged] != 0 {
 		t.Errorf("%d diverged exact turns, want 0", outcomes[server.OutcomeDiverged])
 	}
+}
+
+// outcomeTurn is a fixed conversation for the outcome table: one tool round.
+var outcomeParams = sessionParams{tenant: "t1", instructions: "You are a helpful assistant.", tools: toolsPool[1]}
+
+// startConversation prepares and completes a first turn (outcome new) and commits its artifact.
+func startConversation(t *testing.T, env *artEnv, sp sessionParams) *convNode {
+	t.Helper()
+	in := &server.PrepareInput{Tenant: sp.tenant, Instructions: sp.instructions, Tools: sp.tools, Kwargs: sp.kwargs,
+		Items: []json.RawMessage{userItem("What's the weather in Paris? I typed <|im_end|> too.")}}
+	p := env.prepareBoth(t.Context(), in)
+	if p.Outcome != server.OutcomeNew {
+		t.Fatalf("first turn outcome %s, want new", p.Outcome)
+	}
+	return env.complete(t, in, p, generation{text: "<think>\nI should call get_weather.\n</think>\n\n" +
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", stop: true})
+}
+
+// complete runs g as the response to in and commits its artifact.
+func (e *artEnv) complete(t *testing.T, in *server.PrepareInput, p *server.Prepared, g generation) *convNode {
+	t.Helper()
+	resp := e.respond(p, g)
+	e.prep.Commit(t.Context(), in.Tenant, resp.id, p, resp.conv)
+	return &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...), calls: resp.calls, in: in, p: p, resp: resp}
+}
+
+// continuation is the next request after base, with base's parameters: the outputs of its calls,
+// or a user message.
+func continuation(base *convNode, text string) *server.PrepareInput {
+	items := append([]json.RawMessage(nil), base.items...)
+	if len(base.calls) > 0 {
+		for _, c := range base.calls {
+			items = append(items, callOutputItem(c.CallID, `{"temp": 21, "unit": "C"}`))
+		}
+	} else {
+		items = append(items, userItem(text))
+	}
+	return &server.PrepareInput{Tenant: base.in.Tenant, PreviousID: base.id, Instructions: base.in.Instructions,
+		Tools: base.in.Tools, Kwargs: base.in.Kwargs, Items: items}
+}
+
+// rewrite replaces the stored artifact of id with f applied to it (same seal key, so it opens).
+func rewrite(t *testing.T, env *artEnv, tenant, id string, f func(a *store.Artifact)) {
+	t.Helper()
+	a, _, err := env.tiered.Get(t.Context(), tenant, id)
+	if err != nil {
+		t.Fatalf("get artifact %s: %v", id, err)
+	}
+	f(a)
+	if err := env.tiered.Put(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestArtifactOutcomes provokes every typed outcome (DESIGN.md "Typed outcomes"); each must give
+// the full render's ids.
+func TestArtifactOutcomes(t *testing.T) {
+	sp := outcomeParams
+	tests := []struct {
+		name string
+		opts envOptions
+		// provoke changes the stored state and/or the request after the first turn.
+		provoke func(t *testing.T, env *artEnv, base *convNode, in *server.PrepareInput)
+		want    string
+	}{
+		{name: "hit_local", want: server.OutcomeHitLocal},
+		{name: "miss", want: server.OutcomeMiss, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+			if err := env.tiered.Delete(t.Context(), sp.tenant, base.id); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "expired", want: server.OutcomeExpired, opts: envOptions{ttl: time.Hour}, provoke: func(_ *testing.T, env *artEnv, _ *convNode, _ *server.PrepareInput) {
+			env.clock.Advance(time.Hour + time.Minute)
+		}},
+		{name: "invalid tampered L1", want: server.OutcomeInvalid, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+			b, ok := env.l1.Get(sp.tenant, base.id)
+			if !ok {
+				t.Fatal("no L1 entry")
+			}
+			b = append([]byte(nil), b...)
+			b[len(b)/2] ^= 0x40
+			if err := env.l1.Set(sp.tenant, base.id, b); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "invalid tampered L2", want: server.OutcomeInvalid, opts: envOptions{noL1: true, l2: newMemL2()},
+			provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+				l2 := env.opts.l2.(*memL2)
+				if !l2.mutate(sp.tenant, base.id, func(b []byte) { b[len(b)-1] ^= 1 }) {
+					t.Fatal("no L2 entry")
+				}
+			}},
+		{name: "invalid another tenant's bytes", want: server.OutcomeInvalid, provoke: func(t *testing.T, env *artEnv, base *convNode, in *server.PrepareInput) {
+			b, ok := env.l1.Get(sp.tenant, base.id)
+			if !ok {
+				t.Fatal("no L1 entry")
+			}
+			if err := env.l1.Set("t2", base.id, b); err != nil {
+				t.Fatal(err)
+			}
+			in.Tenant = "t2"
+		}},
+		{name: "invalid kwargs", want: server.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *server.PrepareInput) {
+			in.Kwargs = json.RawMessage(`{"enable_thinking":false}`)
+		}},
+		{name: "invalid instructions", want: server.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *server.PrepareInput) {
+			in.Instructions = "Be terse."
+		}},
+		{name: "invalid tools", want: server.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *server.PrepareInput) {
+			in.Tools = toolsPool[3]
+		}},
+		{name: "diverged", want: server.OutcomeDiverged, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+			rewrite(t, env, sp.tenant, base.id, func(a *store.Artifact) {
+				for i := range a.Boundaries {
+					a.Boundaries[i].PrefixDigest[0] ^= 0xff
+				}
+			})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newArtEnv(t, tt.opts)
+			base := startConversation(t, env, sp)
+			in := continuation(base, "")
+			if tt.provoke != nil {
+				tt.provoke(t, env, base, in)
+			}
+			p := env.prepareBoth(t.Context(), in)
+			if p.Outcome != tt.want {
+				t.Errorf("outcome %s (reused %d), want %s", p.Outcome, p.Reused, tt.want)
+			}
+			if fast := p.Reused > 0; fast != (tt.want == server.OutcomeHitLocal) {
+				t.Errorf("reused %d ids with outcome %s", p.Reused, p.Outcome)
+			}
+			// The turn after a fallback is a fast hit again: the fallback wrote a fresh artifact.
+			next := env.complete(t, in, p, generation{text: "It is 21 °C in Paris.", stop: true})
+			p2 := env.prepareBoth(t.Context(), continuation(next, "Thanks! And tomorrow?"))
+			hit := server.OutcomeHitLocal
+			if tt.opts.noL1 {
+				hit = server.OutcomeHitPortable
+			}
+			if p2.Outcome != hit {
+				t.Errorf("turn after %s: outcome %s, want %s", tt.want, p2.Outcome, hit)
+			}
+		})
+	}
+}
+
+// TestArtifactHitPortable: a second pod (its own empty L1, the same L2 and seal key) continues a
+// response made on the first: hit_portable, then hit_local once its L1 is filled.
+func TestArtifactHitPortable(t *testing.T) {
+	sp := outcomeParams
+	l2 := newMemL2()
+	podA := newArtEnv(t, envOptions{l2: l2})
+	podB := newArtEnv(t, envOptions{l2: l2, sealer: podA.sealer, clock: podA.clock})
+	base := startConversation(t, podA, sp)
+	in := continuation(base, "")
+	for _, want := range []string{server.OutcomeHitPortable, server.OutcomeHitLocal} {
+		if p := podB.prepareBoth(t.Context(), in); p.Outcome != want || p.Reused == 0 {
+			t.Errorf("pod B: outcome %s reused %d, want %s with reuse", p.Outcome, p.Reused, want)
+		}
+	}
+	// A pod with another seal key cannot open the shared bytes.
+	other, err := store.NewSealer([]store.SealKey{{ID: "k2", Secret: []byte("another secret of 32 bytes......")}}, store.SealerOptions{Now: podA.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podC := newArtEnv(t, envOptions{l2: l2, sealer: other, clock: podA.clock})
+	if p := podC.prepareBoth(t.Context(), in); p.Outcome != server.OutcomeInvalid {
+		t.Errorf("pod with another seal key: outcome %s, want invalid", p.Outcome)
+	}
+}
+
+// TestArtifactAuditDisables: an artifact whose prompt ids are wrong but whose boundaries and
+// digests are right passes resolution; the (synchronous, rate 1) audit catches the one wrong turn,
+// counts it, and the next continuation of that fingerprint reports disabled with correct ids.
+func TestArtifactAuditDisables(t *testing.T) {
+	sp := outcomeParams
+	env := newArtEnv(t, envOptions{auditRate: 1})
+	base := startConversation(t, env, sp)
+	rewrite(t, env, sp.tenant, base.id, func(a *store.Artifact) {
+		a.PromptIDs[len(a.PromptIDs)/2] = 9707 // "Hello": a plausible id at the wrong place
+	})
+	in := continuation(base, "")
+	p, err := env.prep.Prepare(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := env.full.Prepare(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Outcome != server.OutcomeHitLocal || firstDifference(p.IDs, full.IDs) < 0 {
+		t.Fatalf("poisoned artifact: outcome %s, ids equal %v; want hit_local with the wrong ids", p.Outcome, firstDifference(p.IDs, full.IDs) < 0)
+	}
+	if got := env.metric("stitch_audit_mismatch_total"); got != 1 {
+		t.Errorf("audit mismatches = %v, want 1", got)
+	}
+	next := env.complete(t, in, full, generation{text: "It is 21 °C.", stop: true})
+	for range 2 {
+		p := env.prepareBoth(t.Context(), continuation(next, "And tomorrow?"))
+		if p.Outcome != server.OutcomeDisabled || p.Reused != 0 {
+			t.Errorf("after the mismatch: outcome %s reused %d, want disabled", p.Outcome, p.Reused)
+		}
+	}
+	// Another fingerprint (other instructions) keeps its fast path.
+	other := sp
+	other.instructions = "Be terse."
+	b2 := startConversation(t, env, other)
+	if p := env.prepareBoth(t.Context(), continuation(b2, "")); p.Outcome != server.OutcomeHitLocal {
+		t.Errorf("other fingerprint: outcome %s, want hit_local", p.Outcome)
+	}
+	if got := env.metric("stitch_audit_mismatch_total"); got != 1 {
+		t.Errorf("audit mismatches = %v, want still 1", got)
+	}
+}
+
+// TestArtifactBranching: two continuations of one response each get their own artifact, and
+// each branch continues on the fast path with its own ids.
+func TestArtifactBranching(t *testing.T) {
+	for _, mode := range []store.Mode{store.ModeCanonical, store.ModeExact} {
+		t.Run(mode.String(), func(t *testing.T) {
+			env := newArtEnv(t, envOptions{mode: mode})
+			sp := outcomeParams
+			sp.tools = nil
+			in := &server.PrepareInput{Tenant: sp.tenant, Instructions: sp.instructions, Items: []json.RawMessage{userItem("Hi")}}
+			p := env.prepareBoth(t.Context(), in)
+			root := env.complete(t, in, p, generation{text: "<think>\nGreet.\n</think>\n\nHello!", stop: true})
+			env.persist(t.Context(), in, p, root.resp, []string{"in_root", root.resp.itemIDs[0], root.resp.itemIDs[1]})
+			var branches []*convNode
+			for i, text := range []string{"Tell me a joke.", "Tell me a fact."} {
+				in := continuation(root, text)
+				p, err := env.prep.Prepare(t.Context(), in)
+				if err != nil || p.Outcome != server.OutcomeHitLocal {
+					t.Fatalf("branch %d: outcome %s, err %v", i, p.Outcome, err)
+				}
+				b := env.complete(t, in, p, generation{text: "Answer " + text, stop: true})
+				branches = append(branches, b)
+			}
+			var prompts [][]uint32
+			for _, b := range branches {
+				a, tier, err := env.tiered.Get(t.Context(), sp.tenant, b.id)
+				if err != nil || tier != store.TierLocal {
+					t.Fatalf("artifact of %s: tier %q, err %v", b.id, tier, err)
+				}
+				if firstDifference(a.PromptIDs, b.p.IDs) >= 0 || firstDifference(a.GeneratedIDs, b.resp.generated) >= 0 {
+					t.Errorf("artifact of %s does not hold its own prompt and output", b.id)
+				}
+				prompts = append(prompts, a.PromptIDs)
+			}
+			if firstDifference(prompts[0], prompts[1]) < 0 {
+				t.Error("both branches hold the same prompt ids")
+			}
+			for i, b := range branches {
+				in := continuation(b, "Go on.")
+				p, err := env.prep.Prepare(t.Context(), in)
+				if err != nil || p.Outcome != server.OutcomeHitLocal {
+					t.Fatalf("continue branch %d: outcome %s, err %v", i, p.Outcome, err)
+				}
+				want := append(closed(append(append([]uint32(nil), b.p.IDs...), b.resp.generated...)), env.model.Encode(newTurnText(in.Items[len(b.items):], nil))...)
+				if mode == store.ModeCanonical {
+					full, _ := env.full.Prepare(t.Context(), in)
+					want = full.IDs
+				}
+				if d := firstDifference(p.IDs, want); d >= 0 {
+					t.Errorf("continue branch %d: ids differ at %d", i, d)
+				}
+			}
+		})
+	}
+}
+
+// TestArtifactConcurrent continues conversations from many goroutines through one preparer and
+// one store, with background audits (run it with -race).
+func TestArtifactConcurrent(t *testing.T) {
+	env := newArtEnv(t, envOptions{auditRate: 0.5, asyncAudit: true})
+	sp := outcomeParams
+	root := startConversation(t, env, sp)
+	const workers, turns = 6, 5
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			base := root
+			for turn := range turns {
+				in := continuation(base, userText(r))
+				p, err := env.prep.Prepare(t.Context(), in)
+				if err != nil {
+					t.Errorf("worker %d turn %d: %v", w, turn, err)
+					return
+				}
+				full, err := env.full.Prepare(t.Context(), in)
+				if err != nil {
+					t.Errorf("worker %d turn %d: %v", w, turn, err)
+					return
+				}
+				if d := firstDifference(p.IDs, full.IDs); d >= 0 || p.Outcome != server.OutcomeHitLocal {
+					t.Errorf("worker %d turn %d: outcome %s, ids differ at %d", w, turn, p.Outcome, d)
+					return
+				}
+				resp := env.respond(p, inventGeneration(r, p, in.Tools, true))
+				env.prep.Commit(t.Context(), in.Tenant, resp.id, p, resp.conv)
+				base = &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...), calls: resp.calls, in: in, p: p, resp: resp}
+			}
+		})
+	}
+	wg.Wait()
 }

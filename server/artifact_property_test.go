@@ -105,13 +105,16 @@ type envOptions struct {
 	sealer    *store.Sealer       // nil: a fresh one on the env's clock
 	clock     *testClock          // nil: a fresh one
 	auditRate float64
-	ttl       time.Duration
-	noL1      bool
+	// asyncAudit runs audits in the background (the production setting) instead of inline.
+	asyncAudit bool
+	ttl        time.Duration
+	noL1       bool
 }
 
 // artEnv is one artifact stack and its full-render baseline.
 type artEnv struct {
 	t       testing.TB
+	opts    envOptions
 	model   *render.Model
 	rt      *server.Model
 	clock   *testClock
@@ -130,7 +133,7 @@ var testSealKey = store.SealKey{ID: "k1", Secret: []byte("0123456789abcdef012345
 func newArtEnv(t testing.TB, o envOptions) *artEnv {
 	t.Helper()
 	m := loadQwen3(t)
-	e := &artEnv{t: t, model: m, clock: o.clock, sealer: o.sealer, full: server.FullRender{Model: m},
+	e := &artEnv{t: t, opts: o, model: m, clock: o.clock, sealer: o.sealer, full: server.FullRender{Model: m},
 		reg: prometheus.NewRegistry(), cps: store.NewMemory(), counter: new(atomic.Uint64)}
 	if e.clock == nil {
 		e.clock = newTestClock()
@@ -158,7 +161,7 @@ func newArtEnv(t testing.TB, o envOptions) *artEnv {
 	e.prep = server.NewArtifactPreparer(server.ArtifactOptions{
 		Model: m, Store: e.tiered, Mode: o.mode, Identity: render.Fingerprint{ServedModel: "qwen3"},
 		CacheSalt: func(tenant string) string { return "salt-" + tenant },
-		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: true, Checkpoints: e.cps,
+		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: !o.asyncAudit, Checkpoints: e.cps,
 		Now: e.clock.Now, Metrics: server.NewArtifactMetrics(e.reg),
 	})
 	return e

@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stitchllm/stitch/configs"
 	"github.com/stitchllm/stitch/configs/demomodel"
@@ -88,6 +89,9 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
+		// go-redis logs failed dials through a process-wide logger; route it to ours at Debug (the
+		// store already turns every failure into ErrUnavailable, logged once where it matters).
+		redis.SetLogger(redisLogger{logger})
 		rc := store.NewRedisClient(ropts)
 		defer rc.Close()
 		checkpoints = &server.FallbackCheckpoints{
@@ -349,4 +353,11 @@ func redisOptions(raw string) (store.RedisOptions, error) {
 		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return opts, nil
+}
+
+// redisLogger adapts slog to go-redis's logger.
+type redisLogger struct{ l *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "redis")
 }

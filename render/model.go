@@ -62,7 +62,8 @@ type specialToken struct {
 	list   bool
 }
 
-var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
+// specialTokenKeys are transformers' SPECIAL_TOKENS_ATTRIBUTES (besides the additional list).
+var specialTokenKeys = [...]string{"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
 
 // LoadModel reads a Hugging Face model directory: tokenizer.json, tokenizer_config.json
 // (chat_template as a string or a list of {name, template}; special tokens as strings or
@@ -304,10 +305,13 @@ type ChatRequest struct {
 	Documents json.RawMessage
 }
 
-// reservedKwargs are variables chat_template_kwargs may not replace.
-var reservedKwargs = map[string]bool{
-	"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
-	"continue_final_message": true, "chat_template": true,
+// reservedKwarg reports whether chat_template_kwargs may not set the variable k.
+func reservedKwarg(k string) bool {
+	switch k {
+	case "messages", "tools", "documents", "add_generation_prompt", "continue_final_message", "chat_template":
+		return true
+	}
+	return false
 }
 
 // templateVars is a render's input in template-engine-neutral form (raw JSON for client values).
@@ -353,7 +357,7 @@ func (m *Model) vars(req *ChatRequest) (*templateVars, error) {
 		case kw.IsObject():
 			var err error
 			kw.ForEach(func(k, val gjson.Result) bool {
-				if reservedKwargs[k.Str] {
+				if reservedKwarg(k.Str) {
 					err = invalid("chat_template_kwargs."+k.Str, "may not override %q", k.Str)
 					return false
 				}

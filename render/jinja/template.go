@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +25,9 @@ type Template struct {
 	name string
 	body []node
 	opts Options
+	// sizeHint is the length of the last output, used to size the next
+	// output buffer.
+	sizeHint atomic.Int64
 }
 
 // Parse parses source as a chat template configured like transformers'
@@ -53,6 +57,7 @@ func (t *Template) Name() string { return t.name }
 // read. Errors are *Error naming the template, line and cause.
 func (t *Template) Execute(vars map[string]Value) (string, error) {
 	var out strings.Builder
+	out.Grow(int(min(t.sizeHint.Load(), 1<<24)) + 256)
 	fuel := t.opts.Fuel
 	if fuel <= 0 {
 		fuel = DefaultFuel
@@ -73,5 +78,6 @@ func (t *Template) Execute(vars map[string]Value) (string, error) {
 		}
 		return "", err
 	}
+	t.sizeHint.Store(int64(out.Len()))
 	return out.String(), nil
 }

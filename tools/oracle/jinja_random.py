@@ -206,6 +206,41 @@ def typed_block(r, depth):
     return "".join(typed_stmt(r, depth) for _ in range(r.randint(1, 3)))
 
 
+# Whitespace generator: text with spaces, tabs and newlines around tags
+# with every combination of "-", "+" and none, to check trim_blocks,
+# lstrip_blocks and whitespace control.
+WS_TEXT = ["", " ", "  ", "\t", "\n", "\n\n", " \n ", "a", "b c", "\n  x", "y\n", "\u3000", "\r\n", "\n\t\n"]
+
+
+def ws_mark(r, allow_plus=True):
+    return r.choice(["", "", "-", "+"] if allow_plus else ["", "", "-"])
+
+
+def ws_piece(r, depth):
+    k = r.random()
+    t = r.choice(WS_TEXT) + r.choice(WS_TEXT)
+    if k < 0.3:
+        return t + "{{" + ws_mark(r, False) + " 'v' " + ws_mark(r, False) + "}}"
+    if k < 0.45:
+        return t + "{#" + ws_mark(r) + " c " + ws_mark(r) + "#}"
+    if k < 0.55:
+        return t + "{%" + ws_mark(r) + " set q = 1 " + ws_mark(r) + "%}"
+    if k < 0.62:
+        return t + "{%" + ws_mark(r) + " raw " + ws_mark(r, False) + "%}" + r.choice(WS_TEXT) + "{{ r }}" + r.choice(WS_TEXT) + "{%" + ws_mark(r) + " endraw " + ws_mark(r) + "%}"
+    if k < 0.8 and depth:
+        return (t + "{%" + ws_mark(r) + " if true " + ws_mark(r) + "%}" + ws_block(r, depth - 1) +
+                "{%" + ws_mark(r) + " else " + ws_mark(r) + "%}no" + r.choice(WS_TEXT) +
+                "{%" + ws_mark(r) + " endif " + ws_mark(r) + "%}")
+    if depth:
+        return (t + "{%" + ws_mark(r) + " for i in [1, 2] " + ws_mark(r) + "%}" + ws_block(r, depth - 1) +
+                "{%" + ws_mark(r) + " endfor " + ws_mark(r) + "%}")
+    return t
+
+
+def ws_block(r, depth):
+    return "".join(ws_piece(r, depth) for _ in range(r.randint(1, 4))) + r.choice(WS_TEXT)
+
+
 def main():
     out = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0  # 0: the committed cases
@@ -229,6 +264,17 @@ def main():
             parts.append("-- %s.jinja --\n%s\n" % (name, src))
         parts.insert(0, "-- _vars.json --\n%s\n" % json.dumps(VARS, ensure_ascii=False))
         with open(os.path.join(out, "typed_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
+            f.write("".join(parts))
+    r = random.Random(77 + seed)
+    for fileno in range(2):
+        parts = []
+        for n in range(per_file):
+            name = "w%03d" % (fileno * per_file + n)
+            src = ws_block(r, 2)
+            if "\n-- " in "\n" + src or src.startswith("-- "):
+                continue
+            parts.append("-- %s.jinja --\n%s\n" % (name, src))
+        with open(os.path.join(out, "whitespace_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
             f.write("".join(parts))
 
 

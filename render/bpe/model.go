@@ -52,7 +52,7 @@ func (t *Tokenizer) appendWord(dst []uint32, w *merger, word string) []uint32 {
 type merger struct {
 	ids, ranks, merged []uint32
 	prev, next         []int32
-	heap               []mergeItem
+	heap               []uint64
 }
 
 // mergeSmall applies merges like the Rust crate's Word::merge_all: always the pair of lowest rank,
@@ -101,19 +101,11 @@ func (t *Tokenizer) pairRank(a, b uint32) (uint32, uint32) {
 	return r, m
 }
 
-// mergeItem is a candidate merge of the symbol at pos with the next one.
-type mergeItem struct {
-	rank, merged uint32
-	pos          int32
-}
-
-func (a mergeItem) less(b mergeItem) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
-}
-
 // mergeHeap gives the same result as mergeSmall in O(n log n), with the Rust crate's algorithm: a
 // priority queue of candidate merges by (rank, position) over a linked list of symbols, skipping
-// candidates made stale by earlier merges.
+// candidates made stale by earlier merges. A candidate is rank<<32 | position, so one integer
+// comparison orders the queue; a rank names exactly one pair, so a candidate is still valid when
+// the pair now at its position has its rank.
 func (w *merger) mergeHeap(t *Tokenizer, dst []uint32, word string) []uint32 {
 	n := len(word)
 	ids := grow(w.ids, n)
@@ -126,36 +118,36 @@ func (w *merger) mergeHeap(t *Tokenizer, dst []uint32, word string) []uint32 {
 	h := w.heap[:0]
 	for i := 0; i+1 < n; i++ {
 		if v := t.bytePairs[uint16(word[i])<<8|uint16(word[i+1])]; uint32(v>>32) != noRank {
-			h = heapPush(h, mergeItem{rank: uint32(v >> 32), merged: uint32(v), pos: int32(i)})
+			h = heapPush(h, v>>32<<32|uint64(i))
 		}
 	}
 	const removed = math.MaxUint32
 	for len(h) > 0 {
-		var top mergeItem
+		var top uint64
 		top, h = heapPop(h)
-		p := top.pos
+		p := int32(uint32(top))
 		if ids[p] == removed || next[p] < 0 {
 			continue
 		}
 		q := next[p]
-		// The pair at p may have changed since this candidate was queued; its merged id tells.
-		if _, m, ok := t.merges.get(ids[p], ids[q]); !ok || m != top.merged {
-			continue
+		r, merged, ok := t.merges.get(ids[p], ids[q])
+		if !ok || r != uint32(top>>32) {
+			continue // stale: the pair at p changed since this candidate was queued
 		}
-		ids[p] = top.merged
+		ids[p] = merged
 		ids[q] = removed
 		next[p] = next[q]
 		if next[p] >= 0 {
 			prev[next[p]] = p
 		}
 		if l := prev[p]; l >= 0 {
-			if r, m, ok := t.merges.get(ids[l], ids[p]); ok {
-				h = heapPush(h, mergeItem{rank: r, merged: m, pos: l})
+			if r, _, ok := t.merges.get(ids[l], ids[p]); ok {
+				h = heapPush(h, uint64(r)<<32|uint64(l))
 			}
 		}
-		if r := next[p]; r >= 0 {
-			if rk, m, ok := t.merges.get(ids[p], ids[r]); ok {
-				h = heapPush(h, mergeItem{rank: rk, merged: m, pos: p})
+		if nx := next[p]; nx >= 0 {
+			if r, _, ok := t.merges.get(ids[p], ids[nx]); ok {
+				h = heapPush(h, uint64(r)<<32|uint64(p))
 			}
 		}
 	}
@@ -173,37 +165,42 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-func heapPush(h []mergeItem, it mergeItem) []mergeItem {
-	h = append(h, it)
+func heapPush(h []uint64, v uint64) []uint64 {
+	h = append(h, v)
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
-		if !h[i].less(h[parent]) {
+		if h[parent] <= v {
 			break
 		}
-		h[i], h[parent] = h[parent], h[i]
+		h[i] = h[parent]
 		i = parent
+		h[i] = v
 	}
 	return h
 }
 
-func heapPop(h []mergeItem) (mergeItem, []mergeItem) {
+func heapPop(h []uint64) (uint64, []uint64) {
 	top := h[0]
 	last := len(h) - 1
-	h[0] = h[last]
+	v := h[last]
 	h = h[:last]
-	for i := 0; ; {
-		l, r, small := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l].less(h[small]) {
-			small = l
-		}
-		if r < len(h) && h[r].less(h[small]) {
-			small = r
-		}
-		if small == i {
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
 			break
 		}
-		h[i], h[small] = h[small], h[i]
-		i = small
+		if r := l + 1; r < len(h) && h[r] < h[l] {
+			l = r
+		}
+		if v <= h[l] {
+			break
+		}
+		h[i] = h[l]
+		i = l
+	}
+	if len(h) > 0 {
+		h[i] = v
 	}
 	return top, h
 }

@@ -119,7 +119,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		defer l1.Close()
 		artifacts = store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1, L2: portable, TTL: cfg.Artifacts.TTL, Logger: logger})
 		artifactMetrics = server.NewArtifactMetrics(reg)
-		server.RegisterArtifactCacheMetrics(reg, artifacts.Stats)
+		reg.MustRegister(store.NewCollector(artifacts))
 	}
 
 	var auth middleware.Authenticator = middleware.DevAuth{}

@@ -298,32 +298,3 @@ func firstDiff(a, b []uint32) int {
 	}
 	return min(len(a), len(b))
 }
-
-// RegisterArtifactCacheMetrics exports the artifact cache's own counters (read at scrape time).
-func RegisterArtifactCacheMetrics(reg prometheus.Registerer, stats func() store.TieredStats) {
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stitch_artifact_cache_bytes", Help: "Bytes reserved by the local artifact cache (never above --artifact-cache-mb)."},
-			func() float64 { return float64(stats().L1.CapacityBytes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stitch_artifact_cache_entries", Help: "Artifacts held in the local cache."},
-			func() float64 { return float64(stats().L1.Entries) }),
-		&evictionCollector{stats: stats, desc: prometheus.NewDesc("stitch_artifact_evictions_total",
-			"Artifacts removed from the local cache, by reason (expired, no_space, deleted, too_large).", []string{"reason"}, nil)},
-	)
-}
-
-type evictionCollector struct {
-	stats func() store.TieredStats
-	desc  *prometheus.Desc
-}
-
-func (c *evictionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *evictionCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.stats().L1
-	for _, r := range []struct {
-		reason string
-		n      uint64
-	}{{"expired", s.EvictedExpired}, {"no_space", s.EvictedNoSpace}, {"deleted", s.Deleted}, {"too_large", s.TooLarge}} {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(r.n), r.reason)
-	}
-}

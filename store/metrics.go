@@ -29,12 +29,12 @@ func NewCollector(t *Tiered) *Collector {
 	}
 	return &Collector{
 		t:            t,
-		l1Entries:    d("l1_entries", "Artifacts held in the local (L1) cache."),
-		l1Capacity:   d("l1_capacity_bytes", "Bytes allocated for L1 entries (bounded by the configured MiB cap)."),
+		l1Entries:    d("cache_entries", "Artifacts held in the local (L1) cache."),
+		l1Capacity:   d("cache_bytes", "Bytes allocated for local (L1) cache entries (never above the configured MiB cap)."),
 		l1Requests:   d("l1_requests_total", "L1 lookups by result.", "result"),
 		l1Collisions: d("l1_collisions_total", "L1 lookups that hit another key with the same 64-bit hash (reported as misses)."),
 		l1Sets:       d("l1_sets_total", "L1 writes by result (ok, error, too_large).", "result"),
-		l1Evictions:  d("l1_evictions_total", "L1 entries removed, by reason (expired, no_space, deleted).", "reason"),
+		l1Evictions:  d("evictions_total", "Local (L1) cache entries removed, by reason (expired, no_space, deleted).", "reason"),
 		l2Requests:   d("l2_requests_total", "Portable (L2) lookups by result (hit, miss, error).", "result"),
 		l2SetErrors:  d("l2_set_errors_total", "Failed L2 writes."),
 		rejected:     d("rejected_total", "Artifacts found but not usable, by reason (invalid, expired).", "reason"),

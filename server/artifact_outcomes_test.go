@@ -12,6 +12,7 @@ import (
 
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/store/redistest"
 )
 
 // newTurnText is what the Qwen3 template renders for a turn's new input items after the
@@ -477,4 +478,32 @@ func TestArtifactConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestArtifactHitPortableRedis: pods sharing a real Redis L2 (store.RedisArtifacts): the second
+// pod's first continuation is hit_portable; tampered Redis bytes are invalid.
+func TestArtifactHitPortableRedis(t *testing.T) {
+	rc := store.NewRedisClient(store.RedisOptions{Addrs: []string{redistest.Start(t)}})
+	t.Cleanup(func() { rc.Close() })
+	l2 := store.NewRedisArtifacts(rc, store.RedisArtifactsOptions{Prefix: "arttest"})
+	sp := outcomeParams
+	podA := newArtEnv(t, envOptions{l2: l2})
+	podB := newArtEnv(t, envOptions{l2: l2, sealer: podA.sealer, clock: podA.clock})
+	base := startConversation(t, podA, sp)
+	in := continuation(base, "")
+	if p := podB.prepareBoth(t.Context(), in); p.Outcome != server.OutcomeHitPortable || p.Reused == 0 {
+		t.Errorf("pod B: outcome %s reused %d, want hit_portable", p.Outcome, p.Reused)
+	}
+	b, err := l2.Get(t.Context(), sp.tenant, base.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-3] ^= 0x10
+	if err := l2.Set(t.Context(), sp.tenant, base.id, b, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	podC := newArtEnv(t, envOptions{l2: l2, sealer: podA.sealer, clock: podA.clock})
+	if p := podC.prepareBoth(t.Context(), in); p.Outcome != server.OutcomeInvalid {
+		t.Errorf("tampered Redis bytes: outcome %s, want invalid", p.Outcome)
+	}
 }

@@ -30,6 +30,12 @@ func (t *Tokenizer) appendWord(dst []uint32, w *merger, word string) []uint32 {
 			return append(dst, id)
 		}
 	}
+	if len(word) == 2 { // one merge or none: cheaper than the cache
+		if v := t.bytePairs[uint16(word[0])<<8|uint16(word[1])]; uint32(v>>32) != noRank {
+			return append(dst, uint32(v))
+		}
+		return append(dst, t.byteID[word[0]], t.byteID[word[1]])
+	}
 	cacheable := len(word) <= maxCachedWord
 	if cacheable {
 		if ids, ok := t.cache.get(word); ok {

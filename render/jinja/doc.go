@@ -28,6 +28,30 @@
 // KindSecurity when used; namespace attributes may be assigned with
 // {% set ns.attr = … %}.
 //
+// # Jinja2 quirks reproduced
+//
+// Besides Python's own semantics, the engine follows what Jinja2's
+// compiler actually does: a for loop's else block runs when no iteration
+// completed its body (so also after break or continue in every
+// iteration); slices are plain Python subscripts (errors propagate)
+// except inside a {{ }} made only of literals, which Jinja2 folds at
+// compile time; `-2 ** x` with a literal base runs as -(2 ** x); unknown
+// filters and tests fail at parse time except inside if statements and
+// conditional expressions; select/map family filters on a falsy input
+// yield nothing without checking their arguments; markupsafe's Markup
+// (from the safe and escape filters) escapes the other operand of + and %.
+//
+// # Known differences
+//
+// Float ** with a non-integral exponent uses Go's math.Pow, which can
+// differ from glibc's pow in the last bit (integral exponents are exact,
+// except for exact halfway cases, where glibc itself is inconsistent);
+// complex results of negative bases are an error, not a complex number.
+// str.format supports the common format-spec subset. A lone UTF-16
+// surrogate in JSON input becomes U+FFFD. strftime_now treats the time as
+// naive (%z and %Z are empty). Deep nesting, huge repetitions and ints
+// beyond 65536 bits fail instead of exhausting memory.
+//
 // # Limits
 //
 // Options.Fuel bounds the work of one Execute; nesting depth and macro

@@ -80,7 +80,7 @@ func lookupFilter(name string) filterFunc {
 	case "round":
 		return filterRound
 	case "safe":
-		return filterString
+		return filterSafe
 	case "select":
 		return func(ev *evaluator, v Value, a []Value, kw []kwArg) (Value, error) {
 			return filterSelect(ev, v, a, kw, true, false)
@@ -214,10 +214,23 @@ func htmlEscape(s string) string {
 }
 
 func filterEscape(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
-	if v.k == kUndefined {
-		return String(""), nil
+	return escapeValue(v), nil
+}
+
+// escapeValue is markupsafe.escape: Markup stays as is, anything else is
+// str()-ed, HTML-escaped and marked safe.
+func escapeValue(v Value) Value {
+	if v.isMarkup() {
+		return v
 	}
-	return String(htmlEscape(v.str())), nil
+	return markup(htmlEscape(v.str()))
+}
+
+func filterSafe(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
+	if v.isMarkup() {
+		return v, nil
+	}
+	return markup(v.str()), nil
 }
 
 func filterFormat(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
@@ -322,6 +335,9 @@ func filterReplace(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, err
 }
 
 func filterString(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
+	if v.isMarkup() {
+		return v, nil // soft_str keeps Markup
+	}
 	s, err := softStr(v)
 	return String(s), err
 }

@@ -10,6 +10,17 @@ import (
 
 type methodFn func(ev *evaluator, recv Value, args []Value, kw []kwArg) (Value, error)
 
+// markupMethods reports the str methods that markupsafe.Markup wraps to
+// return Markup.
+func markupMethods(name string) bool {
+	switch name {
+	case "capitalize", "title", "lower", "upper", "replace", "ljust", "rjust", "lstrip", "rstrip",
+		"center", "strip", "swapcase", "zfill":
+		return true
+	}
+	return false
+}
+
 // listMutator and dictMutator report the methods
 // ImmutableSandboxedEnvironment refuses.
 func listMutator(name string) bool {
@@ -47,6 +58,16 @@ func methodFunc(recv Value, name string) (methodFn, bool) {
 			return strFormatMethod, true
 		}
 		m = strMethods[name]
+		if m != nil && recv.isMarkup() && markupMethods(name) {
+			inner := m
+			m = func(ev *evaluator, recv Value, args []Value, kw []kwArg) (Value, error) {
+				v, err := inner(ev, recv, args, kw)
+				if err == nil && v.k == kString {
+					v.n = 1
+				}
+				return v, err
+			}
+		}
 	case kList, kTuple:
 		if recv.k == kList && listMutator(name) {
 			return refuse(name), true

@@ -33,6 +33,9 @@ func binaryOp(op string, l, r Value) (Value, error) {
 	case "+":
 		switch {
 		case l.k == kString && r.k == kString:
+			if l.isMarkup() || r.isMarkup() {
+				return markup(escapeValue(l).s + escapeValue(r).s), nil
+			}
 			return String(l.s + r.s), nil
 		case l.k == kString:
 			return Value{}, errf(KindType, "can only concatenate str (not \"%s\") to str", r.typeName())
@@ -101,14 +104,39 @@ func binaryOp(op string, l, r Value) (Value, error) {
 		}
 	case "%":
 		if l.k == kString {
+			if l.isMarkup() {
+				r = escapeFormatArgs(r)
+			}
 			s, err := pyFormat(l.s, r)
 			if err != nil {
 				return Value{}, err
+			}
+			if l.isMarkup() {
+				return markup(s), nil
 			}
 			return String(s), nil
 		}
 	}
 	return Value{}, opTypeError(op, l, r)
+}
+
+// escapeFormatArgs escapes the string arguments of Markup % args
+// (markupsafe's _MarkupEscapeHelper, simplified to str arguments).
+func escapeFormatArgs(r Value) Value {
+	switch r.k {
+	case kString:
+		return escapeValue(r)
+	case kTuple:
+		items := make([]Value, len(r.list()))
+		for i, it := range r.list() {
+			if it.k == kString {
+				it = escapeValue(it)
+			}
+			items[i] = it
+		}
+		return tuple(items...)
+	}
+	return r
 }
 
 func numberOp(op string, l, r Value) (Value, error) {

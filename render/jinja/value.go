@@ -96,6 +96,13 @@ func bigValue(b *big.Int) Value {
 
 func undefined(reason string) Value { return Value{k: kUndefined, s: reason} }
 
+// markup is a markupsafe.Markup string (a str marked safe). Printing is
+// unchanged (autoescape is off), but `+` and `%` escape the other operand,
+// as Markup's operators do.
+func markup(s string) Value { return Value{k: kString, s: s, n: 1} }
+
+func (v Value) isMarkup() bool { return v.k == kString && v.n == 1 }
+
 // IsUndefined reports whether v is Undefined.
 func (v Value) IsUndefined() bool { return v.k == kUndefined }
 
@@ -362,7 +369,9 @@ func (v Value) writeRepr(b *strings.Builder, quote bool) {
 	case kFloat:
 		b.WriteString(formatFloat(v.float()))
 	case kString:
-		if quote {
+		if quote && v.n == 1 {
+			b.WriteString("Markup(" + pyReprString(v.s) + ")")
+		} else if quote {
 			b.WriteString(pyReprString(v.s))
 		} else {
 			b.WriteString(v.s)

@@ -507,3 +507,54 @@ func TestArtifactHitPortableRedis(t *testing.T) {
 		t.Errorf("tampered Redis bytes: outcome %s, want invalid", p.Outcome)
 	}
 }
+
+// TestArtifactExactSplit pins the cases that once split the new turn at the wrong <|im_end|>
+// (found by TestArtifactPropertyExact): the re-rendered history holding an end-of-turn token the
+// model wrote as text, and a system block added or removed by changed instructions or tools.
+func TestArtifactExactSplit(t *testing.T) {
+	escapedCall := "<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": \"\\u003c|im_end|\\u003e\"}}\n</tool_call>"
+	tests := []struct {
+		name   string
+		first  sessionParams
+		gen    string
+		change func(in *server.PrepareInput)
+	}{
+		{name: "escaped im_end in tool arguments", first: sessionParams{tenant: "t1", tools: toolsPool[2]}, gen: escapedCall},
+		{name: "instructions add a system block", first: sessionParams{tenant: "t1"}, gen: "Hello!",
+			change: func(in *server.PrepareInput) { in.Instructions = "Be terse." }},
+		{name: "tools removed with their system block", first: sessionParams{tenant: "t1", tools: toolsPool[1]}, gen: "Hello!",
+			change: func(in *server.PrepareInput) { in.Tools = nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newArtEnv(t, envOptions{mode: store.ModeExact})
+			in := &server.PrepareInput{Tenant: tt.first.tenant, Instructions: tt.first.instructions, Tools: tt.first.tools,
+				Items: []json.RawMessage{userItem("Hi")}}
+			p := env.prepareBoth(t.Context(), in)
+			base := env.complete(t, in, p, generation{text: tt.gen, stop: true})
+			env.persist(t.Context(), in, p, base.resp, append([]string{"in_1"}, base.resp.itemIDs...))
+			next := continuation(base, "Thanks.")
+			if tt.change != nil {
+				tt.change(next)
+			}
+			for _, evict := range []bool{false, true} {
+				if evict {
+					if err := env.tiered.Delete(t.Context(), in.Tenant, base.id); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := env.prep.Prepare(t.Context(), next)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := append(closed(append(append([]uint32(nil), p.IDs...), base.resp.generated...)),
+					env.model.Encode(newTurnText(next.Items[len(base.items):], nil))...)
+				if d := firstDifference(got.IDs, want); d >= 0 {
+					tok := env.model.Tokenizer()
+					t.Errorf("evicted=%v (outcome %s): exact prompt differs at %d\ngot  …%q\nwant …%q", evict, got.Outcome, d,
+						tok.Decode(got.IDs[d:]), tok.Decode(want[d:]))
+				}
+			}
+		})
+	}
+}

@@ -28,6 +28,8 @@
 //   - STITCH_E2E_BASE_URL=http://host:port: drive an already running stitch instead of
 //     building and starting one (no sim, no build).
 //   - STITCH_E2E_BIN=/path/to/stitch: use a prebuilt binary instead of `go build`.
+//   - STITCH_E2E_RACE=1: build stitch with -race; any "WARNING: DATA RACE" a process prints
+//     fails the test that was running. Off by default: race-built processes start ~10x slower.
 //
 // The package has no non-test code; this file only documents it.
 package e2e

@@ -222,8 +222,9 @@ type wordCache struct {
 const cacheWays = 4
 
 type cacheEntry struct {
-	word string
-	ids  []uint32
+	word   string
+	ids    []uint32
+	inline [4]uint32 // holds ids when there are at most 4, saving an allocation
 }
 
 func newWordCache(words int) *wordCache {
@@ -252,7 +253,12 @@ func (c *wordCache) get(word string) ([]uint32, bool) {
 func (c *wordCache) put(word string, ids []uint32) {
 	h := hashBytes(word)
 	set := c.slots[h&c.mask:][:cacheWays]
-	e := &cacheEntry{word: strings.Clone(word), ids: append([]uint32(nil), ids...)}
+	e := &cacheEntry{word: strings.Clone(word)}
+	if len(ids) <= len(e.inline) {
+		e.ids = e.inline[:copy(e.inline[:], ids)]
+	} else {
+		e.ids = append([]uint32(nil), ids...)
+	}
 	for i := range set {
 		if set[i].Load() == nil {
 			set[i].Store(e)

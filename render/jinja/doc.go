@@ -49,7 +49,10 @@
 // complex results of negative bases are an error, not a complex number.
 // str.format supports the common format-spec subset. A lone UTF-16
 // surrogate in JSON input becomes U+FFFD. strftime_now treats the time as
-// naive (%z and %Z are empty). Deep nesting, huge repetitions and ints
+// naive (%z and %Z are empty). The filters wordwrap, urlencode,
+// filesizeformat, pprint, xmlattr and random and the globals cycler and
+// lipsum are not provided (an unknown name, as in a Jinja2 environment
+// without them). Deep nesting, huge repetitions and ints
 // beyond 65536 bits fail instead of exhausting memory.
 //
 // # Limits

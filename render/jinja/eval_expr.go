@@ -536,6 +536,15 @@ func getAttr(obj Value, name string) (Value, error) {
 		if v, ok := loopAttr(obj.o.(*loopObj), name); ok {
 			return v, nil
 		}
+	case kTuple:
+		if obj.o.(*listObj).view == "_GroupTuple" {
+			switch name {
+			case "grouper":
+				return obj.list()[0], nil
+			case "list":
+				return obj.list()[1], nil
+			}
+		}
 	}
 	return undefined("'" + obj.typeName() + " object' has no attribute '" + name + "'"), nil
 }

@@ -81,6 +81,14 @@ func lookupFilter(name string) filterFunc {
 		return filterRound
 	case "safe":
 		return filterSafe
+	case "forceescape":
+		return filterForceEscape
+	case "groupby":
+		return filterGroupBy
+	case "slice":
+		return filterSlice
+	case "truncate":
+		return filterTruncate
 	case "select":
 		return func(ev *evaluator, v Value, a []Value, kw []kwArg) (Value, error) {
 			return filterSelect(ev, v, a, kw, true, false)
@@ -224,6 +232,49 @@ func escapeValue(v Value) Value {
 		return v
 	}
 	return markup(htmlEscape(v.str()))
+}
+
+func filterForceEscape(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
+	return markup(htmlEscape(v.str())), nil
+}
+
+// filterTruncate is Jinja2's truncate with the default leeway of 5.
+func filterTruncate(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
+	a, err := argSpec("truncate", args, kw, "length", "killwords", "end", "leeway")
+	if err != nil {
+		return Value{}, err
+	}
+	length, leeway, end := 255, 5, "..."
+	if a[0].k != kUndefined {
+		if !a[0].isInt() {
+			return Value{}, errf(KindType, "'<=' not supported between instances of 'int' and '%s'", a[0].typeName())
+		}
+		length = clampInt(a[0].n)
+	}
+	if a[2].k != kUndefined {
+		end = a[2].str()
+	}
+	if a[3].k != kUndefined && a[3].k != kNone {
+		if !a[3].isInt() {
+			return Value{}, errf(KindType, "'>=' not supported between instances of '%s' and 'int'", a[3].typeName())
+		}
+		leeway = clampInt(a[3].n)
+	}
+	if length < runeLen(end) || leeway < 0 {
+		return Value{}, errf(KindAssertion, "expected length >= %d, got %d", runeLen(end), length)
+	}
+	s := []rune(v.str())
+	if len(s) <= length+leeway {
+		return String(string(s)), nil
+	}
+	cut := string(s[:length-runeLen(end)])
+	if a[1].truth() {
+		return String(cut + end), nil
+	}
+	if i := strings.LastIndex(cut, " "); i >= 0 {
+		cut = cut[:i]
+	}
+	return String(cut + end), nil
 }
 
 func filterSafe(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {

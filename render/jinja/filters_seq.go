@@ -345,6 +345,92 @@ func filterReverse(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, err
 	return List(out...), nil
 }
 
+// filterGroupBy is Jinja2's groupby: sorted by the attribute, grouped into
+// (grouper, list) named tuples.
+func filterGroupBy(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
+	a, err := argSpec("groupby", args, kw, "attribute", "default", "case_sensitive")
+	if err != nil {
+		return Value{}, err
+	}
+	items, err := ev.iterate(v)
+	if err != nil {
+		return Value{}, err
+	}
+	var def *Value
+	if a[1].k != kUndefined && a[1].k != kNone {
+		def = &a[1]
+	}
+	key, _ := attrGetter(a[0], def, !a[2].truth())
+	out, _ := attrGetter(a[0], def, false)
+	sorted := append([]Value(nil), items...)
+	var kerr error
+	keyOf := func(x Value) Value {
+		k, e := key(x)
+		if e != nil && kerr == nil {
+			kerr = e
+		}
+		return k
+	}
+	if err := sortValues(sorted, keyOf, false); err != nil {
+		return Value{}, err
+	}
+	var groups []Value
+	for i := 0; i < len(sorted); {
+		k := keyOf(sorted[i])
+		j := i + 1
+		for j < len(sorted) && valuesEqual(keyOf(sorted[j]), k) {
+			j++
+		}
+		g, err := out(sorted[i])
+		if err != nil {
+			return Value{}, err
+		}
+		groups = append(groups, Value{k: kTuple, o: &listObj{items: []Value{g, List(sorted[i:j:j]...)}, view: "_GroupTuple"}})
+		i = j
+	}
+	if kerr != nil {
+		return Value{}, kerr
+	}
+	return List(groups...), nil
+}
+
+// filterSlice is Jinja2's slice: n columns of nearly equal size.
+func filterSlice(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
+	a, err := argSpec("slice", args, kw, "slices", "fill_with")
+	if err != nil {
+		return Value{}, err
+	}
+	if !a[0].isInt() {
+		return Value{}, errf(KindType, "unsupported operand type(s) for //: 'int' and '%s'", a[0].typeName())
+	}
+	n := clampInt(a[0].n)
+	if n == 0 {
+		return Value{}, errf(KindZeroDivision, "integer division or modulo by zero")
+	}
+	seq, err := ev.iterate(v)
+	if err != nil {
+		return Value{}, err
+	}
+	if n < 0 || n > maxRepeatItems {
+		return List(), nil
+	}
+	per, extra, offset := len(seq)/n, len(seq)%n, 0
+	var out []Value
+	for i := 0; i < n; i++ {
+		start := offset + i*per
+		if i < extra {
+			offset++
+		}
+		end := offset + (i+1)*per
+		tmp := append([]Value(nil), seq[start:end]...)
+		if a[1].k != kUndefined && a[1].k != kNone && i >= extra {
+			tmp = append(tmp, a[1])
+		}
+		out = append(out, List(tmp...))
+	}
+	return List(out...), nil
+}
+
 func filterSort(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
 	a, err := argSpec("sort", args, kw, "reverse", "case_sensitive", "attribute")
 	if err != nil {

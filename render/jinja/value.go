@@ -312,6 +312,9 @@ func (v Value) typeName() string {
 		}
 		return "list"
 	case kTuple:
+		if v.o.(*listObj).view != "" {
+			return v.o.(*listObj).view
+		}
 		return "tuple"
 	case kMap:
 		return "dict"
@@ -390,7 +393,7 @@ func (v Value) writeRepr(b *strings.Builder, quote bool) {
 		if v.k == kTuple {
 			open, close = "(", ")"
 		}
-		if lo.view != "" {
+		if lo.view != "" && v.k == kList {
 			b.WriteString(lo.view)
 			b.WriteString("([")
 			close = "])"

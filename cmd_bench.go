@@ -91,7 +91,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	}
 
 	opts := bench.Options{Workload: w, Modes: modes, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
-		Progress: env.stderr, Logger: slog.New(slog.DiscardHandler)}
+		Progress: env.stderr, Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.target == "" {
 		m, err := loadModel(f.modelDir)
 		if err != nil {
@@ -117,7 +117,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	if !f.noStreaming && f.target == "" {
 		so := bench.StreamingOptions{Model: opts.Model, Sim: opts.Sim, Workload: w}
 		if f.quick {
-			so.Tokens, so.Reps, so.Levels = 500, 3, []int{1, 8, 32}
+			so.Tokens, so.Reps, so.Levels = 1000, 5, []int{1, 8, 32}
 		}
 		fmt.Fprintln(env.stderr, "streaming: overhead per token and concurrency sweep…")
 		if res.Streaming, err = bench.MeasureStreaming(ctx, so); err != nil {

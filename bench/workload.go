@@ -23,7 +23,7 @@ type Workload struct {
 	// Drift is the simulator's probability of answering with a non-canonical tokenization.
 	Drift float64 `json:"drift"`
 	// ToolOutputTokens is the mean size of a function_call_output in tokens (roughly; sizes are
-	// uniform in [T/3, 5T/3] and generated as text of about 3.3 bytes per token).
+	// uniform in [T/3, 5T/3], converted to bytes at the generator's measured bytes per token).
 	ToolOutputTokens int `json:"tool_output_tokens"`
 	// FollowUpRate is the probability that a tool output comes with a user nudge naming the next
 	// tool (another tool round) rather than alone (then the model answers in text and the next
@@ -53,7 +53,7 @@ type Workload struct {
 func DefaultWorkload() Workload {
 	return Workload{
 		Sessions: 6, Turns: 36, Concurrency: 3, Seed: 1, Drift: 0.2,
-		ToolOutputTokens: 2000, FollowUpRate: 0.75, ReasoningOffEvery: 2,
+		ToolOutputTokens: 3500, FollowUpRate: 0.75, ReasoningOffEvery: 2,
 		Model: "qwen3", MaxModelLen: 262144, KVBlocks: 262144,
 		TTFTBase: 20 * time.Millisecond, PrefillPerToken: 20 * time.Microsecond, OutputLen: 64,
 	}
@@ -62,7 +62,7 @@ func DefaultWorkload() Workload {
 // QuickWorkload is the --quick run: under a minute, contexts reaching about 80k tokens.
 func QuickWorkload() Workload {
 	w := DefaultWorkload()
-	w.Sessions, w.Turns, w.Concurrency = 3, 24, 2
+	w.Sessions, w.Turns, w.Concurrency, w.ToolOutputTokens = 3, 24, 2, 4000
 	return w
 }
 
@@ -151,7 +151,12 @@ func (s *script) toolOutput(name string, meanTokens int) string {
 	}
 	lo := max(1, meanTokens/3)
 	tokens := lo + s.r.IntN(meanTokens*4/3+1)
-	size := tokens * 33 / 10
+	// Bytes per Qwen3 token, measured on this generator: digits are single tokens, so JSON and
+	// logs are dense.
+	size := tokens * 19 / 10
+	if kind == kindCode {
+		size = tokens * 29 / 10
+	}
 	var b strings.Builder
 	b.Grow(size + 256)
 	g := gen{r: s.r, words: s.words}
@@ -168,16 +173,33 @@ func (s *script) toolOutput(name string, meanTokens int) string {
 	return b.String()
 }
 
-// vocabularySize is the number of distinct synthetic words tool outputs draw from, Zipf-distributed
-// as words in real text are. Frequent words hit the tokenizer's word cache, rare ones do not —
-// a handful of fixed words would make every full render look cheap.
+// vocabularySize is the number of distinct words tool outputs draw from, Zipf-distributed as
+// words in real text are: the most frequent are common English and programming words, the tail
+// synthetic. Frequent words hit the tokenizer's word cache and are single tokens, rare ones are
+// neither — a handful of fixed words would make every full render look cheap.
 const vocabularySize = 200_000
+
+var commonWords = strings.Fields(`the of and to in is for that on with as it be by this are from at or an not
+was which but can have has if all will one when we more time into other only new some could use than
+then its also each these them so been any may two like there first over after most where such same
+value error request response server client data file user name type key config cache token session
+stream buffer index field state status count limit size offset length path query table record event
+message handler context service worker queue retry timeout result output input batch block shard node
+cluster region version update delete create read write open close start stop check parse load store
+send receive flush merge split route fetch build apply scan sync lock unlock wait run call return get
+set list map string int bool byte slice struct func method package import default case switch range
+nil true false err ok len cap make append copy panic recover defer go select chan time duration
+second millisecond latency total max min avg sum rate hit miss prefix suffix model prompt template`)
 
 var syllables = []string{"ka", "to", "ri", "mel", "san", "dor", "vi", "lu", "pex", "gra", "no", "tem",
 	"bro", "sil", "qua", "fen", "ix", "zu", "har", "op", "cle", "wy", "mon", "tra"}
 
-// word returns the i-th synthetic word (distinct for distinct i).
+// word returns the i-th word of the vocabulary (distinct for distinct i).
 func word(i uint64) string {
+	if i < uint64(len(commonWords)) {
+		return commonWords[i]
+	}
+	i -= uint64(len(commonWords))
 	var b strings.Builder
 	for {
 		b.WriteString(syllables[i%uint64(len(syllables))])

@@ -116,6 +116,11 @@ func (ev *evaluator) exec(n node, f *frame) (control, error) {
 		ev.folding = n.constant
 		v, err := ev.eval(n.x, f)
 		ev.folding = false
+		if err != nil && n.constant {
+			// Folding failed at "compile time": Jinja2 then evaluates the
+			// expression at run time, where slice errors propagate.
+			v, err = ev.eval(n.x, f)
+		}
 		if err != nil {
 			return ctlNone, err
 		}

@@ -241,6 +241,50 @@ def ws_block(r, depth):
     return "".join(ws_piece(r, depth) for _ in range(r.randint(1, 4))) + r.choice(WS_TEXT)
 
 
+# Feature generator: macros, call blocks, namespaces, loop variables,
+# set/filter/with blocks and loop controls, composed so that most cases
+# render.
+F_VAL = ["x", "loop.index", "loop.index0 * 2", "loop.revindex", "ns.total", "ns.items | length", "a", "b",
+         "(x | string) ~ '!'", "users[loop.index0 % 3].name", "kwargs | length", "varargs | length",
+         "loop.previtem | default('-')", "loop.nextitem is defined", "loop.cycle('o', 'e')", "v | default('u')"]
+
+
+def f_stmt(r, depth, in_loop, in_macro):
+    k = r.random()
+    pool = [v for v in F_VAL if (in_loop or "loop." not in v) and (in_macro or ("kwargs" not in v and "varargs" not in v))]
+    if not in_loop:
+        pool = [v for v in pool if v != "x" and "loop" not in v]
+    if k < 0.3 or depth == 0:
+        return "{{ " + r.choice(pool) + " }}" + r.choice(["", ";", "\n"])
+    if k < 0.45:
+        return ("{% for x in " + r.choice(["l", "ls", "range(3)", "users | map(attribute='name')", "'ab'", "l if a else []"]) +
+                (" if x != 2" if r.random() < 0.2 else "") + " %}" + f_body(r, depth - 1, True, in_macro) +
+                (("{% if loop.index == 2 %}{% " + r.choice(["break", "continue"]) + " %}{% endif %}") if r.random() < 0.3 else "") +
+                ("{% else %}empty" if r.random() < 0.3 else "") + "{% endfor %}")
+    if k < 0.55:
+        return "{% set ns.total = ns.total + " + r.choice(["1", "(x | int if x is number else 1)" if in_loop else "2", "a"]) + " %}{% set ns.items = ns.items + [" + r.choice(pool) + "] %}"
+    if k < 0.65:
+        return "{% set v %}" + f_body(r, depth - 1, in_loop, in_macro) + "{% endset %}[{{ v | trim }}]"
+    if k < 0.72:
+        return "{% filter " + r.choice(["upper", "trim", "replace('a', 'A')", "indent(2)", "title"]) + " %}" + f_body(r, depth - 1, in_loop, in_macro) + "{% endfilter %}"
+    if k < 0.8:
+        return "{% with a = " + r.choice(["a + 1", "'w'", "[1, 2]"]) + " %}" + f_body(r, depth - 1, in_loop, in_macro) + "{% endwith %}{{ a }}"
+    if k < 0.9:
+        return "{{ m(" + r.choice(["", "1", "1, 2", "1, 2, 3", "b='B'", "1, z=5", "a"]) + ") }}"
+    return "{% call(p) m2(" + r.choice(["'c'", "l", "a"]) + ") %}<{{ p }}" + ("|{{ x }}" if in_loop else "") + ">{% endcall %}"
+
+
+def f_body(r, depth, in_loop, in_macro):
+    return "".join(f_stmt(r, depth, in_loop, in_macro) for _ in range(r.randint(1, 3)))
+
+
+def f_template(r):
+    head = ("{% set ns = namespace(total=0, items=[]) %}{% set a = 1 %}"
+            "{% macro m(a=0, b='b') %}(" + "".join(f_stmt(r, 1, False, True) for _ in range(2)) + "){% endmacro %}"
+            "{% macro m2(v) %}{% for i in [v, v] %}{{ caller(i) }}{% endfor %}{% endmacro %}")
+    return head + f_body(r, 3, False, False) + "|{{ ns.total }}|{{ ns.items }}"
+
+
 def main():
     out = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0  # 0: the committed cases
@@ -265,6 +309,12 @@ def main():
         parts.insert(0, "-- _vars.json --\n%s\n" % json.dumps(VARS, ensure_ascii=False))
         with open(os.path.join(out, "typed_%d.txtar" % fileno), "w", encoding="utf-8", newline="") as f:
             f.write("".join(parts))
+    r = random.Random(555 + seed)
+    parts = ["-- _vars.json --\n%s\n" % json.dumps(VARS, ensure_ascii=False)]
+    for n in range(per_file * 2):
+        parts.append("-- f%03d.jinja --\n%s\n" % (n, f_template(r)))
+    with open(os.path.join(out, "features.txtar"), "w", encoding="utf-8", newline="") as f:
+        f.write("".join(parts))
     r = random.Random(77 + seed)
     for fileno in range(2):
         parts = []

@@ -1,12 +1,13 @@
 # stitch — developer entry points. `make test` is what CI runs (.ci/run).
 GO        ?= go
 # Packages whose tests are pure CPU work run without the race detector: the tokenizer, the template
-# engine, and the CLI wiring in the root package (its tests load the 11 MB tokenizer repeatedly;
-# the concurrency they start lives in sim/ and server/, which run with -race). -race slows them
+# engine, the CLI wiring in the root package (its tests load the 11 MB tokenizer repeatedly; the
+# concurrency they start lives in sim/ and server/, which run with -race), and e2e (it drives
+# separate processes; compiling the OpenAI SDK under -race alone takes minutes). -race slows them
 # ten- to fifty-fold. Everything else runs with -race.
 MODULE      := github.com/stitchllm/stitch
-NORACE_PKGS := . ./render/bpe/... ./render/jinja/...
-RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e '^$(MODULE)$$')
+NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/...
+RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e /e2e -e '^$(MODULE)$$')
 
 .PHONY: test test-short bench lint fmt golden e2e-deps build
 

@@ -125,7 +125,7 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 		return nil, err
 	}
 	fp := a.fingerprint(in, conv)
-	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text)}
+	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text), Fingerprint: fp}
 	pending := &pendingArtifact{fingerprint: fp, textLen: len(text), textDigest: store.TextDigest(text), text: text}
 	p.Artifact = pending
 

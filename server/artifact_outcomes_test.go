@@ -89,8 +89,8 @@ func TestArtifactPropertyExact(t *testing.T) {
 		sessionLen--
 		base, items := nextInput(r, nodes, sp)
 		if base != nil {
-			// A changed fingerprint stops the artifact (invalid) but not the frozen history, rebuilt
-			// from the checkpoints; changed instructions or tools may add or remove a system block.
+			// A changed fingerprint (kwargs, instructions, tools) must reach the model: the turn
+			// starts a new exact chain from a full render instead of the frozen history.
 			switch r.IntN(20) {
 			case 0:
 				sp.kwargs = pick(r, kwargsPool)
@@ -101,7 +101,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 			}
 		}
 		in := &server.PrepareInput{Tenant: sp.tenant, Items: items, Instructions: sp.instructions, Tools: sp.tools, Kwargs: sp.kwargs}
-		var want []uint32
+		var want, fullIDs []uint32
 		if base != nil {
 			in.PreviousID = base.id
 			if r.IntN(12) == 0 {
@@ -118,10 +118,14 @@ func TestArtifactPropertyExact(t *testing.T) {
 				t.Fatalf("turn %d: the render does not end with the new turn %q:\n%q", turn, nt, tail(full.Text, 400))
 			}
 			want = append(closed(append(append([]uint32(nil), base.p.IDs...), base.resp.generated...)), env.model.Encode(nt)...)
+			fullIDs = full.IDs
 		}
 		p, err := env.prep.Prepare(ctx, in)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if base != nil && p.Fingerprint != base.p.Fingerprint {
+			want = fullIDs
 		}
 		outcomes[p.Outcome]++
 		if base == nil {
@@ -549,6 +553,15 @@ func TestArtifactExactSplit(t *testing.T) {
 				}
 				want := append(closed(append(append([]uint32(nil), p.IDs...), base.resp.generated...)),
 					env.model.Encode(newTurnText(next.Items[len(base.items):], nil))...)
+				if tt.change != nil {
+					// Changed instructions or tools must reach the model: a frozen history would
+					// hide them, so the turn starts a new exact chain from a full render.
+					full, err := server.FullRender{Model: env.model}.Prepare(t.Context(), next)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = full.IDs
+				}
 				if d := firstDifference(got.IDs, want); d >= 0 {
 					tok := env.model.Tokenizer()
 					t.Errorf("evicted=%v (outcome %s): exact prompt differs at %d\ngot  …%q\nwant …%q", evict, got.Outcome, d,

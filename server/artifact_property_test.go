@@ -301,7 +301,7 @@ func (e *artEnv) persist(ctx context.Context, in *server.PrepareInput, p *server
 	cp := &store.Checkpoint{
 		ID: r.id, Tenant: in.Tenant, PreviousID: in.PreviousID, Model: "qwen3", Status: r.status,
 		CreatedAt: e.clock.Now(), OutputItemIDs: r.itemIDs, ConversationItemIDs: conv, Instructions: in.Instructions,
-		PromptLen: len(p.IDs), GeneratedIDs: r.generated,
+		PromptLen: len(p.IDs), GeneratedIDs: r.generated, Fingerprint: p.Fingerprint,
 	}
 	if p.ExactSuffix != nil {
 		cp.Mode, cp.PromptSuffixIDs = store.ModeExact, p.ExactSuffix

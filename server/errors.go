@@ -74,11 +74,16 @@ func classify(err error) *APIError {
 		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found", Message: se.Message(), Err: err}
 	case errors.As(err, &se):
 		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: se.Message(), Err: err}
+	case errors.Is(err, errUpstreamStream):
+		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: "The model server failed while generating the response.", Err: err}
 	case errors.Is(err, errStoreUnavailable):
 		return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable", Message: "the response store is unavailable; retry shortly", Err: err}
 	}
 	return &APIError{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error", Err: err}
 }
+
+// errUpstreamStream marks a generation the model server broke off or failed after it began.
+var errUpstreamStream = errors.New("upstream stream failed")
 
 // errStoreUnavailable marks a store failure that a retry may cure (Redis down).
 var errStoreUnavailable = errors.New("store unavailable")

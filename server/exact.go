@@ -26,7 +26,7 @@ func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p
 	if prev != nil {
 		history = a.closeTurn(append(append(make([]uint32, 0, len(prev.PromptIDs)+len(prev.GeneratedIDs)+1), prev.PromptIDs...), prev.GeneratedIDs...))
 	} else {
-		rebuilt, err := a.rebuildExact(ctx, in.Tenant, in.PreviousID)
+		rebuilt, err := a.rebuildExact(ctx, in.Tenant, in.PreviousID, pending.fingerprint)
 		if err != nil {
 			// No way to recover the frozen history (e.g. a response made before exact mode was on):
 			// the canonical full render is the only sequence left.
@@ -128,8 +128,14 @@ func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, h
 // errNoExactHistory means a checkpoint of the chain lacks the ids exact mode needs.
 var errNoExactHistory = errors.New("checkpoint has no exact-mode ids")
 
-// rebuildExact rebuilds the frozen history ending with response id from the checkpoint chain.
-func (a *ArtifactPreparer) rebuildExact(ctx context.Context, tenant, id string) ([]uint32, error) {
+// errIdentityChanged means the turn's fingerprint (instructions, tools, kwargs, …) differs from the
+// previous response's: the frozen history would hide the change from the model, so the turn starts
+// a new exact chain from a full render instead.
+var errIdentityChanged = errors.New("fingerprint changed since the previous response")
+
+// rebuildExact rebuilds the frozen history ending with response id from the checkpoint chain. The
+// previous response must have been made under fingerprint fp.
+func (a *ArtifactPreparer) rebuildExact(ctx context.Context, tenant, id string, fp [32]byte) ([]uint32, error) {
 	if a.opts.Checkpoints == nil {
 		return nil, errNoExactHistory
 	}
@@ -138,6 +144,9 @@ func (a *ArtifactPreparer) rebuildExact(ctx context.Context, tenant, id string) 
 		cp, err := a.opts.Checkpoints.GetResponse(ctx, tenant, id)
 		if err != nil {
 			return nil, fmt.Errorf("rebuild exact history at %s: %w", id, err)
+		}
+		if len(chain) == 0 && cp.Fingerprint != fp {
+			return nil, fmt.Errorf("rebuild exact history at %s: %w", id, errIdentityChanged)
 		}
 		if cp.Mode != store.ModeExact || len(cp.PromptSuffixIDs) == 0 {
 			return nil, fmt.Errorf("rebuild exact history at %s: %w", id, errNoExactHistory)

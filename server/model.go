@@ -70,6 +70,9 @@ type Prepared struct {
 	ExactSuffix []uint32
 	// SkippedTools names tools not shown to the model (web_search, …), for the log.
 	SkippedTools []string
+	// Fingerprint is the turn's model execution identity (zero when the preparer keeps no
+	// artifacts); the checkpoint records it so an exact-mode rebuild can tell a changed identity.
+	Fingerprint [32]byte
 	// Artifact carries preparer state needed to write the next artifact (opaque to the server).
 	Artifact any
 }

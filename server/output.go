@@ -103,7 +103,7 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 				msg = "The model server closed the stream before the response finished."
 			}
 			_ = o.hold(sink, o.conv.Fail(events[:0], code, msg))
-			return fmt.Errorf("upstream stream: %w", err)
+			return fmt.Errorf("%w: %w", errUpstreamStream, err)
 		}
 		if o.firstToken.IsZero() && len(ch.TokenIDs) > 0 {
 			o.firstToken = o.now()
@@ -111,7 +111,7 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 		events = o.conv.Chunk(events[:0], ch)
 		if ch.Err != nil {
 			_ = o.hold(sink, events)
-			return fmt.Errorf("upstream: %w", ch.Err)
+			return fmt.Errorf("%w: %w", errUpstreamStream, ch.Err)
 		}
 		if len(events) > 0 {
 			o.events += len(events)
@@ -178,9 +178,14 @@ func (o *output) status() string {
 	return o.conv.Response().Status
 }
 
-func (o *output) streamed() bool { return o.events > 0 }
-
 func (o *output) responseJSON() []byte {
+	if o.failed && len(o.terminal) == 1 {
+		// The response.failed that failAfterPersist made: it carries error{code,message}, which a
+		// non-stream client needs as much as a stream client does.
+		if ev, ok := o.terminal[0].(*stream.ResponseEvent); ok {
+			return ev.Response.AppendJSON(nil)
+		}
+	}
 	r := o.conv.Response()
 	if o.failed {
 		r.Status = stream.StatusFailed

@@ -348,7 +348,9 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 			t.log.Info("client gone before the terminal event", "err", err)
 		}
 	} else {
-		if runErr != nil && !out.streamed() {
+		if runErr != nil {
+			// Nothing was sent yet: a generation the model server broke off is an error, not a
+			// 200 carrying a failed response that clients would take for success.
 			writeError(w, runErr)
 		} else {
 			writeJSON(w, json.RawMessage(out.responseJSON()))
@@ -408,6 +410,7 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 	if t.prompt.ExactSuffix != nil {
 		cp.Mode, cp.PromptSuffixIDs = store.ModeExact, t.prompt.ExactSuffix
 	}
+	cp.Fingerprint = t.prompt.Fingerprint
 	if err := s.opts.Checkpoints.PutResponse(ctx, cp, items); err != nil {
 		return fmt.Errorf("put response %s: %w", cp.ID, err)
 	}

@@ -295,6 +295,12 @@ func TestOperatorGuideMetrics(t *testing.T) {
 			t.Errorf("%s: metric %s (declared in %s) has no row in the metrics table", operatorGuide, name, path)
 		}
 	}
+	rowRE := regexp.MustCompile("(?m)^\\| `(stitch_[a-z0-9_]+)` \\|")
+	for _, m := range rowRE.FindAllStringSubmatch(doc, -1) {
+		if _, ok := found[m[1]]; !ok {
+			t.Errorf("%s: documents metric %s, which no longer exists in the code", operatorGuide, m[1])
+		}
+	}
 }
 
 // storeCollectorMetrics returns the metric names store.Collector describes.

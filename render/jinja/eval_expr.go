@@ -132,6 +132,11 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		}
 		return v, nil
 	case *binaryExpr:
+		if x.op == "+" {
+			if inner, ok := x.l.(*binaryExpr); ok && inner.op == "+" {
+				return ev.evalPlusChain(x, f)
+			}
+		}
 		l, err := ev.eval(x.l, f)
 		if err != nil {
 			return Value{}, err
@@ -211,6 +216,54 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		return Value{}, errf(KindType, "slice outside subscript")
 	}
 	return Value{}, errf(KindRuntime, "unknown expression")
+}
+
+// evalPlusChain evaluates a + b + c ... left to right like Python, but
+// joins runs of plain strings once instead of copying at every step.
+func (ev *evaluator) evalPlusChain(x *binaryExpr, f *frame) (Value, error) {
+	var ops []expr
+	var walk func(e expr)
+	walk = func(e expr) {
+		if b, ok := e.(*binaryExpr); ok && b.op == "+" {
+			walk(b.l)
+			ops = append(ops, b.r)
+			return
+		}
+		ops = append(ops, e)
+	}
+	walk(x)
+	acc, err := ev.eval(ops[0], f)
+	if err != nil {
+		return Value{}, err
+	}
+	var sb strings.Builder
+	building := false
+	for _, o := range ops[1:] {
+		r, err := ev.eval(o, f)
+		if err != nil {
+			return Value{}, err
+		}
+		plain := r.k == kString && !r.isMarkup()
+		if plain && (building || (acc.k == kString && !acc.isMarkup())) {
+			if !building {
+				sb.WriteString(acc.s)
+				building = true
+			}
+			sb.WriteString(r.s)
+			continue
+		}
+		if building {
+			acc, building = String(sb.String()), false
+			sb.Reset()
+		}
+		if acc, err = binaryOp("+", acc, r); err != nil {
+			return Value{}, atLine(err, x.span)
+		}
+	}
+	if building {
+		acc = String(sb.String())
+	}
+	return acc, nil
 }
 
 // isNegConst reports whether x is a literal number with a minus sign.

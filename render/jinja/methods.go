@@ -194,6 +194,9 @@ func pyStrip(s, chars string, has, left, right bool) string {
 // runeIndex converts a Python (code point) index to a byte offset, with
 // Python's clamping of negative and large values.
 func clampRuneRange(s string, args []Value) (string, int, error) {
+	if len(args) == 0 {
+		return s, 0, nil
+	}
 	n := runeLen(s)
 	start, end := 0, n
 	if len(args) > 0 && args[0].k != kNone {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 
 	"github.com/stitchllm/stitch/store"
 )
@@ -23,12 +24,44 @@ type FallbackCheckpoints struct {
 var _ Checkpoints = (*FallbackCheckpoints)(nil)
 
 // PutResponse writes locally, then to the shared store; a shared-store failure fails the write
-// (the response must be continuable on every pod or reported as not stored).
+// (the response must be continuable on every pod or reported as not stored). When the
+// conversation's earlier items are not all in the local store (earlier turns were served by
+// other pods), they are copied there from the shared store first: otherwise the local copy of cp
+// could not be continued alone while the shared store is down.
 func (f *FallbackCheckpoints) PutResponse(ctx context.Context, cp *store.Checkpoint, items []store.Item) error {
-	if err := f.Local.PutResponse(ctx, cp, items); err != nil {
+	local := items
+	if missing := f.missingLocally(ctx, cp, items); len(missing) > 0 {
+		// Best effort: if the shared store cannot answer, the write below fails anyway.
+		if prev, err := f.Primary.GetItems(ctx, cp.Tenant, missing); err == nil {
+			local = append(slices.Clip(items), prev...)
+		}
+	}
+	if err := f.Local.PutResponse(ctx, cp, local); err != nil {
 		return err
 	}
 	return f.Primary.PutResponse(ctx, cp, items)
+}
+
+// missingLocally returns the ids of cp's conversation that are not among items, when the local
+// store lacks any of them (nil when it has them all).
+func (f *FallbackCheckpoints) missingLocally(ctx context.Context, cp *store.Checkpoint, items []store.Item) []string {
+	written := make(map[string]bool, len(items))
+	for _, it := range items {
+		written[it.ID] = true
+	}
+	var earlier []string
+	for _, id := range cp.ConversationItemIDs {
+		if !written[id] {
+			earlier = append(earlier, id)
+		}
+	}
+	if len(earlier) == 0 {
+		return nil
+	}
+	if _, err := f.Local.GetItems(ctx, cp.Tenant, earlier); err == nil {
+		return nil
+	}
+	return earlier
 }
 
 // GetResponse reads the shared store, or the local copy when the shared store is unavailable.

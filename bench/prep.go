@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -151,8 +152,10 @@ type PrepTiming struct {
 	Reused int `json:"reused"`
 	// Outcome is the artifact resolution of the timed call.
 	Outcome string `json:"outcome"`
-	// MS are the repetitions' wall times in milliseconds.
-	MS []float64 `json:"ms"`
+	// MS are the repetitions' wall times in milliseconds; CPUMS their thread CPU times (Linux),
+	// which leave out time spent waiting for a core on a loaded machine.
+	MS    []float64 `json:"ms"`
+	CPUMS []float64 `json:"cpu_ms,omitempty"`
 }
 
 // timePrepare re-runs the sampled turns' preparation sequentially, reps times each, with p (the
@@ -167,6 +170,9 @@ func (r *prepRecorder) timePrepare(ctx context.Context, p server.Preparer, reps 
 	}
 	r.mu.Unlock()
 	slices.SortFunc(all, func(a, b prepSample) int { return a.tokens - b.tokens })
+	runtime.GC()           // start from a collected heap: the workload left garbage behind
+	runtime.LockOSThread() // so the thread CPU clock follows Prepare
+	defer runtime.UnlockOSThread()
 	out := make([]PrepTiming, 0, len(all))
 	for _, s := range all {
 		t := PrepTiming{Session: s.key.session, Turn: s.key.turn}
@@ -174,14 +180,19 @@ func (r *prepRecorder) timePrepare(ctx context.Context, p server.Preparer, reps 
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			cpu0, cpuOK := threadCPU()
 			start := time.Now()
 			res, err := p.Prepare(ctx, s.in)
 			elapsed := time.Since(start)
+			cpu1, _ := threadCPU()
 			if err != nil {
 				return nil, fmt.Errorf("time preparation of session %d turn %d: %w", s.key.session, s.key.turn, err)
 			}
 			t.Tokens, t.Reused, t.Outcome = len(res.IDs), res.Reused, res.Outcome
 			t.MS = append(t.MS, float64(elapsed.Microseconds())/1000)
+			if cpuOK {
+				t.CPUMS = append(t.CPUMS, float64((cpu1-cpu0).Microseconds())/1000)
+			}
 		}
 		out = append(out, t)
 	}

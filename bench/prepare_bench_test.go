@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/server"
 )
 
 // prepFixture is a captured conversation per mode and context bucket: the exact PrepareInput the
@@ -15,6 +18,7 @@ type prepFixture struct {
 	// inputs[mode][bucket] is the sampled turn closest to the bucket's nominal size.
 	inputs map[Mode]map[string]prepSample
 	timing map[Mode]*proxy
+	model  *render.Model
 }
 
 var fixture prepFixture
@@ -24,6 +28,7 @@ var fixture prepFixture
 func loadFixture(b *testing.B) *prepFixture {
 	fixture.once.Do(func() {
 		m := loadDemo(b)
+		fixture.model = m
 		w := DefaultWorkload()
 		w.Sessions, w.Concurrency, w.Drift = 1, 1, 0
 		w.TTFTBase, w.PrefillPerToken, w.DecodePerToken = 0, 0, 0
@@ -96,5 +101,52 @@ func BenchmarkPrepare(b *testing.B) {
 				b.ReportMetric(float64(s.tokens), "tokens")
 			})
 		}
+	}
+}
+
+// BenchmarkPrepareSteps splits a 100k-token continuation's preparation into its steps, to show
+// where each mode's time goes: rendering the conversation (both modes), tokenizing all of it
+// (full render; the tokenizer's word cache is warm, as it is for a conversation's history), and,
+// for canonical, reading the artifact (L1 copy, MAC check, id decode) and extending it.
+func BenchmarkPrepareSteps(b *testing.B) {
+	f := loadFixture(b)
+	s, ok := f.inputs[ModeCanonical]["100k"]
+	if !ok {
+		b.Skip("no 100k sample")
+	}
+	m := f.model
+	text, _, err := server.RenderConversation(m, s.in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := f.timing[ModeCanonical].store
+	art, _, err := st.Get(context.Background(), s.in.Tenant, s.in.PreviousID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prev := render.Encoding{IDs: art.PromptIDs, Boundaries: make([]render.Boundary, len(art.Boundaries))}
+	for i, bd := range art.Boundaries {
+		prev.Boundaries[i] = render.Boundary{Offset: bd.TextOffset, Index: bd.TokenIndex, Digest: bd.PrefixDigest}
+	}
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"render", func() error { _, _, err := server.RenderConversation(m, s.in); return err }},
+		{"encode", func() error { m.Encode(text); return nil }},
+		{"encode_boundaries", func() error { m.EncodeWithBoundaries(text); return nil }},
+		{"artifact_get", func() error { _, _, err := st.Get(context.Background(), s.in.Tenant, s.in.PreviousID); return err }},
+		{"extend", func() error { m.Extend(prev, text); return nil }},
+	}
+	for _, step := range steps {
+		b.Run(fmt.Sprintf("ctx=100k/step=%s", step.name), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if err := step.f(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

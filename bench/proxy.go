@@ -68,6 +68,7 @@ type proxy struct {
 	rec    *prepRecorder
 	timing server.Preparer // the same preparer without background audits, for the timing pass
 	l1     *store.L1
+	store  *store.Tiered // the artifact store (nil in full mode)
 }
 
 // proxyOptions are what newProxy needs besides the mode.
@@ -100,6 +101,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 			return nil, fmt.Errorf("artifact cache: %w", err)
 		}
 		artifacts := store.NewTiered(store.TieredOptions{Sealer: sealer, L1: p.l1, TTL: time.Hour, Logger: o.logger})
+		p.store = artifacts
 		mode := store.ModeCanonical
 		if o.mode == ModeExact {
 			mode = store.ModeExact

@@ -107,6 +107,10 @@ type ModeResult struct {
 	// pass; see PrepSamples).
 	PrepMSP50 BucketMS `json:"prep_ms_p50"`
 	PrepMSP99 BucketMS `json:"prep_ms_p99"`
+	// PrepCPUMSP50/P99 are the same calls' thread CPU times (Linux; null elsewhere): the work,
+	// without waiting for a core on a shared machine.
+	PrepCPUMSP50 BucketMS `json:"prep_cpu_ms_p50"`
+	PrepCPUMSP99 BucketMS `json:"prep_cpu_ms_p99"`
 	// TTFTMSP50/P99 are the client's times to first token (request sent → first delta event).
 	TTFTMSP50 float64 `json:"ttft_ms_p50"`
 	TTFTMSP99 float64 `json:"ttft_ms_p99"`
@@ -264,15 +268,20 @@ func fillClient(mr *ModeResult, turns []turnResult) {
 // fillPrep sets the per-bucket preparation percentiles from the timed samples.
 func fillPrep(mr *ModeResult) {
 	for _, b := range buckets {
-		var ms []float64
+		var ms, cpu []float64
 		for _, s := range mr.PrepSamples {
 			if bucketOf(s.Tokens) == b.name {
 				ms = append(ms, s.MS...)
+				cpu = append(cpu, s.CPUMS...)
 			}
 		}
 		if len(ms) > 0 {
 			mr.PrepMSP50.set(b.name, percentile(ms, 50))
 			mr.PrepMSP99.set(b.name, percentile(ms, 99))
+		}
+		if len(cpu) > 0 {
+			mr.PrepCPUMSP50.set(b.name, percentile(cpu, 50))
+			mr.PrepCPUMSP99.set(b.name, percentile(cpu, 99))
 		}
 	}
 }

@@ -9,6 +9,7 @@ type pairTable struct {
 	slots []pairSlot
 	mask  uint64
 	shift uint
+	n     int // entries
 }
 
 // pairSlot is one entry; key and value share a cache line.
@@ -35,14 +36,27 @@ func packPair(a, b uint32) uint64 { return uint64(a)<<32 | uint64(b) | 1<<63 }
 func (p *pairTable) slot(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> p.shift }
 
 func (p *pairTable) put(a, b, rank, merged uint32) {
-	key := packPair(a, b)
+	if 2*(p.n+1) > len(p.slots) { // the size estimate was low: keep the load factor at most 1/2
+		bigger := newPairTable(2 * len(p.slots))
+		for _, s := range p.slots {
+			if s.key != 0 {
+				bigger.putKey(s.key, s.val)
+			}
+		}
+		*p = *bigger
+	}
+	p.putKey(packPair(a, b), uint64(rank)<<32|uint64(merged))
+}
+
+func (p *pairTable) putKey(key, val uint64) {
 	for i := p.slot(key); ; i = (i + 1) & p.mask {
 		switch p.slots[i].key {
 		case 0:
 			p.slots[i].key = key
+			p.n++
 			fallthrough
 		case key:
-			p.slots[i].val = uint64(rank)<<32 | uint64(merged)
+			p.slots[i].val = val
 			return
 		}
 	}

@@ -2,7 +2,6 @@ package bpe
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 )
@@ -57,8 +56,10 @@ func (l *loader) build() (*Tokenizer, error) {
 			arena = append(arena, a.Content...)
 		}
 	}
-	if maxID >= math.MaxInt32 {
-		return nil, fmt.Errorf("%w: token id %d too large", ErrInvalid, maxID)
+	// Tables are indexed by id: refuse ids far beyond the number of tokens (real vocabularies are
+	// dense) rather than allocate gigabytes for a corrupt or hostile file.
+	if n := len(entries) + len(l.added); int64(maxID) > 2*int64(n)+1024 {
+		return nil, unsupported("sparse token ids: largest id %d for %d tokens", maxID, n)
 	}
 	t.arena = string(arena)
 	t.vocabSize = int(maxID) + 1

@@ -167,6 +167,9 @@ type (
 		exprBase
 		op   string // + - * / // % ** and or
 		l, r expr
+		// chain lists the operands of a left-nested a + b + c (set on the
+		// outermost + by the parser), evaluated by evalPlusChain.
+		chain []expr
 	}
 	compareExpr struct {
 		exprBase

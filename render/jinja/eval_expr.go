@@ -132,10 +132,8 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		}
 		return v, nil
 	case *binaryExpr:
-		if x.op == "+" {
-			if inner, ok := x.l.(*binaryExpr); ok && inner.op == "+" {
-				return ev.evalPlusChain(x, f)
-			}
+		if x.chain != nil {
+			return ev.evalPlusChain(x, f)
 		}
 		l, err := ev.eval(x.l, f)
 		if err != nil {
@@ -221,17 +219,7 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 // evalPlusChain evaluates a + b + c ... left to right like Python, but
 // joins runs of plain strings once instead of copying at every step.
 func (ev *evaluator) evalPlusChain(x *binaryExpr, f *frame) (Value, error) {
-	var ops []expr
-	var walk func(e expr)
-	walk = func(e expr) {
-		if b, ok := e.(*binaryExpr); ok && b.op == "+" {
-			walk(b.l)
-			ops = append(ops, b.r)
-			return
-		}
-		ops = append(ops, e)
-	}
-	walk(x)
+	ops := x.chain
 	acc, err := ev.eval(ops[0], f)
 	if err != nil {
 		return Value{}, err

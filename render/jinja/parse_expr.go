@@ -108,7 +108,7 @@ func (p *parser) parseOr() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &binaryExpr{exprBase{start.span}, "or", x, r}
+		x = &binaryExpr{exprBase: exprBase{start.span}, op: "or", l: x, r: r}
 	}
 	return x, nil
 }
@@ -124,7 +124,7 @@ func (p *parser) parseAnd() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &binaryExpr{exprBase{start.span}, "and", x, r}
+		x = &binaryExpr{exprBase: exprBase{start.span}, op: "and", l: x, r: r}
 	}
 	return x, nil
 }
@@ -196,7 +196,15 @@ func (p *parser) parseMath1() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &binaryExpr{exprBase{start.span}, op, x, r}
+		b := &binaryExpr{exprBase: exprBase{start.span}, op: op, l: x, r: r}
+		if inner, ok := x.(*binaryExpr); ok && op == "+" && inner.op == "+" {
+			if inner.chain != nil {
+				b.chain = append(inner.chain[:len(inner.chain):len(inner.chain)], r)
+			} else {
+				b.chain = []expr{inner.l, inner.r, r}
+			}
+		}
+		x = b
 	}
 	return x, nil
 }
@@ -233,7 +241,7 @@ func (p *parser) parseMath2() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &binaryExpr{exprBase{start.span}, op, x, r}
+		x = &binaryExpr{exprBase: exprBase{start.span}, op: op, l: x, r: r}
 	}
 	return x, nil
 }
@@ -249,7 +257,7 @@ func (p *parser) parsePow() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &binaryExpr{exprBase{start.span}, "**", x, r}
+		x = &binaryExpr{exprBase: exprBase{start.span}, op: "**", l: x, r: r}
 	}
 	return x, nil
 }

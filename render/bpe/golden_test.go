@@ -172,3 +172,36 @@ func readCorpusFile(t testing.TB, name string) []byte {
 	}
 	return data
 }
+
+// TestBoundaryIndependence checks the property the certified suffix relies on (DESIGN.md): at the
+// start or end of an added-token match, Encode(text) == Encode(text[:o]) ++ Encode(text[o:]).
+func TestBoundaryIndependence(t *testing.T) {
+	for _, m := range []struct {
+		name string
+		tok  func(testing.TB) *Tokenizer
+	}{{"qwen3", qwen}, {"gptoss", gptoss}} {
+		tok := m.tok(t)
+		checked := 0
+		for _, set := range []string{"edge", "fuzz"} {
+			for _, c := range loadGolden(t, m.name, set) {
+				spans := tok.AddedTokenSpans(c.text)
+				if len(spans) == 0 {
+					continue
+				}
+				sp := spans[len(spans)/2]
+				for _, o := range []int{sp.Start, sp.End} {
+					got := append(tok.Encode(c.text[:o]), tok.Encode(c.text[o:])...)
+					if !equalIDs(got, c.want) {
+						t.Errorf("%s %s: split at %d of %.60q: %v, want %v", m.name, c.name, o, c.text, got, c.want)
+					}
+				}
+				if checked++; checked >= 3000 {
+					break
+				}
+			}
+		}
+		if checked < 100 {
+			t.Errorf("%s: only %d texts with added tokens", m.name, checked)
+		}
+	}
+}

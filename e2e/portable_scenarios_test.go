@@ -198,8 +198,8 @@ func testTenants(t *testing.T, cl *ptCluster, ref []ptTurn) {
 }
 
 // testBadArtifacts overwrites the Redis artifact of a response served by pod A, then continues it
-// on pod B (whose L1 never held it): flipped bytes and a value sealed with a key the pods do not
-// have resolve invalid, a value re-sealed with the pods' key but a past expiry resolves expired,
+// on pod B (whose L1 never held it): flipped bytes, a value sealed with a key the pods do not
+// have and one sealed (with the pods' key) for another tenant resolve invalid, a value re-sealed with the pods' key but a past expiry resolves expired,
 // and the same value with a future expiry resolves hit_portable (so the forgery is exactly what
 // a pod writes). Every branch is a 200 with the reference run's ids.
 func testBadArtifacts(t *testing.T, cl *ptCluster, ref []ptTurn) {
@@ -218,15 +218,17 @@ func testBadArtifacts(t *testing.T, cl *ptCluster, ref []ptTurn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reseal := func(s *store.Sealer, expires time.Time) []byte {
+	// resealAs seals the stored artifact again as a pod would, for tenant, expiring at expires.
+	resealAs := func(s *store.Sealer, tenant string, expires time.Time) []byte {
 		a := *art
-		a.ExpiresAt = expires
+		a.Tenant, a.ExpiresAt = tenant, expires
 		b, err := s.SealArtifact(&a)
 		if err != nil {
 			t.Fatalf("seal artifact: %v", err)
 		}
 		return b
 	}
+	reseal := func(s *store.Sealer, expires time.Time) []byte { return resealAs(s, tenantAcme, expires) }
 	flipped := slices.Clone(orig)
 	flipped[len(flipped)/2] ^= 0x5a
 	cases := []struct {
@@ -236,6 +238,7 @@ func testBadArtifacts(t *testing.T, cl *ptCluster, ref []ptTurn) {
 	}{
 		{"flipped_bytes", flipped, "invalid"},
 		{"foreign_seal_key", reseal(foreignSealer, time.Now().Add(time.Hour)), "invalid"},
+		{"sealed_for_other_tenant", resealAs(cl.sealer, tenantGlobex, time.Now().Add(time.Hour)), "invalid"},
 		{"past_expiry", reseal(cl.sealer, time.Now().Add(-time.Hour)), "expired"},
 		{"resealed_valid", reseal(cl.sealer, time.Now().Add(time.Hour)), "hit_portable"},
 	}
@@ -313,6 +316,16 @@ func testRedisDown(t *testing.T, cl *ptCluster, ref []ptTurn) {
 	if hdr.Get("Retry-After") == "" {
 		t.Errorf("Redis down: 503 without Retry-After")
 	}
+
+	// B restarted while Redis is down: its L1 is empty, its local checkpoint is not, so the
+	// continuation is a full render with the same ids.
+	cl.killPod(t, cl.b)
+	cl.startPod(t, cl.b)
+	full := cl.post(t, cl.b, keyAcme, req).mustComplete(t, "Redis down: turn 2 on restarted B")
+	if full.outcome != "miss" {
+		t.Errorf("Redis down: turn 2 on restarted B: outcome %s, want miss", full.outcome)
+	}
+	samePrompt(t, "Redis down: turn 2 on restarted B", full.prompt, ref[2].prompt)
 
 	// A stored continuation on B generates but cannot be shared: reported failed (store_error),
 	// so no client continues from an id other pods cannot resolve.

@@ -28,7 +28,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	def := bench.DefaultWorkload()
 	f.w = def
 	fs.BoolVar(&f.quick, "quick", false, "small workload that finishes in under a minute (contexts to about 80k tokens)")
-	fs.StringVar(&f.out, "out", "", "`directory` for bench.json, prep.png and hit_ratio.png (created)")
+	fs.StringVar(&f.out, "out", "", "`directory` for bench.json, prep.png, prep_cpu.png and hit_ratio.png (created)")
 	fs.StringVar(&f.target, "target", "", "drive a running stitch serve at this base `URL` instead of in-process servers (client-side numbers only)")
 	fs.StringVar(&f.modes, "modes", "full,canonical,exact", "comma-separated `modes` to compare: full (--no-artifacts), canonical, exact")
 	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory`; empty: the bundled Qwen3 demo model")
@@ -134,7 +134,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		if err := bench.WritePlots(res, f.out); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stderr, "wrote %s/bench.json, prep.png, hit_ratio.png\n", f.out)
+		fmt.Fprintf(env.stderr, "wrote %s/bench.json, prep.png, prep_cpu.png, hit_ratio.png\n", f.out)
 	}
 	return nil
 }

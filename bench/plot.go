@@ -19,20 +19,26 @@ var modeColors = map[string]color.Color{
 	"target":              color.Gray{Y: 0x60},
 }
 
-// WritePlots draws dir/prep.png (preparation time against context length per mode, log-log: each
-// point is a timed turn's median) and dir/hit_ratio.png (prefix-cache hit ratio per mode).
+// WritePlots draws dir/prep.png (preparation wall time against context length per mode, log-log:
+// each point is a timed turn's median), dir/prep_cpu.png (the same in thread CPU time, when
+// measured) and dir/hit_ratio.png (prefix-cache hit ratio per mode).
 func WritePlots(r *Result, dir string) error {
-	if err := prepPlot(r, filepath.Join(dir, "prep.png")); err != nil {
+	wall := func(t PrepTiming) []float64 { return t.MS }
+	if err := prepPlot(r, filepath.Join(dir, "prep.png"), "wall time", wall); err != nil {
+		return err
+	}
+	cpu := func(t PrepTiming) []float64 { return t.CPUMS }
+	if err := prepPlot(r, filepath.Join(dir, "prep_cpu.png"), "thread CPU time", cpu); err != nil {
 		return err
 	}
 	return hitPlot(r, filepath.Join(dir, "hit_ratio.png"))
 }
 
-func prepPlot(r *Result, path string) error {
+func prepPlot(r *Result, path, what string, values func(PrepTiming) []float64) error {
 	p := plot.New()
-	p.Title.Text = "Continuation preparation time vs context length"
+	p.Title.Text = "Continuation preparation " + what + " vs context length"
 	p.X.Label.Text = "prompt tokens"
-	p.Y.Label.Text = "preparation time (ms, median of repetitions)"
+	p.Y.Label.Text = "ms (median of repetitions)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
@@ -42,10 +48,11 @@ func prepPlot(r *Result, path string) error {
 	for i, m := range r.Modes {
 		var pts plotter.XYs
 		for _, s := range m.PrepSamples {
-			if s.Tokens <= 0 || len(s.MS) == 0 {
+			v := values(s)
+			if s.Tokens <= 0 || len(v) == 0 {
 				continue
 			}
-			pts = append(pts, plotter.XY{X: float64(s.Tokens), Y: max(percentile(s.MS, 50), 0.001)})
+			pts = append(pts, plotter.XY{X: float64(s.Tokens), Y: max(percentile(v, 50), 0.001)})
 		}
 		if len(pts) == 0 {
 			continue
@@ -64,7 +71,7 @@ func prepPlot(r *Result, path string) error {
 		drawn++
 	}
 	if drawn == 0 {
-		return nil // nothing timed (a --target run)
+		return nil // nothing timed (a --target run, or no CPU clock)
 	}
 	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
 		return fmt.Errorf("save %s: %w", path, err)

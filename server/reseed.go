@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ func (r *Reseeder) open(tenant, itemID, blob string) (string, bool) {
 
 // replayedResponse finds, from the end of a replayed history, the newest reasoning item whose
 // encrypted_content opens for this tenant and names that very item; it returns that response's id.
-func (r *Reseeder) replayedResponse(tenant string, items [][]byte) string {
+func (r *Reseeder) replayedResponse(tenant string, items []json.RawMessage) string {
 	for i := len(items) - 1; i >= 0; i-- {
 		it := gjson.ParseBytes(items[i])
 		if it.Get("type").Str != "reasoning" {

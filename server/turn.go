@@ -150,11 +150,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 	if prevID == "" && s.opts.Reseed != nil {
 		// A stateless client replaying its history: its reasoning items may name the response
 		// whose artifact covers that history.
-		raw := make([][]byte, len(t.req.Input))
-		for i, it := range t.req.Input {
-			raw[i] = it
-		}
-		prevID = s.opts.Reseed.replayedResponse(t.tenant, raw)
+		prevID = s.opts.Reseed.replayedResponse(t.tenant, t.req.Input)
 		t.reseededFrom = prevID
 	}
 	tools := t.req.Tools
@@ -181,16 +177,17 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 			}
 			return fmt.Errorf("prepare prompt: %w", err)
 		}
-		path := "full"
-		if p.Reused > 0 {
-			path = "fast"
-		}
-		s.metrics.prepare.WithLabelValues(path).Observe(time.Since(start).Seconds())
-		s.metrics.resolutions.WithLabelValues(p.Outcome).Inc()
-		s.metrics.promptTokens.WithLabelValues("reused").Add(float64(p.Reused))
-		s.metrics.promptTokens.WithLabelValues("rendered").Add(float64(len(p.IDs) - p.Reused))
 		left := t.model.MaxModelLen - len(p.IDs)
 		if left >= 1 {
+			// Counted once per turn, for the prompt actually sent (not for truncation attempts).
+			path := "full"
+			if p.Reused > 0 {
+				path = "fast"
+			}
+			s.metrics.prepare.WithLabelValues(path).Observe(time.Since(start).Seconds())
+			s.metrics.resolutions.WithLabelValues(p.Outcome).Inc()
+			s.metrics.promptTokens.WithLabelValues("reused").Add(float64(p.Reused))
+			s.metrics.promptTokens.WithLabelValues("rendered").Add(float64(len(p.IDs) - p.Reused))
 			t.prompt = p
 			t.maxTokens = left
 			if t.req.MaxOutputTokens > 0 && t.req.MaxOutputTokens < left {
@@ -365,7 +362,7 @@ func (s *Server) logSummary(ctx context.Context, t *turn, out *output, runErr er
 		slog.String("status", out.status()), slog.Bool("stream", t.req.Stream),
 		slog.Int("prompt_tokens", len(t.prompt.IDs)), slog.Int("reused_tokens", t.prompt.Reused),
 		slog.Int("output_tokens", out.outputTokens()), slog.Int("cached_tokens", out.cachedTokens()),
-		slog.String("outcome", t.prompt.Outcome),
+		slog.String("outcome", t.prompt.Outcome), slog.String("reseeded_from", t.reseededFrom),
 		slog.Float64("ttft_ms", out.ttft().Seconds()*1000),
 		slog.Float64("duration_ms", float64(s.opts.Now().Sub(t.start).Microseconds())/1000),
 	}

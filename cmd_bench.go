@@ -108,8 +108,12 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 			opts.Sim = bench.ProcessSim{Path: exe, Stderr: env.stderr}
 		}
 	}
-	fmt.Fprintf(env.stderr, "stitch bench: %d sessions × %d turns, concurrency %d, seed %d, drift %g; modes %s\n",
-		w.Sessions, w.Turns, w.Concurrency, w.Seed, w.Drift, f.modes)
+	against := "modes " + f.modes
+	if f.target != "" {
+		against = "target " + f.target
+	}
+	fmt.Fprintf(env.stderr, "stitch bench: %d sessions × %d turns, concurrency %d, seed %d, drift %g; %s\n",
+		w.Sessions, w.Turns, w.Concurrency, w.Seed, w.Drift, against)
 	res, err := bench.Run(ctx, opts)
 	if err != nil {
 		return err

@@ -43,6 +43,7 @@ func TestPortable(t *testing.T) {
 	t.Run("tampered_foreign_expired_artifact", func(t *testing.T) { testBadArtifacts(t, cl, ref) })
 	t.Run("pod_killed_and_restarted", func(t *testing.T) { testPodRestart(t, cl, ref) })
 	t.Run("codex_replay", func(t *testing.T) { testCodexReseed(t, cl) })
+	t.Run("exact_mode", func(t *testing.T) { testExactModePods(t, cl) })
 	t.Run("redis_down", func(t *testing.T) { testRedisDown(t, cl, ref) })
 
 	// Zero lost stored responses: every response a pod reported stored (completed with store
@@ -432,4 +433,36 @@ func testCodexReseed(t *testing.T, cl *ptCluster) {
 		}
 		samePrompt(t, c.name, tr.prompt, good.prompt)
 	}
+}
+
+// testExactModePods runs the script on two more pods in exact mode (the history frozen as prompt
+// plus generated ids): alternating turns resolve hit_portable with the ids of a single-pod exact
+// run, and a continuation whose artifact was deleted from Redis is rebuilt from the shared
+// checkpoints with the same ids.
+func testExactModePods(t *testing.T, cl *ptCluster) {
+	c := cl.newPod(t, "C", "--mode", "exact")
+	d := cl.newPod(t, "D", "--mode", "exact")
+	n := len(cl.script.Turns)
+	ref := cl.runScript(t, keyAcme, nil, 0, n, func(int) *ptPod { return c })
+	alt := cl.runScript(t, keyAcme, nil, 0, n, func(i int) *ptPod { return [2]*ptPod{c, d}[i%2] })
+	for i, tr := range alt {
+		want := "hit_portable"
+		if i == 0 {
+			want = "new"
+		}
+		if tr.outcome != want {
+			t.Errorf("exact turn %d: outcome %s, want %s", i, tr.outcome, want)
+		}
+		samePrompt(t, fmt.Sprintf("exact turn %d", i), tr.prompt, ref[i].prompt)
+	}
+	// The reference's turn 1 (served by C, never seen by D) without its artifact: D rebuilds the
+	// frozen history from the shared checkpoints.
+	if err := cl.rdb.Del(t.Context(), artifactKey(tenantAcme, ref[1].resp.ID)).Err(); err != nil {
+		t.Fatalf("delete artifact: %v", err)
+	}
+	tr := cl.post(t, d, keyAcme, cl.scriptRequest(t, 2, &ref[1])).mustComplete(t, "exact turn 2 without its artifact")
+	if tr.outcome != "miss" {
+		t.Errorf("exact turn 2 without its artifact: outcome %s, want miss", tr.outcome)
+	}
+	samePrompt(t, "exact turn 2 rebuilt from checkpoints", tr.prompt, ref[2].prompt)
 }

@@ -46,6 +46,7 @@ const (
 type ptPod struct {
 	name    string
 	dataDir string
+	extra   []string // flags beyond the cluster's
 	proc    *proc
 	base    string // http://127.0.0.1:PORT
 }
@@ -104,11 +105,17 @@ func startPortableCluster(t *testing.T) *ptCluster {
 
 	cl.procs = newExtraProcs(t) // registered after redistest: pods stop before Redis does
 	cl.sim = cl.procs.start("recording sim", func() (*proc, error) { return st.startSim("--record", cl.recPath) })
-	cl.a = &ptPod{name: "A", dataDir: filepath.Join(dir, "pod-a")}
-	cl.b = &ptPod{name: "B", dataDir: filepath.Join(dir, "pod-b")}
-	cl.startPod(t, cl.a)
-	cl.startPod(t, cl.b)
+	cl.a = cl.newPod(t, "A")
+	cl.b = cl.newPod(t, "B")
 	return cl
+}
+
+// newPod starts a pod with the cluster's flags plus extra, in its own data dir.
+func (cl *ptCluster) newPod(t *testing.T, name string, extra ...string) *ptPod {
+	t.Helper()
+	p := &ptPod{name: name, dataDir: filepath.Join(t.TempDir(), "pod-"+name), extra: extra}
+	cl.startPod(t, p)
+	return p
 }
 
 // startPod starts (or restarts) p with the cluster's flags on a fresh port.
@@ -116,10 +123,10 @@ func (cl *ptCluster) startPod(t *testing.T, p *ptPod) {
 	t.Helper()
 	p.proc = cl.procs.start("serve pod "+p.name, func() (*proc, error) {
 		return startReady(cl.bin, "serve", "/readyz", func(addr string) []string {
-			return []string{"serve", "--listen", addr, "--upstream", "http://" + cl.sim.addr,
+			return append([]string{"serve", "--listen", addr, "--upstream", "http://" + cl.sim.addr,
 				"--served-model-name", modelName, "--data-dir", p.dataDir,
 				"--redis", "redis://" + cl.redis.Addr, "--seal-keys", cl.sealPath, "--api-keys", cl.keysPath,
-				"--audit-rate", "1"}
+				"--audit-rate", "1"}, p.extra...)
 		})
 	})
 	p.base = "http://" + p.proc.addr

@@ -24,17 +24,35 @@ type FallbackCheckpoints struct {
 var _ Checkpoints = (*FallbackCheckpoints)(nil)
 
 // PutResponse writes locally, then to the shared store; a shared-store failure fails the write
-// (the response must be continuable on every pod or reported as not stored). When the
-// conversation's earlier items are not all in the local store (earlier turns were served by
-// other pods), they are copied there from the shared store first: otherwise the local copy of cp
-// could not be continued alone while the shared store is down.
+// (the response must be continuable on every pod or reported as not stored).
 func (f *FallbackCheckpoints) PutResponse(ctx context.Context, cp *store.Checkpoint, items []store.Item) error {
+	return f.PutResponseHistory(ctx, cp, items, nil)
+}
+
+// historyPutter is the optional capability of a Checkpoints that wants the conversation's earlier
+// items (as the turn loaded them) along with a write.
+type historyPutter interface {
+	PutResponseHistory(ctx context.Context, cp *store.Checkpoint, items, history []store.Item) error
+}
+
+var _ historyPutter = (*FallbackCheckpoints)(nil)
+
+// PutResponseHistory is PutResponse given history, the conversation's items before this
+// response. When the local store lacks some of them (earlier turns were served by other pods),
+// history is written locally too: otherwise the local copy of cp could not be continued alone
+// while the shared store is down. Without history they are fetched from the shared store (best
+// effort).
+func (f *FallbackCheckpoints) PutResponseHistory(ctx context.Context, cp *store.Checkpoint, items, history []store.Item) error {
 	local := items
 	if missing := f.missingLocally(ctx, cp, items); len(missing) > 0 {
-		// Best effort: if the shared store cannot answer, the write below fails anyway.
-		if prev, err := f.Primary.GetItems(ctx, cp.Tenant, missing); err == nil {
-			local = append(slices.Clip(items), prev...)
+		if len(history) == 0 {
+			var err error
+			if history, err = f.Primary.GetItems(ctx, cp.Tenant, missing); err != nil {
+				f.Logger.Warn("earlier items not copied to the local store", "response_id", cp.ID, "err", err)
+				history = nil
+			}
 		}
+		local = append(slices.Clip(items), history...)
 	}
 	if err := f.Local.PutResponse(ctx, cp, local); err != nil {
 		return err

@@ -408,7 +408,22 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 		cp.Mode, cp.PromptSuffixIDs = store.ModeExact, t.prompt.ExactSuffix
 	}
 	cp.Fingerprint = t.prompt.Fingerprint
-	if err := s.opts.Checkpoints.PutResponse(ctx, cp, items); err != nil {
+	var err error
+	if hp, ok := s.opts.Checkpoints.(historyPutter); ok {
+		// The conversation's earlier items, already loaded: a pod's local copy needs them when
+		// earlier turns were served elsewhere (FallbackCheckpoints).
+		var history []store.Item
+		if len(t.prevItems) == len(t.prevIDs) {
+			history = make([]store.Item, len(t.prevIDs))
+			for i, id := range t.prevIDs {
+				history[i] = store.Item{ID: id, Data: t.prevItems[i]}
+			}
+		}
+		err = hp.PutResponseHistory(ctx, cp, items, history)
+	} else {
+		err = s.opts.Checkpoints.PutResponse(ctx, cp, items)
+	}
+	if err != nil {
 		return fmt.Errorf("put response %s: %w", cp.ID, err)
 	}
 	return nil

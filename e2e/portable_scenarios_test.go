@@ -65,11 +65,13 @@ func TestPortable(t *testing.T) {
 		if got := scrapeCounter(t, p, "stitch_audit_mismatch_total", "")[""]; got != 0 {
 			t.Errorf("pod %s: stitch_audit_mismatch_total = %g, want 0", p.name, got)
 		}
-		if got := resolutions(t, p)["hit_portable"]; got == 0 {
+		outcomes := resolutions(t, p)
+		if outcomes["hit_portable"] == 0 {
 			t.Errorf("pod %s: no hit_portable outcome counted", p.name)
 		}
+		t.Logf("pod %s artifact outcomes since its last start: %v", p.name, outcomes)
 	}
-	t.Logf("%d stored responses read back on both pods", total)
+	t.Logf("%d stored responses read back on both pods; outcomes of all %d turns: %v", total, cl.turns, cl.tally)
 }
 
 // testAlternatingPods plays the script with turns alternating between the pods: every

@@ -69,6 +69,9 @@ type ptCluster struct {
 	// stored lists every response a pod reported stored (key → ids), for the final
 	// "zero lost stored responses" check.
 	stored map[string][]string
+	// tally counts the artifact outcomes of every turn, by outcome.
+	tally map[string]int
+	turns int
 }
 
 // ptScript is testdata/portable/script.json.
@@ -92,6 +95,7 @@ func startPortableCluster(t *testing.T) *ptCluster {
 	cl := &ptCluster{
 		bin: st.bin, redis: rs, recPath: filepath.Join(dir, "record.jsonl"),
 		keysPath: filepath.Join(dir, "api-keys.json"), stored: map[string][]string{}, globexKey: keyGlobex,
+		tally: map[string]int{},
 	}
 	var err error
 	if cl.sealPath, err = filepath.Abs(filepath.Join("testdata", "portable", "seal-keys.json")); err != nil {
@@ -300,6 +304,8 @@ func (cl *ptCluster) post(t *testing.T, p *ptPod, key string, req map[string]any
 		t.Fatalf("pod %s: response object: %v: %s", p.name, err, b)
 	}
 	tr.outcome = outcomeDelta(t, p, before, resolutions(t, p))
+	cl.tally[tr.outcome]++
+	cl.turns++
 	recs := cl.waitRecords(t, n0+1)
 	tr.prompt = recs[n0].PromptTokenIDs
 	if recs[n0].CacheSalt != nil {

@@ -319,6 +319,15 @@ func testRedisDown(t *testing.T, cl *ptCluster, ref []ptTurn) {
 	if hdr.Get("Retry-After") == "" {
 		t.Errorf("Redis down: 503 without Retry-After")
 	}
+	// Reads and deletes on A cannot know either: 503, never a 404 that would claim the response
+	// does not exist.
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		status, hdr, b := ptDo(t, cl.a, method, "/v1/responses/"+last.resp.ID, keyAcme, nil)
+		checkAPIError(t, "Redis down: "+method+" on A", status, b, http.StatusServiceUnavailable, "store_unavailable", "")
+		if status == http.StatusServiceUnavailable && hdr.Get("Retry-After") == "" {
+			t.Errorf("Redis down: %s on A: 503 without Retry-After", method)
+		}
+	}
 
 	// B restarted while Redis is down: its L1 is empty, its local checkpoint is not, so the
 	// continuation is a full render with the same ids.

@@ -44,6 +44,7 @@ func TestPortable(t *testing.T) {
 	t.Run("pod_killed_and_restarted", func(t *testing.T) { testPodRestart(t, cl, ref) })
 	t.Run("codex_replay", func(t *testing.T) { testCodexReseed(t, cl) })
 	t.Run("exact_mode", func(t *testing.T) { testExactModePods(t, cl) })
+	t.Run("artifact_ttl_flag", func(t *testing.T) { testArtifactTTLFlag(t, cl) })
 	t.Run("redis_down", func(t *testing.T) { testRedisDown(t, cl, ref) })
 
 	// Zero lost stored responses: every response a pod reported stored (completed with store
@@ -476,4 +477,52 @@ func testExactModePods(t *testing.T, cl *ptCluster) {
 		t.Errorf("exact turn 2 without its artifact: outcome %s, want miss", tr.outcome)
 	}
 	samePrompt(t, "exact turn 2 rebuilt from checkpoints", tr.prompt, ref[2].prompt)
+}
+
+// testArtifactTTLFlag checks that --artifact-ttl bounds what a pod writes: the Redis TTL of an
+// artifact, the expiry sealed inside it and the expiry of a reseed blob. (What happens past an
+// expiry is checked without waiting, by re-sealing with a past expiry, in testBadArtifacts and
+// testCodexReseed.)
+func testArtifactTTLFlag(t *testing.T, cl *ptCluster) {
+	const ttl = 5 * time.Second
+	e := cl.newPod(t, "E", "--artifact-ttl", ttl.String())
+	start := time.Now()
+	tr := cl.post(t, e, keyAcme, cl.scriptRequest(t, 0, nil)).mustComplete(t, "turn 0 on E")
+	key := artifactKey(tenantAcme, tr.resp.ID)
+	pttl, err := cl.rdb.PTTL(t.Context(), key).Result()
+	if err != nil || pttl <= 0 || pttl > ttl {
+		t.Errorf("Redis TTL of %s = %v (%v), want within (0, %v]", key, pttl, err, ttl)
+	}
+	raw, err := cl.rdb.Get(t.Context(), key).Bytes()
+	if err != nil {
+		t.Fatalf("read artifact: %v", err)
+	}
+	art, err := cl.sealer.OpenArtifact(tenantAcme, raw)
+	if err != nil {
+		t.Fatalf("open artifact: %v", err)
+	}
+	// Sealed expiries have whole seconds.
+	if lo, hi := start.Add(ttl).Add(-time.Second), time.Now().Add(ttl); art.ExpiresAt.Before(lo) || art.ExpiresAt.After(hi) {
+		t.Errorf("artifact sealed to expire at %v, want within [%v, %v]", art.ExpiresAt, lo, hi)
+	}
+
+	req := cl.scriptRequest(t, 0, nil)
+	req["store"], req["include"] = false, []string{"reasoning.encrypted_content"}
+	tr = cl.post(t, e, keyAcme, req).mustComplete(t, "store:false turn on E")
+	reasoning, _ := tr.resp.item(t, "reasoning")
+	if reasoning.EncryptedContent == nil {
+		t.Fatalf("reasoning item without encrypted_content")
+	}
+	b64, ok := strings.CutPrefix(*reasoning.EncryptedContent, "stitch1:")
+	blob, err := base64.RawURLEncoding.DecodeString(b64)
+	if !ok || err != nil {
+		t.Fatalf("encrypted_content %q is not a stitch1 blob: %v", *reasoning.EncryptedContent, err)
+	}
+	_, exp, err := cl.sealer.Open(tenantAcme, "reseed", blob)
+	if err != nil {
+		t.Fatalf("open reseed blob: %v", err)
+	}
+	if hi := time.Now().Add(ttl); exp.After(hi) || exp.Before(start) {
+		t.Errorf("reseed blob expires at %v, want by %v", exp, hi)
+	}
 }

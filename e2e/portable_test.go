@@ -114,26 +114,40 @@ func startPortableCluster(t *testing.T) *ptCluster {
 	return cl
 }
 
-// newPod starts a pod with the cluster's flags plus extra, in its own data dir.
+// newPod starts a pod with the cluster's flags plus extra, in its own data dir (a temp dir of t).
+// A pod started for one subtest is stopped when that subtest ends, before its dir is removed.
 func (cl *ptCluster) newPod(t *testing.T, name string, extra ...string) *ptPod {
 	t.Helper()
 	p := &ptPod{name: name, dataDir: filepath.Join(t.TempDir(), "pod-"+name), extra: extra}
 	cl.startPod(t, p)
+	if t != cl.procs.t {
+		t.Cleanup(func() {
+			if err := p.proc.stop(); err != nil {
+				t.Errorf("stop pod %s: %v", name, err)
+			}
+		})
+	}
 	return p
 }
 
 // startPod starts (or restarts) p with the cluster's flags on a fresh port.
 func (cl *ptCluster) startPod(t *testing.T, p *ptPod) {
 	t.Helper()
-	p.proc = cl.procs.start("serve pod "+p.name, func() (*proc, error) {
-		return startReady(cl.bin, "serve", "/readyz", func(addr string) []string {
-			return append([]string{"serve", "--listen", addr, "--upstream", "http://" + cl.sim.addr,
-				"--served-model-name", modelName, "--data-dir", p.dataDir,
-				"--redis", "redis://" + cl.redis.Addr, "--seal-keys", cl.sealPath, "--api-keys", cl.keysPath,
-				"--audit-rate", "1"}, p.extra...)
-		})
+	// Not cl.procs.start: a failure must fail t (maybe a subtest), not the test owning cl.procs.
+	sp, err := startReady(cl.bin, "serve", "/readyz", func(addr string) []string {
+		return append([]string{"serve", "--listen", addr, "--upstream", "http://" + cl.sim.addr,
+			"--served-model-name", modelName, "--data-dir", p.dataDir,
+			"--redis", "redis://" + cl.redis.Addr, "--seal-keys", cl.sealPath, "--api-keys", cl.keysPath,
+			"--audit-rate", "1"}, p.extra...)
 	})
-	p.base = "http://" + p.proc.addr
+	if sp != nil {
+		cl.procs.procs = append(cl.procs.procs, sp) // stopped (and its output logged) at the end
+	}
+	if err != nil {
+		t.Fatalf("start pod %s: %v", p.name, err)
+	}
+	p.proc = sp
+	p.base = "http://" + sp.addr
 }
 
 // killPod kills p with SIGKILL (no graceful shutdown) and waits for it to exit.

@@ -340,11 +340,12 @@ func testRedisDown(t *testing.T, cl *ptCluster, ref []ptTurn) {
 	}
 	samePrompt(t, "Redis down: turn 2 on restarted B", full.prompt, ref[2].prompt)
 
-	// A stored continuation on B generates but cannot be shared: reported failed (store_error),
-	// so no client continues from an id other pods cannot resolve.
+	// A stored continuation on B completes: B keeps it locally and queues it for Redis, so no
+	// response is lost while Redis is down; other pods see it once B replays the queue.
 	stored := cl.post(t, cl.b, keyAcme, cl.scriptRequest(t, 2, last))
-	if stored.resp.Status != "failed" || stored.resp.Error == nil || stored.resp.Error.Code != "store_error" {
-		t.Errorf("Redis down: stored turn on B: status %q error %+v, want failed with store_error", stored.resp.Status, stored.resp.Error)
+	stored.mustComplete(t, "Redis down: stored turn on B")
+	if status, _, b := ptDo(t, cl.b, http.MethodGet, "/v1/responses/"+stored.resp.ID, keyAcme, nil); status != http.StatusOK {
+		t.Errorf("Redis down: GET on B of its queued response = %d %s, want 200 from its local copy", status, b)
 	}
 
 	cl.redis.Restart()
@@ -371,6 +372,10 @@ func testRedisDown(t *testing.T, cl *ptCluster, ref []ptTurn) {
 		t.Errorf("Redis back: turn 3 on B: outcome %s, want hit_portable", t3.outcome)
 	}
 	samePrompt(t, "Redis back: turn 3 on B", t3.prompt, ref[3].prompt)
+	// B's requests reached Redis again, so it replayed the response it queued during the outage.
+	if status, _, b := ptDo(t, cl.a, http.MethodGet, "/v1/responses/"+stored.resp.ID, keyAcme, nil); status != http.StatusOK {
+		t.Errorf("Redis back: GET on A of B's queued response = %d %s, want 200 (replayed)", status, b)
+	}
 }
 
 // testCodexReseed replays a Codex CLI conversation (store:false, full history, reasoning with

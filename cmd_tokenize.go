@@ -11,10 +11,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 
 	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/render/bpe"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
 )
 
 // runTokenize reads JSON lines from stdin and writes one line per input line, in order, as it
@@ -128,16 +129,7 @@ func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, in io.R
 	return nil
 }
 
-func appendIDs(dst []byte, ids []uint32) []byte {
-	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendUint(dst, uint64(id), 10)
-	}
-	return append(dst, ']')
-}
+func appendIDs(dst []byte, ids []uint32) []byte { return jsonappend.Uint32s(dst, ids) }
 
 // appendJSONString appends s as a JSON string without HTML escaping.
 func appendJSONString(dst []byte, s string) ([]byte, error) {

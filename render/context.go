@@ -2,9 +2,10 @@ package render
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
 )
 
 // This file holds the JSON side of vLLM's message preprocessing (vllm/entrypoints/chat_utils.py,
@@ -77,51 +78,8 @@ func appendFields(dst []byte, fields []Field) []byte {
 	return dst
 }
 
-// appendJSONString appends s as a JSON string literal. Only '"', '\\' and control characters are
-// escaped; invalid UTF-8 bytes become U+FFFD (a JSON request body cannot carry them).
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\ufffd"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, `\"`...)
-		case '\\':
-			dst = append(dst, `\\`...)
-		case '\n':
-			dst = append(dst, `\n`...)
-		case '\r':
-			dst = append(dst, `\r`...)
-		case '\t':
-			dst = append(dst, `\t`...)
-		default:
-			dst = append(dst, `\u00`...)
-			dst = append(dst, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s as a JSON string (json.dumps(ensure_ascii=False) spelling).
+func appendJSONString(dst []byte, s string) []byte { return jsonappend.String(dst, s) }
 
 // quoteJSON is appendJSONString for one value.
 func quoteJSON(s string) string { return string(appendJSONString(nil, s)) }

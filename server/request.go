@@ -8,6 +8,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
 )
 
 // request is a validated POST /v1/responses body. Fields that reach the chat template or vLLM keep
@@ -452,7 +454,4 @@ func parseInput(root gjson.Result, r *request, lim limits, newID idSource) error
 	return nil
 }
 
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
-}
+func appendJSONString(dst []byte, s string) []byte { return jsonappend.String(dst, s) }

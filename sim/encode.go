@@ -2,73 +2,22 @@ package sim
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
 )
 
 // JSON appenders for the hot path (one stream chunk per token). The output matches pydantic's
 // model_dump_json, which vLLM uses: no spaces, UTF-8 unescaped, fields in declaration order.
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += n
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s as a JSON string, as pydantic writes it.
+func appendJSONString(dst []byte, s string) []byte { return jsonappend.String(dst, s) }
 
 // appendIDs appends ids as a JSON array, or null when ids is nil.
 func appendIDs(dst []byte, ids []uint32) []byte {
 	if ids == nil {
 		return append(dst, "null"...)
 	}
-	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendUint(dst, uint64(id), 10)
-	}
-	return append(dst, ']')
+	return jsonappend.Uint32s(dst, ids)
 }
 
 // appendStopReason appends a stop_reason: null, a stop string, or a stop token id.

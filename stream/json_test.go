@@ -15,7 +15,7 @@ func TestAppendString(t *testing.T) {
 		{"<>&", `"<>&"`},
 		{"\u2028\u2029", `"\u2028\u2029"`},
 		{"é🦀", `"é🦀"`},
-		{"a\xffb", `"a\ufffdb"`},
+		{"a\xffb", "\"a\uFFFDb\""},
 	}
 	for _, tt := range tests {
 		if got := string(appendString(nil, tt.in)); got != tt.want {

@@ -3,6 +3,8 @@ package upstream
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
 )
 
 // CompletionRequest is the body of POST /v1/completions on the token path.
@@ -32,15 +34,10 @@ type CompletionRequest struct {
 // AppendJSON appends the request's JSON encoding to dst. It allocates nothing beyond dst's growth.
 func (r *CompletionRequest) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"model":`...)
-	dst = strconv.AppendQuote(dst, r.Model) // model names are ASCII; AppendQuote escapes the rest safely
-	dst = append(dst, `,"prompt":[`...)
-	for i, id := range r.Prompt {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendUint(dst, uint64(id), 10)
-	}
-	dst = append(dst, `],"max_tokens":`...)
+	dst = appendJSONString(dst, r.Model)
+	dst = append(dst, `,"prompt":`...)
+	dst = jsonappend.Uint32s(dst, r.Prompt)
+	dst = append(dst, `,"max_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(r.MaxTokens), 10)
 	if len(r.Temperature) > 0 {
 		dst = append(dst, `,"temperature":`...)
@@ -60,14 +57,8 @@ func (r *CompletionRequest) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"return_token_ids":true`...)
 	}
 	if len(r.StopTokenIDs) > 0 {
-		dst = append(dst, `,"stop_token_ids":[`...)
-		for i, id := range r.StopTokenIDs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = strconv.AppendUint(dst, uint64(id), 10)
-		}
-		dst = append(dst, ']')
+		dst = append(dst, `,"stop_token_ids":`...)
+		dst = jsonappend.Uint32s(dst, r.StopTokenIDs)
 	}
 	if r.CacheSalt != "" {
 		dst = append(dst, `,"cache_salt":`...)
@@ -85,7 +76,4 @@ func (r *CompletionRequest) AppendJSON(dst []byte) []byte {
 }
 
 // appendJSONString appends s as a JSON string.
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // cannot fail for a string
-	return append(dst, b...)
-}
+func appendJSONString(dst []byte, s string) []byte { return jsonappend.String(dst, s) }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -202,7 +203,7 @@ func (a *ArtifactPreparer) audit(text string, ids []uint32, fp [32]byte) {
 	run := func() {
 		full := a.opts.Model.Encode(text)
 		a.opts.Metrics.audits.Inc()
-		if equalIDs(full, ids) {
+		if slices.Equal(full, ids) {
 			return
 		}
 		a.opts.Metrics.auditMismatch.Inc()
@@ -276,18 +277,6 @@ func toolsDigest(tools []render.Tool) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func equalIDs(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func firstDiff(a, b []uint32) int {

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
 )
 
 // maxSchemaDepth bounds argument synthesis for deeply nested (or recursive) schemas.
@@ -192,32 +194,6 @@ func capitalizedWords(s string) []string {
 
 // writePyJSONString writes s as a JSON string the way Python's json.dumps(ensure_ascii=False) does.
 func writePyJSONString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			if r < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte("0123456789abcdef"[r>>4])
-				b.WriteByte("0123456789abcdef"[r&0xf])
-				continue
-			}
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
+	var buf [64]byte
+	b.Write(jsonappend.String(buf[:0], s))
 }

@@ -35,6 +35,8 @@ type request struct {
 	Metadata           json.RawMessage
 	User               string
 	IncludeEncrypted   bool // include contains "reasoning.encrypted_content"
+	// References are the indexes in Input of item_reference items, resolved to stored items later.
+	References []int
 }
 
 // toolChoice is the parsed tool_choice: mode auto / none / required, or a named function.
@@ -426,7 +428,13 @@ func parseInput(root gjson.Result, r *request, lim limits, newID idSource) error
 		prefix, ok := knownItemTypes[typ.Str]
 		if !ok {
 			if typ.Str == "item_reference" {
-				return badRequest(param+".type", "Item references are not supported by this server; send the item itself.")
+				// Resolved against the tenant's stored items once the tenant is known (resolveReferences).
+				if id := it.Get("id"); id.Type != gjson.String || id.Str == "" {
+					return badRequest(param+".id", "Missing required parameter: '%s.id'.", param)
+				}
+				r.References = append(r.References, len(r.Input))
+				r.Input = append(r.Input, json.RawMessage(it.Raw))
+				continue
 			}
 			return badRequest(param+".type", "Invalid value for '%s.type': %q is not a supported input item type.", param, typ.Str)
 		}

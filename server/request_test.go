@@ -42,7 +42,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"schema", `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n"}}}`, "text.format.schema"},
 		{"metadata value", `{"model":"m","input":"x","metadata":{"k":1}}`, "metadata.k"},
 		{"truncation", `{"model":"m","input":"x","truncation":"middle"}`, "truncation"},
-		{"item_reference", `{"model":"m","input":[{"type":"item_reference","id":"x"}]}`, "input[0].type"},
+		{"item_reference without id", `{"model":"m","input":[{"type":"item_reference"}]}`, "input[0].id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

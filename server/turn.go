@@ -109,6 +109,9 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 			t.prevItems[i] = it.Data
 		}
 	}
+	if err := s.resolveReferences(ctx, t); err != nil {
+		return err
+	}
 	t.kwargs = templateKwargs(model.ChatTemplateKwargs, req)
 	if err := s.prepare(ctx, t); err != nil {
 		return err
@@ -119,6 +122,25 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 			Code: "context_length_exceeded", Message: "No room left for a forced tool call in the context window."}
 	}
 	t.maxTokens -= len(t.forced)
+	return nil
+}
+
+// resolveReferences replaces item_reference inputs with the tenant's stored items of those ids
+// (Codex-style clients reference items stitch returned earlier instead of resending them).
+func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
+	for _, i := range t.req.References {
+		id := itemID(t.req.Input[i])
+		items, err := s.opts.Checkpoints.GetItems(ctx, t.tenant, []string{id})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return badRequest(fmt.Sprintf("input[%d].id", i), "Item with id '%s' not found.", id)
+		case errors.Is(err, store.ErrUnavailable):
+			return fmt.Errorf("resolve item reference %s: %w: %w", id, errStoreUnavailable, err)
+		case err != nil:
+			return fmt.Errorf("resolve item reference %s: %w", id, err)
+		}
+		t.req.Input[i] = items[0].Data
+	}
 	return nil
 }
 

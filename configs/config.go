@@ -68,7 +68,8 @@ type Model struct {
 
 // Store configures where checkpoints (the durable record of responses) live.
 type Store struct {
-	// DataDir holds the embedded store. Default "./stitch-data". Ignored when Redis is set.
+	// DataDir holds the embedded store. Default "./stitch-data". With Redis it keeps this pod's copy
+	// of every checkpoint it wrote, read while Redis is unavailable.
 	DataDir string `yaml:"data_dir"`
 	// Redis is a redis:// URL; when set, checkpoints and artifacts are shared through it (multi-pod).
 	Redis Secret `yaml:"redis"`

@@ -21,7 +21,6 @@ type output struct {
 	firstToken time.Time
 	now        func() time.Time
 	terminal   []stream.Event // the terminal event, held until persisted
-	events     int            // non-terminal events already handed to the sink
 	failed     bool           // the response was failed after the stream ended (store error)
 	forced     []uint32       // prompt-forced output ids, fed to the parser before upstream's
 }
@@ -83,7 +82,6 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 	if len(o.forced) > 0 {
 		events = o.conv.Chunk(events, &stream.Chunk{TokenIDs: o.forced})
 		if len(events) > 0 {
-			o.events += len(events)
 			if err := sink.write(events); err != nil {
 				return fmt.Errorf("write to client: %w", err)
 			}
@@ -114,7 +112,6 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 			return fmt.Errorf("%w: %w", errUpstreamStream, ch.Err)
 		}
 		if len(events) > 0 {
-			o.events += len(events)
 			if err := sink.write(events); err != nil {
 				return fmt.Errorf("write to client: %w", err)
 			}
@@ -132,7 +129,6 @@ func (o *output) hold(sink eventSink, events []stream.Event) error {
 	if last == 0 {
 		return nil
 	}
-	o.events += last
 	return sink.write(events[:last])
 }
 

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,7 +45,7 @@ func BenchmarkCompletionRequestAppendJSON(b *testing.B) {
 			ids[i] = uint32(i*7919) % 151643
 		}
 		req := CompletionRequest{Model: "qwen3", Prompt: ids, MaxTokens: 1024, Stream: true, ReturnTokenIDs: true}
-		b.Run(benchName(n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("tokens=%dk", n/1000), func(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte
 			for b.Loop() {
@@ -54,14 +55,3 @@ func BenchmarkCompletionRequestAppendJSON(b *testing.B) {
 		})
 	}
 }
-
-func benchName(n int) string {
-	switch {
-	case n >= 1000 && n%1000 == 0:
-		return "tokens=" + itoa(n/1000) + "k"
-	default:
-		return "tokens=" + itoa(n)
-	}
-}
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -377,14 +377,41 @@ func (m *Model) vars(req *ChatRequest) (*templateVars, error) {
 // RenderText applies the chat template to req after vLLM's message preprocessing and returns
 // the prompt text. Template failures wrap ErrTemplate; bad input wraps ErrInvalidInput.
 func (m *Model) RenderText(req ChatRequest) (string, error) {
+	return m.renderText(&req, nil)
+}
+
+// RenderMemo is what a render recorded so that rendering a continuation of the same conversation
+// can replay the template's work for the messages that did not change. It is immutable and
+// belongs to the Model that made it.
+type RenderMemo struct {
+	m    *Model
+	memo *templateMemo
+}
+
+// RenderTextMemo renders like RenderText and also returns a RenderMemo. With prev from an earlier
+// RenderTextMemo of this Model (nil is allowed), the template replays every part of its work
+// whose inputs are unchanged; the text is identical to RenderText's either way.
+func (m *Model) RenderTextMemo(req ChatRequest, prev *RenderMemo) (string, *RenderMemo, error) {
+	var memo *templateMemo
+	if prev != nil && prev.m == m {
+		memo = prev.memo
+	}
+	text, err := m.renderText(&req, &memo)
+	if err != nil {
+		return "", nil, err
+	}
+	return text, &RenderMemo{m: m, memo: memo}, nil
+}
+
+func (m *Model) renderText(req *ChatRequest, memo **templateMemo) (string, error) {
 	if req.AddGenerationPrompt && req.ContinueFinalMessage {
 		return "", invalid("continue_final_message", "cannot be combined with add_generation_prompt")
 	}
-	v, err := m.vars(&req)
+	v, err := m.vars(req)
 	if err != nil {
 		return "", err
 	}
-	text, err := m.tmpl.execute(v)
+	text, err := m.tmpl.execute(v, memo)
 	if err != nil {
 		return "", fmt.Errorf("apply chat template %s: %w: %w", m.TemplateSource, ErrTemplate, err)
 	}

@@ -13,8 +13,13 @@ import (
 // **chat_template_kwargs).
 
 type compiledTemplate interface {
-	execute(v *templateVars) (string, error)
+	// execute renders v; with memo non-nil it records into *memo and replays from the memo it
+	// holds on entry (see jinja.Template.ExecuteMemo).
+	execute(v *templateVars, memo **templateMemo) (string, error)
 }
+
+// templateMemo is the engine's record of a render that a later render may replay from.
+type templateMemo = jinja.Memo
 
 type jinjaTemplate struct {
 	t     *jinja.Template
@@ -71,7 +76,7 @@ func (c *valueCache) get(text []byte) (jinja.Value, error) {
 	return v, nil
 }
 
-func (j jinjaTemplate) execute(v *templateVars) (string, error) {
+func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, error) {
 	vars := make(map[string]jinja.Value, 4+len(v.specials)+len(v.kwargs))
 	for _, s := range v.specials {
 		if !s.list {
@@ -109,7 +114,12 @@ func (j jinjaTemplate) execute(v *templateVars) (string, error) {
 		}
 	}
 	vars["add_generation_prompt"] = jinja.Bool(v.addGenerationPrompt)
-	return j.t.Execute(vars)
+	if memo == nil {
+		return j.t.Execute(vars)
+	}
+	text, next, err := j.t.ExecuteMemo(vars, *memo)
+	*memo = next
+	return text, err
 }
 
 // messagesValue builds the template's `messages` the way vLLM's parse_chat_messages leaves them:

@@ -106,7 +106,7 @@ func (ev *evaluator) callValue(fn Value, args []Value, kw []kwArg) (Value, error
 
 // macroValue closes m over the frame where it is defined.
 func (ev *evaluator) macroValue(m *macroDef, def *frame) Value {
-	return Value{k: kFunc, o: &funcObj{name: m.name, macro: true, call: func(ev *evaluator, args []Value, kw []kwArg) (Value, error) {
+	return Value{k: kFunc, o: &funcObj{name: m.name, macro: true, def: m, topLevel: def == ev.top, call: func(ev *evaluator, args []Value, kw []kwArg) (Value, error) {
 		return ev.callMacro(m, def, args, kw)
 	}}}
 }

@@ -19,20 +19,26 @@ type frame struct {
 }
 
 func (f *frame) lookup(name string) (Value, bool) {
+	v, w := f.lookupFrame(name)
+	return v, w != nil
+}
+
+// lookupFrame returns the value bound to name and the frame binding it (nil: none).
+func (f *frame) lookupFrame(name string) (Value, *frame) {
 	for ; f != nil; f = f.parent {
 		if f.user != nil {
 			if v, ok := f.user[name]; ok {
-				return v, true
+				return v, f
 			}
 			continue
 		}
 		for i := len(f.names) - 1; i >= 0; i-- {
 			if f.names[i] == name {
-				return f.vals[i], true
+				return f.vals[i], f
 			}
 		}
 	}
-	return Value{}, false
+	return Value{}, nil
 }
 
 func (f *frame) set(name string, v Value) {
@@ -63,6 +69,10 @@ type evaluator struct {
 	// folding is set while evaluating an output expression made only of
 	// literals (see isConstant).
 	folding bool
+	// top is the template's top frame (macros defined there may be compared across executions).
+	top *frame
+	// memo is set by ExecuteMemo.
+	memo *memoState
 }
 
 func (ev *evaluator) burn() error {
@@ -216,7 +226,10 @@ func (ev *evaluator) assign(target expr, v Value, f *frame) error {
 		f.set(t.name, v)
 		return nil
 	case *nsRefExpr:
-		ns, _ := f.lookup(t.name)
+		ns, w := f.lookupFrame(t.name)
+		if ev.memo != nil && ev.memo.cur != nil && ev.memo.outer(w) {
+			ev.memo.cur.ok = false // state carried to later iterations
+		}
 		if ns.k != kNamespace {
 			return errf(KindRuntime, "cannot assign attribute on non-namespace object")
 		}
@@ -352,20 +365,52 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 	}
 	loopV := Value{k: kLoop, o: lo}
 	inner := &frame{parent: f, names: make([]string, 0, 4), vals: make([]Value, 0, 4)}
+	memoized := ev.memoizes(n, f, depth)
+	var prevRecs, recs []iterRecord
+	if memoized {
+		if ev.memo.prev != nil {
+			prevRecs = ev.memo.prev.loops[n]
+		}
+		recs = make([]iterRecord, 0, len(items))
+		defer func() { ev.memo.next.loops[n] = recs }()
+	}
 	for i, it := range items {
 		if err := ev.burn(); err != nil {
 			return Value{}, err
 		}
 		lo.index0 = i
-		inner.names = inner.names[:0]
-		inner.vals = inner.vals[:0]
-		inner.set("loop", loopV)
-		if err := ev.assign(n.target, it, inner); err != nil {
-			return Value{}, err
-		}
-		ctl, err := ev.execBody(n.body, inner)
-		if err != nil {
-			return Value{}, err
+		var ctl control
+		if memoized && i < len(prevRecs) && replayable(&prevRecs[i], it, lo, f) {
+			r := prevRecs[i]
+			ev.out.WriteString(r.out)
+			ev.fuel -= len(r.out) >> 4
+			recs = append(recs, r)
+			ctl = r.ctl
+		} else {
+			inner.names = inner.names[:0]
+			inner.vals = inner.vals[:0]
+			inner.set("loop", loopV)
+			if err := ev.assign(n.target, it, inner); err != nil {
+				return Value{}, err
+			}
+			var rec iterRecord
+			start := 0
+			if memoized {
+				rec = iterRecord{ok: true, item: it}
+				ev.memo.cur, ev.memo.iter, ev.memo.loop = &rec, inner, lo
+				start = ev.out.Len()
+			}
+			var err error
+			ctl, err = ev.execBody(n.body, inner)
+			if memoized {
+				ev.memo.cur, ev.memo.iter, ev.memo.loop = nil, nil, nil
+				// inner is reused by the next iteration: a record must not keep it.
+				rec.ctl, rec.out = ctl, ev.out.String()[start:]
+				recs = append(recs, rec)
+			}
+			if err != nil {
+				return Value{}, err
+			}
 		}
 		if ctl == ctlBreak {
 			break

@@ -30,6 +30,9 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 	case *constExpr:
 		return x.v, nil
 	case *nameExpr:
+		if ev.memo != nil && ev.memo.cur != nil {
+			return ev.memoName(x.name, f), nil
+		}
 		if v, ok := f.lookup(x.name); ok {
 			return v, nil
 		}
@@ -38,12 +41,22 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		}
 		return undefined("'" + x.name + "' is undefined"), nil
 	case *attrExpr:
+		if ev.memo != nil && ev.memo.cur != nil {
+			if v, ok, err := ev.memoPath(x, f); ok {
+				return v, err
+			}
+		}
 		obj, err := ev.eval(x.x, f)
 		if err != nil {
 			return Value{}, err
 		}
 		return getAttr(obj, x.name)
 	case *itemExpr:
+		if ev.memo != nil && ev.memo.cur != nil {
+			if v, ok, err := ev.memoPath(x, f); ok {
+				return v, err
+			}
+		}
 		obj, err := ev.eval(x.x, f)
 		if err != nil {
 			return Value{}, err

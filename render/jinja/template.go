@@ -56,6 +56,10 @@ func (t *Template) Name() string { return t.name }
 // Execute renders the template with vars as its context. vars is only
 // read. Errors are *Error naming the template, line and cause.
 func (t *Template) Execute(vars map[string]Value) (string, error) {
+	return t.execute(vars, nil)
+}
+
+func (t *Template) execute(vars map[string]Value, memo *memoState) (string, error) {
 	var out strings.Builder
 	out.Grow(int(min(t.sizeHint.Load(), 1<<24)) + 256)
 	fuel := t.opts.Fuel
@@ -66,9 +70,12 @@ func (t *Template) Execute(vars map[string]Value) (string, error) {
 	if t.opts.Now != nil {
 		now = t.opts.Now
 	}
-	ev := &evaluator{t: t, out: &out, fuel: fuel, now: now}
 	root := &frame{user: vars}
 	top := &frame{parent: root}
+	ev := &evaluator{t: t, out: &out, fuel: fuel, now: now, top: top, memo: memo}
+	if memo != nil {
+		memo.top, memo.root = top, root
+	}
 	if _, err := ev.execBody(t.body, top); err != nil {
 		if e, ok := err.(*Error); ok {
 			if e.Name == "" {

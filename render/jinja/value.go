@@ -59,7 +59,11 @@ type kwArg struct {
 type funcObj struct {
 	name  string
 	macro bool
-	call  func(ev *evaluator, args []Value, kw []kwArg) (Value, error)
+	// def and topLevel identify a macro defined in the template's top frame, which behaves the
+	// same in every execution of the template (see sameValue).
+	def      *macroDef
+	topLevel bool
+	call     func(ev *evaluator, args []Value, kw []kwArg) (Value, error)
 }
 
 // String returns a str value.

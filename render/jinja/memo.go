@@ -1,0 +1,312 @@
+package jinja
+
+import "math/big"
+
+// A chat template renders a conversation that only grows between turns, and most of its output
+// comes from one top-level loop over `messages` whose iterations depend on little besides their
+// own message. ExecuteMemo records, for every iteration of the template's top-level for loops,
+// its output and every value it read from outside itself; a later ExecuteMemo replays an
+// iteration instead of running it when all of those reads give the same values again. Templates
+// are deterministic functions of what they read, so a replayed iteration writes exactly what
+// running it would have written.
+//
+// What an iteration can observe from outside itself, and how each is recorded:
+//   - its item: compared whole;
+//   - attributes of its loop object (loop.index0, loop.last …): recorded by name;
+//   - names bound in the template's top frame or the caller's variables, and globals, read
+//     alone or at the root of an attribute/subscript path (messages[loop.index0 - 1].role):
+//     recorded with the path, so an unrelated change elsewhere in `messages` does not matter.
+//
+// Everything else that could carry state between iterations makes the iteration unreplayable:
+// assigning a namespace attribute, using the loop object other than through an attribute, calling
+// strftime_now (time). Values that may change behind a recorded pointer (namespaces, loop objects,
+// joiners and other closures, macros closing over anything but the top frame) never compare
+// equal, so an iteration that read one is always run again.
+
+// Memo is what one ExecuteMemo recorded about its top-level loops. It is immutable once returned
+// and may be used by several later executions, concurrently.
+type Memo struct {
+	t     *Template
+	loops map[*forNode][]iterRecord
+}
+
+// iterRecord is one iteration of a memoized loop.
+type iterRecord struct {
+	ok    bool // false: the iteration did something replay cannot reproduce
+	ctl   control
+	item  Value
+	out   string
+	loop  []loopRead
+	outer []outerRead
+}
+
+type loopRead struct {
+	attr string
+	v    Value
+}
+
+// pathStep is one attribute (attr) or subscript (key) step of a recorded path.
+type pathStep struct {
+	attr bool
+	name string
+	key  Value
+}
+
+type outerRead struct {
+	name  string
+	steps []pathStep
+	v     Value
+}
+
+// memoState is one execution's memo bookkeeping.
+type memoState struct {
+	prev      *Memo // nil: nothing to replay
+	next      *Memo
+	top, root *frame
+	// The iteration being recorded, its frame and loop object; cur is nil outside memoized
+	// iterations.
+	cur  *iterRecord
+	iter *frame
+	loop *loopObj
+}
+
+// ExecuteMemo renders like Execute and also returns a Memo of the template's top-level loops;
+// with prev (from an earlier ExecuteMemo of this template; nil is allowed), iterations whose
+// recorded reads are unchanged are replayed from prev instead of run. The output is identical to
+// Execute's with the same vars.
+func (t *Template) ExecuteMemo(vars map[string]Value, prev *Memo) (string, *Memo, error) {
+	if prev != nil && prev.t != t {
+		prev = nil
+	}
+	ms := &memoState{prev: prev, next: &Memo{t: t, loops: map[*forNode][]iterRecord{}}}
+	out, err := t.execute(vars, ms)
+	if err != nil {
+		return "", nil, err
+	}
+	return out, ms.next, nil
+}
+
+// memoizes reports whether the for loop n, about to run in frame f, is one ExecuteMemo records:
+// a non-recursive loop directly in the template's top frame.
+func (ev *evaluator) memoizes(n *forNode, f *frame, depth int) bool {
+	return ev.memo != nil && depth == 0 && !n.recursive && f == ev.memo.top && ev.memo.cur == nil
+}
+
+// replayable reports whether the recorded iteration r would run exactly as recorded for item it
+// at the loop position lo, with the top frame f as it is now.
+func replayable(r *iterRecord, it Value, lo *loopObj, f *frame) bool {
+	if !r.ok || !sameValue(r.item, it) {
+		return false
+	}
+	for _, lr := range r.loop {
+		v, _ := loopAttr(lo, lr.attr)
+		if !sameValue(v, lr.v) {
+			return false
+		}
+	}
+	for i := range r.outer {
+		v, ok := readPath(f, &r.outer[i])
+		if !ok || !sameValue(v, r.outer[i].v) {
+			return false
+		}
+	}
+	return true
+}
+
+// readPath evaluates a recorded outer read now. Names resolve from the top frame: the recorded
+// read found its name there, in the caller's variables or among the globals, and inner frames of
+// an iteration that runs as recorded bind the same names as when it was recorded.
+func readPath(f *frame, r *outerRead) (Value, bool) {
+	v := resolveName(f, r.name)
+	for _, s := range r.steps {
+		var err error
+		if s.attr {
+			v, err = getAttr(v, s.name)
+		} else {
+			v, err = getItem(v, s.key)
+		}
+		if err != nil {
+			return Value{}, false
+		}
+	}
+	return v, true
+}
+
+func resolveName(f *frame, name string) Value {
+	if v, ok := f.lookup(name); ok {
+		return v
+	}
+	if g, ok := lookupGlobal(name); ok {
+		return g
+	}
+	return undefined("'" + name + "' is undefined")
+}
+
+// outer reports whether frame w (nil: not bound in any frame) lies outside the iteration being
+// recorded.
+func (ms *memoState) outer(w *frame) bool { return w == nil || w == ms.top || w == ms.root }
+
+// memoName evaluates a name inside a recorded iteration.
+func (ev *evaluator) memoName(name string, f *frame) Value {
+	ms := ev.memo
+	v, w := f.lookupFrame(name)
+	switch {
+	case w == ms.iter && v.k == kLoop:
+		ms.cur.ok = false // the loop object escapes: its later reads would go unrecorded
+	case ms.outer(w):
+		if w == nil {
+			v = resolveName(f, name)
+			if name == "strftime_now" {
+				ms.cur.ok = false
+			}
+		}
+		ms.cur.outer = append(ms.cur.outer, outerRead{name: name, v: v})
+	}
+	return v
+}
+
+// memoPath evaluates an attribute/subscript path inside a recorded iteration when its root is
+// outside the iteration (or is the iteration's loop object), recording the value the path reads
+// rather than the whole root. ok is false when x is not such a path; the caller then evaluates
+// it as usual.
+func (ev *evaluator) memoPath(x expr, f *frame) (v Value, ok bool, err error) {
+	var chain []expr // leaf first
+	root := x
+walk:
+	for {
+		switch n := root.(type) {
+		case *attrExpr:
+			chain = append(chain, n)
+			root = n.x
+		case *itemExpr:
+			if _, slice := n.key.(*sliceExpr); slice {
+				return Value{}, false, nil
+			}
+			chain = append(chain, n)
+			root = n.x
+		case *nameExpr:
+			break walk
+		default:
+			return Value{}, false, nil
+		}
+	}
+	ms := ev.memo
+	name := root.(*nameExpr).name
+	rv, w := f.lookupFrame(name)
+	loopRoot := w == ms.iter && rv.k == kLoop
+	if !loopRoot && !ms.outer(w) {
+		return Value{}, false, nil
+	}
+	if loopRoot {
+		a, isAttr := chain[len(chain)-1].(*attrExpr)
+		if !isAttr {
+			return Value{}, false, nil // memoName marks the iteration unreplayable
+		}
+		lv, _ := getAttr(rv, a.name)
+		ms.cur.loop = append(ms.cur.loop, loopRead{attr: a.name, v: lv})
+		v, err = ev.applyPath(lv, chain[:len(chain)-1], f, nil)
+		return v, true, err
+	}
+	if w == nil {
+		rv = resolveName(f, name)
+		if name == "strftime_now" {
+			ms.cur.ok = false
+		}
+	}
+	steps := make([]pathStep, 0, len(chain))
+	var receiver Value
+	v, err = ev.applyPath(rv, chain, f, func(s pathStep, before Value) {
+		steps = append(steps, s)
+		receiver = before
+	})
+	if err != nil {
+		return Value{}, true, err
+	}
+	if v.k == kFunc && len(steps) > 0 {
+		// A bound method is fresh each time; what it does follows from its receiver.
+		ms.cur.outer = append(ms.cur.outer, outerRead{name: name, steps: steps[:len(steps)-1], v: receiver})
+	} else {
+		ms.cur.outer = append(ms.cur.outer, outerRead{name: name, steps: steps, v: v})
+	}
+	return v, true, nil
+}
+
+// applyPath applies chain (leaf first) to v from the root outwards, as eval1 would, calling step
+// (when non-nil) with each step and the value it applies to.
+func (ev *evaluator) applyPath(v Value, chain []expr, f *frame, step func(s pathStep, before Value)) (Value, error) {
+	for i := len(chain) - 1; i >= 0; i-- {
+		if err := ev.burn(); err != nil {
+			return Value{}, err
+		}
+		before := v
+		var err error
+		switch n := chain[i].(type) {
+		case *attrExpr:
+			v, err = getAttr(v, n.name)
+			if step != nil {
+				step(pathStep{attr: true, name: n.name}, before)
+			}
+		case *itemExpr:
+			var key Value
+			if key, err = ev.eval(n.key, f); err == nil {
+				v, err = getItem(v, key)
+				if step != nil {
+					step(pathStep{key: key}, before)
+				}
+			}
+		}
+		if err != nil {
+			return Value{}, atLine(err, chain[i].exprSpan())
+		}
+	}
+	return v, nil
+}
+
+// sameValue reports whether a and b are indistinguishable to a template: same kind and
+// representation (1, 1.0 and True are not the same here), same items in the same order.
+// Values that can change behind their pointer, or whose behaviour depends on state not
+// recorded (namespaces, loop objects, closures), are never the same.
+func sameValue(a, b Value) bool {
+	if a.k != b.k || a.n != b.n || a.s != b.s {
+		return false
+	}
+	switch a.k {
+	case kBig:
+		return a.o.(*big.Int).Cmp(b.o.(*big.Int)) == 0
+	case kList, kTuple:
+		la, lb := a.o.(*listObj), b.o.(*listObj)
+		if la == lb {
+			return true
+		}
+		if la.view != lb.view || len(la.items) != len(lb.items) || (la.rng == nil) != (lb.rng == nil) ||
+			la.rng != nil && *la.rng != *lb.rng {
+			return false
+		}
+		for i := range la.items {
+			if !sameValue(la.items[i], lb.items[i]) {
+				return false
+			}
+		}
+		return true
+	case kMap:
+		ma, mb := a.mapv(), b.mapv()
+		if ma == mb {
+			return true
+		}
+		if len(ma.keys) != len(mb.keys) {
+			return false
+		}
+		for i := range ma.keys {
+			if !sameValue(ma.keys[i], mb.keys[i]) || !sameValue(ma.vals[i], mb.vals[i]) {
+				return false
+			}
+		}
+		return true
+	case kFunc:
+		fa, fb := a.o.(*funcObj), b.o.(*funcObj)
+		return fa == fb || fa.def != nil && fa.def == fb.def && fa.topLevel && fb.topLevel
+	case kNamespace, kLoop:
+		return false
+	}
+	return true
+}

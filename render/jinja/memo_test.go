@@ -1,0 +1,291 @@
+package jinja
+
+import (
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// memoCheck renders vars with ExecuteMemo(prev) and with Execute and fails unless both give the
+// same output, or both fail with the same error. It returns the new memo (nil after an error).
+func memoCheck(t *testing.T, tpl *Template, vars map[string]Value, prev *Memo, what string) *Memo {
+	t.Helper()
+	want, wantErr := tpl.Execute(vars)
+	got, memo, err := tpl.ExecuteMemo(vars, prev)
+	switch {
+	case (err == nil) != (wantErr == nil):
+		t.Fatalf("%s: ExecuteMemo error %v, Execute error %v", what, err, wantErr)
+	case err != nil:
+		if err.Error() != wantErr.Error() {
+			t.Fatalf("%s: ExecuteMemo error %q, Execute error %q", what, err, wantErr)
+		}
+	case got != want:
+		t.Fatalf("%s: ExecuteMemo differs from Execute\n%s", what, firstDiff(got, want))
+	}
+	return memo
+}
+
+// withMessages returns a copy of vars whose messages are msgs.
+func withMessages(vars map[string]Value, msgs []Value) map[string]Value {
+	v := maps.Clone(vars)
+	v["messages"] = List(msgs...)
+	return v
+}
+
+// TestMemoRealTemplates grows every golden conversation one message at a time (how a chat
+// continues), replaying from the previous turn's memo, then shrinks and shuffles it: every render
+// must equal a plain Execute. The real templates read neighbours, loop.last, namespace values
+// set by reverse scans, macros and the generation prompt, which is what the memo must get right.
+func TestMemoRealTemplates(t *testing.T) {
+	tpls, err := filepath.Glob(filepath.Join(goldenDir, "templates", "*.jinja"))
+	if err != nil || len(tpls) == 0 {
+		t.Fatalf("no templates: %v", err)
+	}
+	sets, err := filepath.Glob(filepath.Join(goldenDir, "messages", "*.json"))
+	if err != nil || len(sets) == 0 {
+		t.Fatalf("no message sets: %v", err)
+	}
+	for _, file := range tpls {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(file), ".jinja")
+		tpl, err := Parse(name, string(src), Options{Now: func() time.Time { return fixedNow }, Fuel: 50_000_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, set := range sets {
+			data, err := os.ReadFile(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vars, err := VarsFromJSON(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := vars["messages"].list()
+			t.Run(name+"/"+filepath.Base(set), func(t *testing.T) {
+				t.Parallel()
+				var memo *Memo
+				for k := 1; k <= len(msgs); k++ {
+					if m := memoCheck(t, tpl, withMessages(vars, msgs[:k]), memo, "grow"); m != nil {
+						memo = m
+					}
+				}
+				for k := len(msgs) - 1; k >= 1; k-- {
+					if m := memoCheck(t, tpl, withMessages(vars, msgs[:k]), memo, "shrink"); m != nil {
+						memo = m
+					}
+				}
+				rng := rand.New(rand.NewPCG(uint64(len(msgs)), 7))
+				for range 8 {
+					shuffled := append([]Value(nil), msgs...)
+					rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+					if m := memoCheck(t, tpl, withMessages(vars, shuffled), memo, "shuffle"); m != nil {
+						memo = m
+					}
+				}
+				flipped := maps.Clone(vars)
+				flipped["add_generation_prompt"] = Bool(!vars["add_generation_prompt"].truth())
+				memoCheck(t, tpl, flipped, memo, "generation prompt flipped")
+			})
+		}
+	}
+}
+
+// TestMemoCases renders every oracle case template with a memo from its own earlier execution
+// and from the executions of other variable sets: replay must never change an output or an error.
+func TestMemoCases(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(goldenDir, "cases", "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no case files: %v", err)
+	}
+	var varSets []map[string]Value
+	var tpls []string
+	for _, file := range files {
+		for _, s := range readTxtar(t, file) {
+			switch {
+			case strings.HasSuffix(s.name, ".jinja"):
+				tpls = append(tpls, s.body)
+			case strings.HasSuffix(s.name, ".json"):
+				if v, err := VarsFromJSON([]byte(s.body)); err == nil {
+					varSets = append(varSets, v)
+				}
+			}
+		}
+	}
+	fuzz, err := VarsFromJSON([]byte(fuzzVars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	varSets = append(varSets, fuzz)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, src := range tpls {
+		tpl, err := Parse("case", src, Options{Now: func() time.Time { return fixedNow }, Fuel: 2_000_000})
+		if err != nil {
+			continue
+		}
+		var memo *Memo
+		for range 6 {
+			vars := varSets[rng.IntN(len(varSets))]
+			if m := memoCheck(t, tpl, vars, memo, "case "+itoa(i)); m != nil {
+				memo = m
+			}
+			memoCheck(t, tpl, vars, memo, "case "+itoa(i)+" again")
+		}
+	}
+}
+
+// TestMemoStatefulConstructs covers what carries state between iterations or changes behind a
+// pointer: each template is rendered with growing and edited inputs, replaying from the last memo.
+func TestMemoStatefulConstructs(t *testing.T) {
+	tpls := map[string]string{
+		"namespace written in the loop": `{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + m|length %}{{ ns.n }},{% endfor %}`,
+		"namespace written by a macro":  `{% set ns = namespace(n=0) %}{% macro bump() %}{% set ns.n = ns.n + 1 %}{% endmacro %}{% for m in messages %}{{ bump() }}{{ ns.n }}{% endfor %}`,
+		"namespace read":                `{% set ns = namespace(last=-1) %}{% for m in messages %}{% if m == 'u' %}{% set ns.last = loop.index0 %}{% endif %}{% endfor %}{% for m in messages %}{{ loop.index0 > ns.last }}{% endfor %}`,
+		"namespace passed whole":        `{% set ns = namespace(a=1) %}{% for m in messages %}{% set ns.a = ns.a + 1 %}{% endfor %}{% for m in messages %}{{ ns }}{% endfor %}`,
+		"joiner":                        `{% set j = joiner('|') %}{% for m in messages %}{{ j() }}{{ m }}{% endfor %}`,
+		"loop.changed":                  `{% for m in messages %}{% if loop.changed(m) %}[{{ m }}]{% endif %}{% endfor %}`,
+		"loop.cycle":                    `{% for m in messages %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}`,
+		"loop object escapes":           `{% for m in messages %}{% set l = loop %}{{ l.last }}{{ l.length }}{% endfor %}`,
+		"loop attributes":               `{% for m in messages %}{{ loop.index }}{{ loop.revindex }}{{ loop.first }}{{ loop.last }}{{ loop.previtem }}{{ loop.nextitem }}{% endfor %}`,
+		"neighbours":                    `{% for m in messages %}{% if loop.first or messages[loop.index0 - 1] != m %}<{% endif %}{{ m }}{% if loop.last or messages[loop.index0 + 1] != m %}>{% endif %}{% endfor %}`,
+		"length and slices":             `{% for m in messages %}{{ messages|length }}{{ messages[-1] }}{{ messages[1:]|join }}{% endfor %}`,
+		"top-level set read":            `{% set last = messages[-1] %}{% for m in messages %}{{ m == last }}{% endfor %}`,
+		"macro":                         `{% macro show(x) %}({{ x }}{{ messages|length }}){% endmacro %}{% for m in messages %}{{ show(m) }}{% endfor %}`,
+		"macro redefined in branch":     `{% if messages|length is even %}{% macro f(x) %}E{{ x }}{% endmacro %}{% else %}{% macro f(x) %}O{{ x }}{% endmacro %}{% endif %}{% for m in messages %}{{ f(m) }}{% endfor %}`,
+		"with-block macro via namespace": `{% set ns = namespace(f=none) %}{% with n = messages|length %}{% macro g(x) %}{{ x }}{{ n }}{% endmacro %}{% set ns.f = g %}{% endwith %}` +
+			`{% set h = ns.f %}{% for m in messages %}{{ h(m) }}{% endfor %}`,
+		"strftime_now":       `{% for m in messages %}{{ strftime_now('%H:%M:%S') }}{% endfor %}`,
+		"break and continue": `{% for m in messages %}{% if m == 'x' %}{% break %}{% endif %}{% if m == 'u' %}{% continue %}{% endif %}{{ m }}{% else %}empty{% endfor %}`,
+		"filtered loop":      `{% for m in messages if m != 'u' %}{{ loop.index }}{{ m }}{{ loop.last }}{% endfor %}`,
+		"set block":          `{% set s %}{% for m in messages %}{{ m }}{% endfor %}{% endset %}{{ s|upper }}`,
+		"nested loops":       `{% for m in messages %}{% for c in m %}{{ loop.index }}{{ c }}{% endfor %}{{ loop.index }}{% endfor %}`,
+		"undefined outer":    `{% for m in messages %}{{ extra is defined }}{{ extra }}{% endfor %}`,
+		"method on outer":    `{% for m in messages %}{{ messages[0].upper() }}{{ sep.join(['a', m]) }}{% endfor %}`,
+		"tuple items":        `{% for k, v in pairs %}{{ k }}={{ v }};{% endfor %}`,
+		"raise":              `{% for m in messages %}{% if m == 'boom' %}{{ raise_exception('no ' + m) }}{% endif %}{{ m }}{% endfor %}`,
+		"recursive":          `{% for m in tree recursive %}{{ m.n }}{% if m.c %}({{ loop(m.c) }}){% endif %}{% endfor %}`,
+	}
+	seqs := [][]string{
+		{"u"}, {"u", "a"}, {"u", "a", "u"}, {"u", "a", "u", "x", "a"}, {"u", "a", "u", "x", "a", "a"},
+		{"a", "a", "u", "x"}, {"u", "boom"}, {"u"}, {"a", "u", "a", "u", "a"}, {"a", "u", "a", "u", "a", "u"},
+	}
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, src := range tpls {
+		t.Run(name, func(t *testing.T) {
+			now := clock
+			tpl, err := Parse(name, src, Options{Now: func() time.Time { now = now.Add(time.Second); return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var memo *Memo
+			for i, seq := range seqs {
+				msgs := make([]Value, len(seq))
+				for j, s := range seq {
+					msgs[j] = String(s)
+				}
+				vars := map[string]Value{"messages": List(msgs...), "sep": String(seq[0])}
+				if i%3 == 1 {
+					vars["extra"] = Int(int64(i))
+				}
+				pairs := make([]Value, len(seq))
+				for j, s := range seq {
+					pairs[j] = tuple(String(s), Int(int64(j%2)))
+				}
+				vars["pairs"] = List(pairs...)
+				leaf := NewMap()
+				leaf.Set("n", String(seq[len(seq)-1]))
+				node := NewMap()
+				node.Set("n", String(seq[0]))
+				node.Set("c", List(MapValue(leaf)))
+				vars["tree"] = List(MapValue(node), MapValue(leaf))
+				// Render twice so time-dependent output is compared on equal clocks: strftime_now
+				// advances the clock on every call.
+				saved := now
+				want, wantErr := tpl.Execute(vars)
+				now = saved
+				got, m, err := tpl.ExecuteMemo(vars, memo)
+				if (err == nil) != (wantErr == nil) || err == nil && got != want || err != nil && err.Error() != wantErr.Error() {
+					t.Fatalf("step %d %v: ExecuteMemo = %q, %v; Execute = %q, %v", i, seq, got, err, want, wantErr)
+				}
+				if m != nil {
+					memo = m
+				}
+			}
+		})
+	}
+}
+
+// TestMemoReplays checks that replay happens: a conversation continued by one message runs only
+// the iterations that changed.
+func TestMemoReplays(t *testing.T) {
+	tpl, err := Parse("t", `{% for m in messages %}<{{ m.role }}>{{ m.content }}{% if loop.last %}!{% endif %}{% endfor %}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(role, content string) Value {
+		m := NewMap()
+		m.Set("role", String(role))
+		m.Set("content", String(content))
+		return MapValue(m)
+	}
+	msgs := []Value{msg("user", "a"), msg("assistant", "b"), msg("user", "c")}
+	_, memo, err := tpl.ExecuteMemo(map[string]Value{"messages": List(msgs...)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs = append(msgs, msg("assistant", "d"))
+	out, next, err := tpl.ExecuteMemo(map[string]Value{"messages": List(msgs...)}, memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<user>a<assistant>b<user>c<assistant>d!"; out != want {
+		t.Fatalf("out = %q, want %q", out, want)
+	}
+	var recs []iterRecord
+	for _, r := range next.loops {
+		recs = r
+	}
+	prev := func() []iterRecord {
+		for _, r := range memo.loops {
+			return r
+		}
+		return nil
+	}()
+	for i := range 2 {
+		if recs[i].out != prev[i].out || len(recs[i].loop) != len(prev[i].loop) || &recs[i].loop[0] != &prev[i].loop[0] {
+			t.Errorf("iteration %d was run again, want replayed", i)
+		}
+	}
+	if &recs[2].loop[0] == &prev[2].loop[0] {
+		t.Error("iteration 2 (loop.last changed) was replayed")
+	}
+}
+
+func FuzzMemo(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s, fuzzVars, `{"messages": [{"role": "user", "content": "x"}], "n": 4}`)
+	}
+	f.Fuzz(func(t *testing.T, src, vars1, vars2 string) {
+		tpl, err := Parse("fuzz", src, Options{Fuel: 20_000, Now: func() time.Time { return fixedNow }})
+		if err != nil {
+			return
+		}
+		var memo *Memo
+		for _, js := range []string{vars1, vars2, vars1} {
+			vars, err := VarsFromJSON([]byte(js))
+			if err != nil {
+				vars = nil
+			}
+			if m := memoCheck(t, tpl, vars, memo, "fuzz"); m != nil {
+				memo = m
+			}
+		}
+	})
+}

@@ -34,6 +34,7 @@ type Options struct {
 type Model struct {
 	tok      *bpe.Tokenizer
 	seg      bpeSegments
+	maxAdded int // longest added token, in bytes
 	tmpl     compiledTemplate
 	template string
 	specials []specialToken
@@ -94,6 +95,7 @@ func LoadModel(fsys fs.FS, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("%w: load tokenizer.json: %w", ErrModelDir, err)
 	}
 	m.seg = bpeSegments{m.tok}
+	m.maxAdded = m.tok.MaxAddedTokenLen()
 	m.TokenizerDigest = digestBytes(tokJSON)
 	m.TemplateDigest = DigestString(m.template)
 	m.tmpl, err = compileTemplate(m.TemplateSource, m.template, opts)
@@ -275,6 +277,17 @@ func (m *Model) EncodeWithBoundaries(text string) Encoding { return encodeWithBo
 func (m *Model) Extend(prev Encoding, next string) (Encoding, Reuse) {
 	return extend(m.seg, prev, next)
 }
+
+// ExtendText is Extend for a previous encoding whose prompt text prevText is at hand: the texts
+// are compared directly and only the changed tail of next is scanned and tokenized. The ids and
+// boundary offsets equal EncodeWithBoundaries(next); the boundaries from index fresh on carry no
+// digest until FillDigests.
+func (m *Model) ExtendText(prev Encoding, prevText, next string) (enc Encoding, reuse Reuse, fresh int) {
+	return extendText(m.seg, m.maxAdded, prev, prevText, next)
+}
+
+// FillDigests computes the prefix digests of enc.Boundaries[from:] for the prompt text.
+func FillDigests(text string, enc *Encoding, from int) { fillDigests(text, enc, from) }
 
 // bpeSegments adapts *bpe.Tokenizer to segmentEncoder.
 type bpeSegments struct{ *bpe.Tokenizer }

@@ -165,3 +165,76 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 	out.IDs = enc.AppendEncode(out.IDs, next[pos:])
 	return out, reuse
 }
+
+// extendText is extend for a previous encoding whose text is at hand (the process rendered it):
+// the texts are compared directly, and only next's tail after the reused boundary is scanned for
+// added tokens and tokenized, so the cost follows the change, not the conversation. A previous
+// boundary at offset o is reused when next agrees with prevText up to o+maxAdded: the added-token
+// matcher decides every match up to and including the one at o from those bytes alone (it is
+// leftmost-first and reads at most maxAdded bytes from a position), so o is a boundary of next
+// too. The ids and boundary offsets equal encodeWithBoundaries(enc, next); boundaries from index
+// fresh on have no digest yet (fillDigests computes them when the artifact is written).
+func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next string) (out Encoding, reuse Reuse, fresh int) {
+	lcp := commonPrefixLen(prevText, next)
+	best := sort.Search(len(prev.Boundaries), func(i int) bool { return prev.Boundaries[i].Offset+maxAdded > lcp }) - 1
+	if best >= 0 {
+		b := prev.Boundaries[best]
+		if b.Offset <= len(prevText) && b.Index >= 0 && b.Index <= len(prev.IDs) {
+			reuse = Reuse{Offset: b.Offset, Tokens: b.Index}
+		} else {
+			best = -1
+		}
+	}
+	spans := enc.addedSpans(next[reuse.Offset:])
+	if reuse.Offset > 0 && (len(spans) == 0 || spans[0].Start != 0) {
+		// Cannot happen (see above); never guess.
+		return encodeWithBoundaries(enc, next), Reuse{}, 0
+	}
+	out.Boundaries = make([]Boundary, 0, best+1+2*len(spans))
+	out.Boundaries = append(out.Boundaries, prev.Boundaries[:best+1]...)
+	fresh = len(out.Boundaries)
+	out.IDs = make([]uint32, 0, reuse.Tokens+(len(next)-reuse.Offset)/3+len(spans)+1)
+	out.IDs = append(out.IDs, prev.IDs[:reuse.Tokens]...)
+	pos := reuse.Offset
+	for _, s := range spans {
+		start, end := reuse.Offset+s.Start, reuse.Offset+s.End
+		out.IDs = enc.AppendEncode(out.IDs, next[pos:start])
+		if start != 0 && (len(out.Boundaries) == 0 || out.Boundaries[len(out.Boundaries)-1].Offset != start) {
+			out.Boundaries = append(out.Boundaries, Boundary{Offset: start, Index: len(out.IDs)})
+		}
+		out.IDs = append(out.IDs, s.ID)
+		pos = end
+	}
+	out.IDs = enc.AppendEncode(out.IDs, next[pos:])
+	return out, reuse, fresh
+}
+
+// commonPrefixLen returns the length of the longest common prefix of a and b. Blocks are
+// compared with ==, which runs at memory speed, before the differing block is searched bytewise.
+func commonPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	const block = 4096
+	i := 0
+	for i+block <= n && a[i:i+block] == b[i:i+block] {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// fillDigests sets the prefix digests of e.Boundaries[from:] for text.
+func fillDigests(text string, e *Encoding, from int) {
+	if from >= len(e.Boundaries) {
+		return
+	}
+	h := sha256.New()
+	pos := 0
+	for i := from; i < len(e.Boundaries); i++ {
+		b := &e.Boundaries[i]
+		writeString(h, text[pos:b.Offset])
+		pos = b.Offset
+		b.Digest = prefixDigest(h)
+	}
+}

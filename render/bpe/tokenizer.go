@@ -125,6 +125,16 @@ func (t *Tokenizer) AddedTokenSpans(text string) []Span {
 	return out
 }
 
+// MaxAddedTokenLen returns the byte length of the longest added token: how far past a position
+// the added-token matcher reads to decide whether a token starts there.
+func (t *Tokenizer) MaxAddedTokenLen() int {
+	n := 0
+	for _, tok := range t.matcher.tokens {
+		n = max(n, len(tok.content))
+	}
+	return n
+}
+
 // TokenID returns the id of an added token's content or of a vocab token's tokenizer.json spelling
 // (for example "Ġthe"), and whether there is one. Added tokens take precedence.
 func (t *Tokenizer) TokenID(token string) (uint32, bool) {

@@ -3,6 +3,7 @@ package render
 import (
 	"crypto/sha256"
 	"hash"
+	"slices"
 	"sort"
 )
 
@@ -193,8 +194,8 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	out.Boundaries = make([]Boundary, 0, best+1+2*len(spans))
 	out.Boundaries = append(out.Boundaries, prev.Boundaries[:best+1]...)
 	fresh = len(out.Boundaries)
-	out.IDs = make([]uint32, 0, reuse.Tokens+(len(next)-reuse.Offset)/3+len(spans)+1)
-	out.IDs = append(out.IDs, prev.IDs[:reuse.Tokens]...)
+	// Grown from the reused ids themselves: only the new tail's room is zeroed.
+	out.IDs = slices.Grow(prev.IDs[:reuse.Tokens:reuse.Tokens], (len(next)-reuse.Offset)/3+len(spans)+1)
 	pos := reuse.Offset
 	for _, s := range spans {
 		start, end := reuse.Offset+s.Start, reuse.Offset+s.End

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/stitchllm/stitch/render/jinja"
@@ -18,8 +20,14 @@ type compiledTemplate interface {
 	execute(v *templateVars, memo **templateMemo) (string, error)
 }
 
-// templateMemo is the engine's record of a render that a later render may replay from.
-type templateMemo = jinja.Memo
+// templateMemo is what a render leaves for a later render of a longer conversation: the
+// engine's memo and the template values built for each message, reused for messages that are
+// unchanged so that the engine finds them identical (and cheap to compare).
+type templateMemo struct {
+	engine *jinja.Memo
+	msgs   []Message
+	values []jinja.Value
+}
 
 type jinjaTemplate struct {
 	t     *jinja.Template
@@ -96,11 +104,15 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 		}
 		vars[kw.name] = val
 	}
-	msgs, err := messagesValue(v.messages)
+	var prev *templateMemo
+	if memo != nil {
+		prev = *memo
+	}
+	values, err := messageValues(v.messages, prev)
 	if err != nil {
 		return "", err
 	}
-	vars["messages"] = msgs
+	vars["messages"] = jinja.List(values...)
 	vars["tools"] = jinja.None()
 	if v.tools != nil {
 		if vars["tools"], err = j.tools.get(v.tools); err != nil {
@@ -117,61 +129,96 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 	if memo == nil {
 		return j.t.Execute(vars)
 	}
-	text, next, err := j.t.ExecuteMemo(vars, *memo)
-	*memo = next
+	var engine *jinja.Memo
+	if prev != nil {
+		engine = prev.engine
+	}
+	text, next, err := j.t.ExecuteMemo(vars, engine)
+	*memo = &templateMemo{engine: next, msgs: v.messages, values: values}
 	return text, err
 }
+
+// messageValues builds the template values of msgs, taking those of messages equal to prev's at
+// the same position from prev.
+func messageValues(msgs []Message, prev *templateMemo) ([]jinja.Value, error) {
+	items := make([]jinja.Value, len(msgs))
+	for i := range msgs {
+		if prev != nil && i < len(prev.msgs) && sameMessage(&msgs[i], &prev.msgs[i]) {
+			items[i] = prev.values[i]
+			continue
+		}
+		v, err := messageValue(i, &msgs[i])
+		if err != nil {
+			return nil, err
+		}
+		items[i] = v
+	}
+	return items, nil
+}
+
+// sameMessage reports whether a and b are equal (a content string shared between turns compares
+// by pointer).
+func sameMessage(a, b *Message) bool {
+	return a.Role == b.Role && a.Content == b.Content && sameOptional(a.Reasoning, b.Reasoning) &&
+		sameOptional(a.ToolCallID, b.ToolCallID) && sameOptional(a.Name, b.Name) &&
+		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y ToolCall) bool {
+			return x.ID == y.ID && x.Type == y.Type && x.Name == y.Name && bytes.Equal(x.Arguments, y.Arguments)
+		})
+}
+
+func sameOptional(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }
 
 // messagesValue builds the template's `messages` the way vLLM's parse_chat_messages leaves them:
 // {"role","content","tool_calls"?,"reasoning"?,"reasoning_content"?,"tool_call_id"?,"name"?} in
 // that key order; tool calls {"id","function":{"arguments","name"},"type"}. Only tool-call arguments go through JSON (templateArguments, FromJSON).
 func messagesValue(msgs []Message) (jinja.Value, error) {
-	items := make([]jinja.Value, len(msgs))
-	for i := range msgs {
-		m := &msgs[i]
-		mp := jinja.NewMap()
-		mp.Set("role", jinja.String(m.Role))
-		mp.Set("content", jinja.String(m.Content))
-		if m.Role == "assistant" {
-			// vLLM drops an empty tool_calls list so templates take the plain assistant path.
-			if len(m.ToolCalls) > 0 {
-				calls := make([]jinja.Value, len(m.ToolCalls))
-				for j := range m.ToolCalls {
-					c := &m.ToolCalls[j]
-					args, err := jinja.FromJSON(templateArguments(c.Arguments))
-					if err != nil {
-						return jinja.Value{}, fmt.Errorf("messages[%d].tool_calls[%d].function.arguments: %w", i, j, err)
-					}
-					// Key order as vLLM's request validation leaves it: pydantic rebuilds the
-					// openai TypedDicts in declaration order, {"id","function":{"arguments",
-					// "name"},"type"}, and _postprocess_messages replaces arguments in place.
-					fn := jinja.NewMap()
-					fn.Set("arguments", args)
-					fn.Set("name", jinja.String(c.Name))
-					call := jinja.NewMap()
-					if c.ID != "" {
-						call.Set("id", jinja.String(c.ID))
-					}
-					call.Set("function", jinja.MapValue(fn))
-					if c.Type != "" {
-						call.Set("type", jinja.String(c.Type))
-					}
-					calls[j] = jinja.MapValue(call)
+	items, err := messageValues(msgs, nil)
+	return jinja.List(items...), err
+}
+
+// messageValue builds messages[i] (see messagesValue).
+func messageValue(i int, m *Message) (jinja.Value, error) {
+	mp := jinja.NewMap()
+	mp.Set("role", jinja.String(m.Role))
+	mp.Set("content", jinja.String(m.Content))
+	if m.Role == "assistant" {
+		// vLLM drops an empty tool_calls list so templates take the plain assistant path.
+		if len(m.ToolCalls) > 0 {
+			calls := make([]jinja.Value, len(m.ToolCalls))
+			for j := range m.ToolCalls {
+				c := &m.ToolCalls[j]
+				args, err := jinja.FromJSON(templateArguments(c.Arguments))
+				if err != nil {
+					return jinja.Value{}, fmt.Errorf("messages[%d].tool_calls[%d].function.arguments: %w", i, j, err)
 				}
-				mp.Set("tool_calls", jinja.List(calls...))
+				// Key order as vLLM's request validation leaves it: pydantic rebuilds the
+				// openai TypedDicts in declaration order, {"id","function":{"arguments",
+				// "name"},"type"}, and _postprocess_messages replaces arguments in place.
+				fn := jinja.NewMap()
+				fn.Set("arguments", args)
+				fn.Set("name", jinja.String(c.Name))
+				call := jinja.NewMap()
+				if c.ID != "" {
+					call.Set("id", jinja.String(c.ID))
+				}
+				call.Set("function", jinja.MapValue(fn))
+				if c.Type != "" {
+					call.Set("type", jinja.String(c.Type))
+				}
+				calls[j] = jinja.MapValue(call)
 			}
-			if m.Reasoning != nil {
-				mp.Set("reasoning", jinja.String(*m.Reasoning))
-				mp.Set("reasoning_content", jinja.String(*m.Reasoning))
-			}
+			mp.Set("tool_calls", jinja.List(calls...))
 		}
-		if m.Role == "tool" && m.ToolCallID != nil {
-			mp.Set("tool_call_id", jinja.String(*m.ToolCallID))
+		if m.Reasoning != nil {
+			mp.Set("reasoning", jinja.String(*m.Reasoning))
+			mp.Set("reasoning_content", jinja.String(*m.Reasoning))
 		}
-		if m.Name != nil {
-			mp.Set("name", jinja.String(*m.Name))
-		}
-		items[i] = jinja.MapValue(mp)
 	}
-	return jinja.List(items...), nil
+	if m.Role == "tool" && m.ToolCallID != nil {
+		mp.Set("tool_call_id", jinja.String(*m.ToolCallID))
+	}
+	if m.Name != nil {
+		mp.Set("name", jinja.String(*m.Name))
+	}
+	return jinja.MapValue(mp), nil
 }

@@ -12,6 +12,11 @@ import (
 type CompletionRequest struct {
 	Model  string
 	Prompt []uint32 // token ids; vLLM neither tokenizes nor adds BOS
+	// PromptPrefix, when non-empty, is the encoding of Prompt[:PromptPrefixIDs] already made (a
+	// continuation keeps the previous turn's): each id as a JSON number followed by a comma. Only
+	// the ids after it are encoded.
+	PromptPrefix    []byte
+	PromptPrefixIDs int
 	// MaxTokens is always sent: vLLM's default is 16.
 	MaxTokens int
 	// Temperature and TopP are raw JSON numbers as the client spelled them; nil leaves vLLM's default.
@@ -36,7 +41,17 @@ func (r *CompletionRequest) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = appendJSONString(dst, r.Model)
 	dst = append(dst, `,"prompt":`...)
-	dst = jsonappend.Uint32s(dst, r.Prompt)
+	if len(r.PromptPrefix) > 0 && r.PromptPrefixIDs <= len(r.Prompt) {
+		dst = append(dst, '[')
+		dst = append(dst, r.PromptPrefix...)
+		for _, id := range r.Prompt[r.PromptPrefixIDs:] {
+			dst = strconv.AppendUint(dst, uint64(id), 10)
+			dst = append(dst, ',')
+		}
+		dst[len(dst)-1] = ']' // the last id's comma
+	} else {
+		dst = jsonappend.Uint32s(dst, r.Prompt)
+	}
 	dst = append(dst, `,"max_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(r.MaxTokens), 10)
 	if len(r.Temperature) > 0 {

@@ -17,6 +17,10 @@ func TestCompletionRequestAppendJSON(t *testing.T) {
 	}{
 		{"minimal", CompletionRequest{Model: "qwen3", Prompt: []uint32{1, 2}, MaxTokens: 16},
 			`{"model":"qwen3","prompt":[1,2],"max_tokens":16}`},
+		{"encoded prefix", CompletionRequest{Model: "qwen3", Prompt: []uint32{1, 2, 3}, PromptPrefix: []byte("1,2,"), PromptPrefixIDs: 2, MaxTokens: 16},
+			`{"model":"qwen3","prompt":[1,2,3],"max_tokens":16}`},
+		{"encoded prompt", CompletionRequest{Model: "qwen3", Prompt: []uint32{1, 2}, PromptPrefix: []byte("1,2,"), PromptPrefixIDs: 2, MaxTokens: 16},
+			`{"model":"qwen3","prompt":[1,2],"max_tokens":16}`},
 		{"token path", CompletionRequest{Model: "qwen3", Prompt: []uint32{151644, 0}, MaxTokens: 100,
 			Temperature: json.RawMessage(`0.70`), TopP: json.RawMessage(`1e-07`), Stream: true, IncludeUsage: true,
 			ReturnTokenIDs: true, StopTokenIDs: []uint32{151645, 151643}, CacheSalt: "t\"x", Seed: &seed,

@@ -382,8 +382,10 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		var ctl control
 		if memoized && i < len(prevRecs) && replayable(&prevRecs[i], it, lo, f) {
 			r := prevRecs[i]
+			start := ev.out.Len()
 			ev.out.WriteString(r.out)
 			ev.fuel -= len(r.out) >> 4
+			r.out = ev.memo.output(ev, n, len(recs), start)
 			recs = append(recs, r)
 			ctl = r.ctl
 		} else {
@@ -405,7 +407,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 			if memoized {
 				ev.memo.cur, ev.memo.iter, ev.memo.loop = nil, nil, nil
 				// inner is reused by the next iteration: a record must not keep it.
-				rec.ctl, rec.out = ctl, ev.out.String()[start:]
+				rec.ctl, rec.out = ctl, ev.memo.output(ev, n, len(recs), start)
 				recs = append(recs, rec)
 			}
 			if err != nil {

@@ -1,6 +1,9 @@
 package jinja
 
-import "math/big"
+import (
+	"math/big"
+	"strings"
+)
 
 // A chat template renders a conversation that only grows between turns, and most of its output
 // comes from one top-level loop over `messages` whose iterations depend on little besides their
@@ -68,6 +71,38 @@ type memoState struct {
 	cur  *iterRecord
 	iter *frame
 	loop *loopObj
+	// main is the execution's output; spans locate the records written to it, so that they can
+	// be made substrings of this execution's text (rebase).
+	main  *strings.Builder
+	spans []outSpan
+}
+
+// outSpan is where the output of record next.loops[loop][index] lies in the main output.
+type outSpan struct {
+	loop       *forNode
+	index      int
+	start, end int
+}
+
+// output records that the record about to be appended as recs[index] of loop n wrote
+// ev.out[start:], and returns its text. Records must not keep an earlier execution's output
+// alive: a replayed record's text would otherwise pin the text of the turn that first ran it,
+// and a conversation's memos would hold every earlier prompt. Text written to the main output
+// is re-pointed into the final text by rebase; text captured elsewhere (a loop inside a set
+// block) is copied.
+func (ms *memoState) output(ev *evaluator, n *forNode, index, start int) string {
+	if ev.out == ms.main {
+		ms.spans = append(ms.spans, outSpan{loop: n, index: index, start: start, end: ev.out.Len()})
+		return ""
+	}
+	return strings.Clone(ev.out.String()[start:])
+}
+
+// rebase points the records written to the main output at text, the execution's final output.
+func (ms *memoState) rebase(text string) {
+	for _, sp := range ms.spans {
+		ms.next.loops[sp.loop][sp.index].out = text[sp.start:sp.end]
+	}
 }
 
 // ExecuteMemo renders like Execute and also returns a Memo of the template's top-level loops;

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // memoCheck renders vars with ExecuteMemo(prev) and with Execute and fails unless both give the
@@ -288,4 +289,51 @@ func FuzzMemo(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMemoKeepsOnlyLatestText: records replayed over many turns point into the latest output,
+// or are copies, so a conversation's memo never pins the texts of earlier turns.
+func TestMemoKeepsOnlyLatestText(t *testing.T) {
+	tpl, err := Parse("t", `{% set s %}{% for m in messages %}[{{ m }}]{% endfor %}{% endset %}{% for m in messages %}<{{ m }}>{% endfor %}{{ s }}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	within := func(sub, s string) bool {
+		p, lo := uintptr(unsafe.Pointer(unsafe.StringData(sub))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= lo && p+uintptr(len(sub)) <= lo+uintptr(len(s))
+	}
+	var memo *Memo
+	var msgs []Value
+	var texts []string
+	for turn := range 20 {
+		msgs = append(msgs, String(strings.Repeat("x", turn+1)))
+		text, next, err := tpl.ExecuteMemo(map[string]Value{"messages": List(msgs...)}, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo = next
+		replayed := 0
+		for _, recs := range memo.loops {
+			for i, r := range recs {
+				if r.out == "" {
+					continue
+				}
+				for _, old := range texts {
+					if within(r.out, old) {
+						t.Fatalf("turn %d: record %d points into an earlier turn's text", turn, i)
+					}
+				}
+				if strings.HasPrefix(r.out, "<") {
+					if !within(r.out, text) {
+						t.Fatalf("turn %d: main-loop record %d does not point into the latest text", turn, i)
+					}
+					replayed++
+				}
+			}
+		}
+		if replayed != len(msgs) {
+			t.Fatalf("turn %d: %d main-loop records, want %d", turn, replayed, len(msgs))
+		}
+		texts = append(texts, text)
+	}
 }

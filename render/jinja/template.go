@@ -74,7 +74,7 @@ func (t *Template) execute(vars map[string]Value, memo *memoState) (string, erro
 	top := &frame{parent: root}
 	ev := &evaluator{t: t, out: &out, fuel: fuel, now: now, top: top, memo: memo}
 	if memo != nil {
-		memo.top, memo.root = top, root
+		memo.top, memo.root, memo.main = top, root, &out
 	}
 	if _, err := ev.execBody(t.body, top); err != nil {
 		if e, ok := err.(*Error); ok {
@@ -86,5 +86,9 @@ func (t *Template) execute(vars map[string]Value, memo *memoState) (string, erro
 		return "", err
 	}
 	t.sizeHint.Store(int64(out.Len()))
-	return out.String(), nil
+	text := out.String()
+	if memo != nil {
+		memo.rebase(text)
+	}
+	return text, nil
 }

@@ -71,3 +71,83 @@ func BenchmarkParseQwen3(b *testing.B) {
 		}
 	}
 }
+
+// agentConversation builds an agent-shaped conversation of rounds (user, assistant tool call,
+// tool output of outputBytes), with the Qwen3 template's tools.
+func agentConversation(rounds, outputBytes int, nudge bool) []Value {
+	msg := func(kv ...Value) Value {
+		m := NewMap()
+		for i := 0; i < len(kv); i += 2 {
+			m.Set(kv[i].s, kv[i+1])
+		}
+		return MapValue(m)
+	}
+	out := make([]byte, outputBytes)
+	for i := range out {
+		out[i] = "abc def\n{}\"x!"[i%13]
+	}
+	msgs := []Value{msg(String("role"), String("system"), String("content"), String("You are a coding agent."))}
+	for r := range rounds {
+		if r == 0 || nudge {
+			msgs = append(msgs, msg(String("role"), String("user"), String("content"), String("Run the next tool.")))
+		}
+		args := NewMap()
+		args.Set("path", String("src/main.go"))
+		args.Set("line", Int(int64(r)))
+		fn := NewMap()
+		fn.Set("arguments", MapValue(args))
+		fn.Set("name", String("read_file"))
+		call := NewMap()
+		call.Set("id", String("call_"+itoa(r)))
+		call.Set("function", MapValue(fn))
+		call.Set("type", String("function"))
+		msgs = append(msgs, msg(String("role"), String("assistant"), String("content"), String(""), String("tool_calls"), List(MapValue(call))))
+		msgs = append(msgs, msg(String("role"), String("tool"), String("content"), String(string(out)), String("tool_call_id"), String("call_"+itoa(r))))
+	}
+	return msgs
+}
+
+// BenchmarkExecuteMemo renders a 100k-token-sized agent conversation (28 rounds of 8 KB tool
+// outputs) after its previous turn: without a memo, and replaying from the previous turn's memo
+// (with and without a new user message, which moves Qwen3's last query index).
+func BenchmarkExecuteMemo(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join(goldenDir, "templates", "qwen3.jinja"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	t, err := Parse("qwen3", string(src), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, nudge := range []bool{false, true} {
+		msgs := agentConversation(28, 8000, nudge)
+		prevN := len(msgs) - 2
+		if nudge {
+			prevN--
+		}
+		vars := map[string]Value{"messages": List(msgs...), "add_generation_prompt": Bool(true)}
+		prevVars := map[string]Value{"messages": List(msgs[:prevN]...), "add_generation_prompt": Bool(true)}
+		_, memo, err := t.ExecuteMemo(prevVars, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := "tool_round"
+		if nudge {
+			name = "user_nudge"
+		}
+		b.Run("turn="+name+"/memo=off", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := t.Execute(vars); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("turn="+name+"/memo=on", func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := t.ExecuteMemo(vars, memo); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

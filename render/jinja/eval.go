@@ -367,7 +367,9 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 	inner := &frame{parent: f, names: make([]string, 0, 4), vals: make([]Value, 0, 4)}
 	memoized := ev.memoizes(n, f, depth)
 	var prevRecs, recs []iterRecord
+	var at *frame // where recorded comparisons are evaluated again
 	if memoized {
+		at = &frame{parent: f, names: []string{"loop"}, vals: []Value{loopV}}
 		if ev.memo.prev != nil {
 			prevRecs = ev.memo.prev.loops[n]
 		}
@@ -380,7 +382,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		}
 		lo.index0 = i
 		var ctl control
-		if memoized && i < len(prevRecs) && replayable(&prevRecs[i], it, lo, f) {
+		if memoized && i < len(prevRecs) && ev.replayable(&prevRecs[i], it, lo, f, at) {
 			r := prevRecs[i]
 			start := ev.out.Len()
 			ev.out.WriteString(r.out)

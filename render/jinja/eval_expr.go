@@ -180,6 +180,11 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		}
 		return binaryOp(x.op, l, r)
 	case *compareExpr:
+		if ev.memo != nil && ev.memo.cur != nil {
+			if v, ok, err := ev.memoCompare(x, f); ok {
+				return v, err
+			}
+		}
 		l, err := ev.eval(x.first, f)
 		if err != nil {
 			return Value{}, err

@@ -41,6 +41,15 @@ type iterRecord struct {
 	out   string
 	loop  []loopRead
 	outer []outerRead
+	exprs []exprRead
+}
+
+// exprRead is a comparison made only of outer reads, loop attributes and constants
+// (loop.index0 > ns.last_query_index), recorded by its result: the iteration depends on whether
+// the comparison holds, not on the values compared.
+type exprRead struct {
+	x *compareExpr
+	v Value
 }
 
 type loopRead struct {
@@ -122,14 +131,18 @@ func (t *Template) ExecuteMemo(vars map[string]Value, prev *Memo) (string, *Memo
 }
 
 // memoizes reports whether the for loop n, about to run in frame f, is one ExecuteMemo records:
-// a non-recursive loop directly in the template's top frame.
+// a non-recursive loop directly in the template's top frame over a variable (for message in
+// messages). Loops over derived sequences (messages[::-1], messages|selectattr(…)) are not worth
+// recording: their items move between positions when the conversation grows.
 func (ev *evaluator) memoizes(n *forNode, f *frame, depth int) bool {
-	return ev.memo != nil && depth == 0 && !n.recursive && f == ev.memo.top && ev.memo.cur == nil
+	_, overName := n.iter.(*nameExpr)
+	return ev.memo != nil && depth == 0 && !n.recursive && overName && f == ev.memo.top && ev.memo.cur == nil
 }
 
 // replayable reports whether the recorded iteration r would run exactly as recorded for item it
-// at the loop position lo, with the top frame f as it is now.
-func replayable(r *iterRecord, it Value, lo *loopObj, f *frame) bool {
+// at the loop position lo, with the top frame f as it is now; at is a frame binding only `loop`
+// (to lo) above f, where recorded comparisons are evaluated again.
+func (ev *evaluator) replayable(r *iterRecord, it Value, lo *loopObj, f, at *frame) bool {
 	if !r.ok || !sameValue(r.item, it) {
 		return false
 	}
@@ -145,7 +158,73 @@ func replayable(r *iterRecord, it Value, lo *loopObj, f *frame) bool {
 			return false
 		}
 	}
+	for _, er := range r.exprs {
+		v, err := ev.eval(er.x, at)
+		if err != nil || !sameValue(v, er.v) {
+			return false
+		}
+	}
 	return true
+}
+
+// memoCompare evaluates a comparison inside a recorded iteration. When it reads only outer
+// values, the iteration's loop object and constants, it is recorded by its result (ok true);
+// otherwise the caller evaluates it as usual, recording its operands.
+func (ev *evaluator) memoCompare(x *compareExpr, f *frame) (v Value, ok bool, err error) {
+	if !ev.memo.replayableExpr(x, f) {
+		return Value{}, false, nil
+	}
+	ms := ev.memo
+	cur := ms.cur
+	ms.cur = nil // the operands are covered by the result
+	v, err = ev.eval1(x, f)
+	ms.cur = cur
+	if err == nil {
+		cur.exprs = append(cur.exprs, exprRead{x: x, v: v})
+	}
+	return v, true, err
+}
+
+// replayableExpr reports whether x, evaluated in frame f inside the recorded iteration, can be
+// evaluated again at the start of the iteration with the same result: it is made of constants,
+// names bound outside the iteration (not strftime_now), the iteration's loop object, and
+// attribute, subscript, comparison, arithmetic and logical operations on them.
+func (ms *memoState) replayableExpr(x expr, f *frame) bool {
+	switch n := x.(type) {
+	case *constExpr:
+		return true
+	case *nameExpr:
+		v, w := f.lookupFrame(n.name)
+		return ms.outer(w) && n.name != "strftime_now" || w == ms.iter && v.k == kLoop && v.o == ms.loop
+	case *attrExpr:
+		return ms.replayableExpr(n.x, f)
+	case *itemExpr:
+		_, slice := n.key.(*sliceExpr)
+		return !slice && ms.replayableExpr(n.x, f) && ms.replayableExpr(n.key, f)
+	case *unaryExpr:
+		return ms.replayableExpr(n.x, f)
+	case *binaryExpr:
+		if n.chain != nil {
+			for _, c := range n.chain {
+				if !ms.replayableExpr(c, f) {
+					return false
+				}
+			}
+			return true
+		}
+		return ms.replayableExpr(n.l, f) && ms.replayableExpr(n.r, f)
+	case *compareExpr:
+		if !ms.replayableExpr(n.first, f) {
+			return false
+		}
+		for _, r := range n.rest {
+			if !ms.replayableExpr(r, f) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // readPath evaluates a recorded outer read now. Names resolve from the top frame: the recorded

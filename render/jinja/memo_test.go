@@ -162,16 +162,18 @@ func TestMemoStatefulConstructs(t *testing.T) {
 		"macro redefined in branch":     `{% if messages|length is even %}{% macro f(x) %}E{{ x }}{% endmacro %}{% else %}{% macro f(x) %}O{{ x }}{% endmacro %}{% endif %}{% for m in messages %}{{ f(m) }}{% endfor %}`,
 		"with-block macro via namespace": `{% set ns = namespace(f=none) %}{% with n = messages|length %}{% macro g(x) %}{{ x }}{{ n }}{% endmacro %}{% set ns.f = g %}{% endwith %}` +
 			`{% set h = ns.f %}{% for m in messages %}{{ h(m) }}{% endfor %}`,
-		"strftime_now":       `{% for m in messages %}{{ strftime_now('%H:%M:%S') }}{% endfor %}`,
-		"break and continue": `{% for m in messages %}{% if m == 'x' %}{% break %}{% endif %}{% if m == 'u' %}{% continue %}{% endif %}{{ m }}{% else %}empty{% endfor %}`,
-		"filtered loop":      `{% for m in messages if m != 'u' %}{{ loop.index }}{{ m }}{{ loop.last }}{% endfor %}`,
-		"set block":          `{% set s %}{% for m in messages %}{{ m }}{% endfor %}{% endset %}{{ s|upper }}`,
-		"nested loops":       `{% for m in messages %}{% for c in m %}{{ loop.index }}{{ c }}{% endfor %}{{ loop.index }}{% endfor %}`,
-		"undefined outer":    `{% for m in messages %}{{ extra is defined }}{{ extra }}{% endfor %}`,
-		"method on outer":    `{% for m in messages %}{{ messages[0].upper() }}{{ sep.join(['a', m]) }}{% endfor %}`,
-		"tuple items":        `{% for k, v in pairs %}{{ k }}={{ v }};{% endfor %}`,
-		"raise":              `{% for m in messages %}{% if m == 'boom' %}{{ raise_exception('no ' + m) }}{% endif %}{{ m }}{% endfor %}`,
-		"recursive":          `{% for m in tree recursive %}{{ m.n }}{% if m.c %}({{ loop(m.c) }}){% endif %}{% endfor %}`,
+		"strftime_now":            `{% for m in messages %}{{ strftime_now('%H:%M:%S') }}{% endfor %}`,
+		"break and continue":      `{% for m in messages %}{% if m == 'x' %}{% break %}{% endif %}{% if m == 'u' %}{% continue %}{% endif %}{{ m }}{% else %}empty{% endfor %}`,
+		"filtered loop":           `{% for m in messages if m != 'u' %}{{ loop.index }}{{ m }}{{ loop.last }}{% endfor %}`,
+		"set block":               `{% set s %}{% for m in messages %}{{ m }}{% endfor %}{% endset %}{{ s|upper }}`,
+		"nested loops":            `{% for m in messages %}{% for c in m %}{{ loop.index }}{{ c }}{% endfor %}{{ loop.index }}{% endfor %}`,
+		"undefined outer":         `{% for m in messages %}{{ extra is defined }}{{ extra }}{% endfor %}`,
+		"method on outer":         `{% for m in messages %}{{ messages[0].upper() }}{{ sep.join(['a', m]) }}{% endfor %}`,
+		"tuple items":             `{% for k, v in pairs %}{{ k }}={{ v }};{% endfor %}`,
+		"raise":                   `{% for m in messages %}{% if m == 'boom' %}{{ raise_exception('no ' + m) }}{% endif %}{{ m }}{% endfor %}`,
+		"compare inner and outer": `{% for m in messages %}{% set x = 1 %}{% if x != flag %}A{% else %}B{% endif %}{% endfor %}`,
+		"compare outer values":    `{% set ns = namespace(last=-1) %}{% for m in messages %}{% if m == 'u' %}{% set ns.last = loop.index0 %}{% endif %}{% endfor %}{% for m in messages %}{% if loop.index0 > ns.last %}>{% endif %}{% if messages[loop.index0 - 1] != m %}~{% endif %}{{ m }}{% endfor %}`,
+		"recursive":               `{% for m in tree recursive %}{{ m.n }}{% if m.c %}({{ loop(m.c) }}){% endif %}{% endfor %}`,
 	}
 	seqs := [][]string{
 		{"u"}, {"u", "a"}, {"u", "a", "u"}, {"u", "a", "u", "x", "a"}, {"u", "a", "u", "x", "a", "a"},
@@ -195,6 +197,7 @@ func TestMemoStatefulConstructs(t *testing.T) {
 				if i%3 == 1 {
 					vars["extra"] = Int(int64(i))
 				}
+				vars["flag"] = Int(int64(1 + i%2))
 				pairs := make([]Value, len(seq))
 				for j, s := range seq {
 					pairs[j] = tuple(String(s), Int(int64(j%2)))

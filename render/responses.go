@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -23,6 +24,11 @@ type ResponsesInput struct {
 	ItemParam func(i int) string
 	// Tools is the raw `tools` array; nil or null means none.
 	Tools json.RawMessage
+	// Cache, when set, keeps parsed items across calls: an item repeated byte for byte (every
+	// turn of a conversation passes its earlier items again) is not parsed twice. The Messages
+	// then share their strings with the cache and with other Conversations built from the same
+	// items. Nil parses every item.
+	Cache *ItemCache
 }
 
 // Conversation is the chat form of a Responses request.
@@ -53,7 +59,8 @@ type Conversation struct {
 //     never rendered. Reasoning not followed by an assistant item before the next user, system or
 //     tool message is dropped: there is no assistant turn to carry it.
 //
-// Errors are *InputError values carrying the OpenAI param path.
+// Errors are *InputError values carrying the OpenAI param path. With in.Cache, items seen in an
+// earlier call are not parsed again (see ItemCache); the result is the same.
 func FromResponses(in ResponsesInput) (*Conversation, error) {
 	conv := &Conversation{}
 	tools, skipped, err := ParseResponsesTools(in.Tools)
@@ -66,19 +73,289 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 	}
 	b := itemBuilder{conv: conv}
 	for i, raw := range in.Items {
-		param := fmt.Sprintf("input[%d]", i)
-		if in.ItemParam != nil {
-			param = in.ItemParam(i)
+		h, p, ok := in.Cache.get(raw)
+		if !ok {
+			// The param path is built only here: a cache hit never needs it.
+			if p, err = parseItem(raw, in.param(i)); err != nil {
+				return nil, err
+			}
+			in.Cache.put(h, raw, p)
 		}
-		if !gjson.ValidBytes(raw) {
-			return nil, invalid(param, "not valid JSON")
-		}
-		if err := b.add(gjson.ParseBytes(raw), param); err != nil {
-			return nil, err
-		}
+		b.apply(p)
 	}
 	return conv, nil
 }
+
+// param is the OpenAI param path of Items[i].
+func (in *ResponsesInput) param(i int) string {
+	if in.ItemParam != nil {
+		return in.ItemParam(i)
+	}
+	return fmt.Sprintf("input[%d]", i)
+}
+
+// itemKind is what an item contributes to the chat.
+type itemKind uint8
+
+const (
+	kindMessage   itemKind = iota // a message with role and content
+	kindCall                      // a function_call
+	kindOutput                    // a function_call_output
+	kindReasoning                 // a reasoning item
+)
+
+// parsedItem is one item with its JSON read: everything apply needs and nothing that depends
+// on the item's position, so that an ItemCache can hand the same value to every request that
+// repeats the item. Its strings and Arguments end up in the Messages built from it, shared
+// between all of them: nothing may modify them.
+type parsedItem struct {
+	kind itemKind
+	// role is the message role, developer already mapped to system.
+	role string
+	// content is a message's content or a function_call_output's output text.
+	content string
+	// callID is a call's or an output's call_id; name the called function.
+	callID, name string
+	// arguments is a call's raw arguments (a JSON string), nil when absent or null. Its capacity
+	// equals its length, so that an append copies rather than writes into the shared bytes.
+	arguments json.RawMessage
+	// reasoning is a reasoning item's texts joined with "\n"; hasReasoning says there were any.
+	reasoning    string
+	hasReasoning bool
+}
+
+// stringBytes is the memory held by p's strings, for the cache's accounting.
+func (p *parsedItem) stringBytes() int {
+	return len(p.content) + len(p.callID) + len(p.name) + len(p.arguments) + len(p.reasoning)
+}
+
+// The top-level members parseItem reads, located while the item is validated: itemFields
+// holds their values, indexed by these.
+const (
+	fieldType = iota
+	fieldRole
+	fieldContent
+	fieldCallID
+	fieldName
+	fieldArguments
+	fieldOutput
+	fieldSummary
+	numFields
+)
+
+type itemFields [numFields]jsonVal
+
+// parseItem reads one Responses item (raw JSON). param is the item's OpenAI param path, used
+// only in errors, which are *InputError values.
+func parseItem(raw []byte, param string) (parsedItem, error) {
+	keys := [numFields]string{
+		fieldType: "type", fieldRole: "role", fieldContent: "content", fieldCallID: "call_id",
+		fieldName: "name", fieldArguments: "arguments", fieldOutput: "output", fieldSummary: "summary",
+	}
+	var f itemFields
+	if !validItem(raw, &memberSet{keys: keys[:], vals: f[:]}) {
+		return parsedItem{}, invalid(param, "not valid JSON")
+	}
+	if !jsonVal(raw[skipWS(raw, 0):]).isObject() {
+		return parsedItem{}, invalid(param, "must be an object")
+	}
+	kind := "message"
+	if typ := f[fieldType]; typ.exists() {
+		if !typ.isString() {
+			return parsedItem{}, invalid(param+".type", "must be a string")
+		}
+		kind = typ.str()
+	}
+	switch kind {
+	case "message":
+		return parseMessage(&f, param)
+	case "function_call":
+		return parseCall(&f, param)
+	case "function_call_output":
+		return parseOutput(&f, param)
+	case "reasoning":
+		return parseReasoning(&f, param)
+	case "item_reference":
+		return parsedItem{}, unsupported(param+".type", "item_reference must be resolved before rendering")
+	case "custom_tool_call", "custom_tool_call_output", "local_shell_call", "local_shell_call_output",
+		"shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output",
+		"web_search_call", "file_search_call", "computer_call", "computer_call_output",
+		"code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools",
+		"mcp_approval_request", "mcp_approval_response", "compaction":
+		return parsedItem{}, unsupported(param+".type", "item type %q is not supported", kind)
+	default:
+		return parsedItem{}, invalid(param+".type", "unknown item type %q", kind)
+	}
+}
+
+func parseMessage(f *itemFields, param string) (parsedItem, error) {
+	if !f[fieldRole].isString() {
+		return parsedItem{}, invalid(param+".role", "must be a string")
+	}
+	p := parsedItem{kind: kindMessage}
+	switch role := f[fieldRole].str(); role {
+	case "user":
+		p.role = "user"
+	case "system", "developer":
+		p.role = "system"
+	case "assistant":
+		p.role = "assistant"
+	default:
+		return parsedItem{}, invalid(param+".role", "unknown role %q", role)
+	}
+	var err error
+	p.content, err = responsesContent(f[fieldContent], param+".content")
+	return p, err
+}
+
+func parseCall(f *itemFields, param string) (parsedItem, error) {
+	if !f[fieldCallID].isString() {
+		return parsedItem{}, invalid(param+".call_id", "must be a string")
+	}
+	if !f[fieldName].isString() {
+		return parsedItem{}, invalid(param+".name", "must be a string")
+	}
+	p := parsedItem{kind: kindCall, callID: f[fieldCallID].str(), name: f[fieldName].str()}
+	switch args := f[fieldArguments]; {
+	case args.isString():
+		p.arguments = json.RawMessage(slices.Clip(slices.Clone(args)))
+	case args.isNullish():
+		// Absent or null: vLLM renders {}.
+	default:
+		return parsedItem{}, invalid(param+".arguments", "must be a string")
+	}
+	return p, nil
+}
+
+func parseOutput(f *itemFields, param string) (parsedItem, error) {
+	if !f[fieldCallID].isString() {
+		return parsedItem{}, invalid(param+".call_id", "must be a string")
+	}
+	p := parsedItem{kind: kindOutput, callID: f[fieldCallID].str()}
+	switch out := f[fieldOutput]; {
+	case out.isString():
+		p.content = out.str()
+	case out.isArray():
+		var err error
+		if p.content, err = responsesContent(out, param+".output"); err != nil {
+			return parsedItem{}, err
+		}
+	default:
+		return parsedItem{}, invalid(param+".output", "must be a string or an array of content parts")
+	}
+	return p, nil
+}
+
+func parseReasoning(f *itemFields, param string) (parsedItem, error) {
+	texts, err := partTexts(f[fieldContent], param+".content", "reasoning_text", "text")
+	if err != nil {
+		return parsedItem{}, err
+	}
+	if texts == nil {
+		if texts, err = partTexts(f[fieldSummary], param+".summary", "summary_text", "text"); err != nil {
+			return parsedItem{}, err
+		}
+	}
+	p := parsedItem{kind: kindReasoning}
+	if texts != nil {
+		p.reasoning, p.hasReasoning = strings.Join(texts, "\n"), true
+	}
+	return p, nil
+}
+
+// partTexts reads a reasoning item's content or summary list: null/absent → nil.
+func partTexts(list jsonVal, param, wantType, field string) ([]string, error) {
+	if list.isNullish() {
+		return nil, nil
+	}
+	if !list.isArray() {
+		return nil, invalid(param, "must be an array or null")
+	}
+	var texts []string
+	j := 0
+	for part := range list.elems() {
+		t, err := reasoningPart(part, param, j, wantType, field)
+		if err != nil {
+			return nil, err
+		}
+		texts = append(texts, t)
+		j++
+	}
+	return texts, nil
+}
+
+// reasoningPart reads part j of a reasoning list: {"type": wantType (optional), field: text}.
+func reasoningPart(part jsonVal, param string, j int, wantType, field string) (string, error) {
+	if !part.isObject() {
+		return "", invalid(partParam(param, j), "must be an object")
+	}
+	keys := [...]string{"type", field}
+	var vals [len(keys)]jsonVal
+	part.lookup(keys[:], vals[:])
+	typ, t := vals[0], vals[1]
+	if typ.exists() && typ.str() != wantType {
+		return "", invalid(partParam(param, j)+".type", "unknown part type %q (want %q)", typ.text(), wantType)
+	}
+	if !t.isString() {
+		return "", invalid(partParam(param, j)+"."+field, "must be a string")
+	}
+	return t.str(), nil
+}
+
+// responsesContent reads a message's content: a string, or a list of parts of which
+// input_text / output_text (their text) and refusal (its refusal) are kept, joined with "\n".
+func responsesContent(c jsonVal, param string) (string, error) {
+	switch {
+	case c.isString():
+		return c.str(), nil
+	case c.isNullish():
+		return "", nil
+	case !c.isArray():
+		return "", invalid(param, "must be a string or an array of content parts")
+	}
+	var texts []string
+	j := 0
+	for part := range c.elems() {
+		t, err := contentPart(part, param, j)
+		if err != nil {
+			return "", err
+		}
+		texts = append(texts, t)
+		j++
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// contentPart reads part j of a content list: the text of a text part, the refusal of a refusal.
+func contentPart(part jsonVal, param string, j int) (string, error) {
+	if !part.isObject() {
+		return "", invalid(partParam(param, j), "must be an object")
+	}
+	keys := [...]string{"type", "text", "refusal"}
+	var vals [len(keys)]jsonVal
+	part.lookup(keys[:], vals[:])
+	typ := vals[0]
+	if !typ.isString() {
+		return "", invalid(partParam(param, j)+".type", "must be a string")
+	}
+	field, t := "text", vals[1]
+	switch ts := typ.str(); ts {
+	case "input_text", "output_text", "text":
+	case "refusal":
+		field, t = "refusal", vals[2]
+	case "input_image", "input_file", "input_audio":
+		return "", unsupported(partParam(param, j)+".type", "content part type %q is not supported (text-only renderer)", ts)
+	default:
+		return "", invalid(partParam(param, j)+".type", "unknown content part type %q", ts)
+	}
+	if !t.isString() {
+		return "", invalid(partParam(param, j)+"."+field, "must be a string")
+	}
+	return t.str(), nil
+}
+
+// partParam is the param path of part j of the list at param. Only errors build it.
+func partParam(param string, j int) string { return fmt.Sprintf("%s[%d]", param, j) }
 
 // itemBuilder folds items into messages. When openSet, conv.Messages[open] is the assistant
 // message that following function_call items attach to; reasoning holds the texts waiting for
@@ -93,6 +370,9 @@ type itemBuilder struct {
 
 func (b *itemBuilder) closeTurn() { b.openSet = false }
 
+// dropReasoning forgets reasoning that no assistant turn followed (see FromResponses).
+func (b *itemBuilder) dropReasoning() { b.reasoning, b.hasReason = nil, false }
+
 func (b *itemBuilder) takeReasoning() *string {
 	if !b.hasReason {
 		return nil
@@ -102,240 +382,54 @@ func (b *itemBuilder) takeReasoning() *string {
 	return &s
 }
 
-func (b *itemBuilder) add(item gjson.Result, param string) error {
-	if !item.IsObject() {
-		return invalid(param, "must be an object")
-	}
-	typ := item.Get("type")
-	kind := "message"
-	if typ.Exists() {
-		if typ.Type != gjson.String {
-			return invalid(param+".type", "must be a string")
+// apply folds one parsed item into the conversation. It cannot fail: parseItem found every
+// error. Pointers (Reasoning, ToolCallID) are new for each message, since callers may set them.
+func (b *itemBuilder) apply(p parsedItem) {
+	switch p.kind {
+	case kindMessage:
+		b.applyMessage(p)
+	case kindCall:
+		b.applyCall(p)
+	case kindOutput:
+		id := p.callID
+		b.dropReasoning()
+		b.conv.Messages = append(b.conv.Messages, Message{Role: "tool", Content: p.content, ToolCallID: &id})
+		b.closeTurn()
+	case kindReasoning:
+		if p.hasReasoning {
+			b.reasoning = append(b.reasoning, p.reasoning)
+			b.hasReason = true
 		}
-		kind = typ.Str
-	}
-	switch kind {
-	case "message":
-		return b.addMessage(item, param)
-	case "function_call":
-		return b.addCall(item, param)
-	case "function_call_output":
-		return b.addOutput(item, param)
-	case "reasoning":
-		return b.addReasoning(item, param)
-	case "item_reference":
-		return unsupported(param+".type", "item_reference must be resolved before rendering")
-	case "custom_tool_call", "custom_tool_call_output", "local_shell_call", "local_shell_call_output",
-		"shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output",
-		"web_search_call", "file_search_call", "computer_call", "computer_call_output",
-		"code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools",
-		"mcp_approval_request", "mcp_approval_response", "compaction":
-		return unsupported(param+".type", "item type %q is not supported", kind)
-	default:
-		return invalid(param+".type", "unknown item type %q", kind)
+		// The item breaks an open assistant turn: a call after it belongs to a new generation.
+		b.closeTurn()
 	}
 }
 
-func (b *itemBuilder) addMessage(item gjson.Result, param string) error {
-	role := item.Get("role")
-	if role.Type != gjson.String {
-		return invalid(param+".role", "must be a string")
-	}
-	var r string
-	switch role.Str {
-	case "user", "system", "assistant":
-		r = role.Str
-	case "developer":
-		r = "system"
-	default:
-		return invalid(param+".role", "unknown role %q", role.Str)
-	}
-	content, err := responsesContent(item.Get("content"), param+".content")
-	if err != nil {
-		return err
-	}
-	msg := Message{Role: r, Content: content}
-	if r == "assistant" {
+func (b *itemBuilder) applyMessage(p parsedItem) {
+	msg := Message{Role: p.role, Content: p.content}
+	if p.role == "assistant" {
 		msg.Reasoning = b.takeReasoning()
 		b.conv.Messages = append(b.conv.Messages, msg)
 		b.open, b.openSet = len(b.conv.Messages)-1, true
-		return nil
+		return
 	}
 	b.dropReasoning()
 	b.conv.Messages = append(b.conv.Messages, msg)
 	b.closeTurn()
-	return nil
 }
 
-// dropReasoning forgets reasoning that no assistant turn followed (see FromResponses).
-func (b *itemBuilder) dropReasoning() { b.reasoning, b.hasReason = nil, false }
-
-func (b *itemBuilder) addCall(item gjson.Result, param string) error {
-	callID := item.Get("call_id")
-	if callID.Type != gjson.String {
-		return invalid(param+".call_id", "must be a string")
-	}
-	name := item.Get("name")
-	if name.Type != gjson.String {
-		return invalid(param+".name", "must be a string")
-	}
-	call := ToolCall{ID: callID.Str, Type: "function", Name: name.Str}
-	switch args := item.Get("arguments"); args.Type {
-	case gjson.String:
-		call.Arguments = json.RawMessage(args.Raw)
-	case gjson.Null:
-		// Absent or null: vLLM renders {}.
-	default:
-		return invalid(param+".arguments", "must be a string")
-	}
+func (b *itemBuilder) applyCall(p parsedItem) {
+	call := ToolCall{ID: p.callID, Type: "function", Name: p.name, Arguments: p.arguments}
 	// Reasoning between an assistant item and this call starts a new turn.
 	if b.openSet && !b.hasReason {
 		m := &b.conv.Messages[b.open]
 		m.ToolCalls = append(m.ToolCalls, call)
-		return nil
+		return
 	}
 	b.conv.Messages = append(b.conv.Messages, Message{
 		Role: "assistant", ToolCalls: []ToolCall{call}, Reasoning: b.takeReasoning(),
 	})
 	b.open, b.openSet = len(b.conv.Messages)-1, true
-	return nil
-}
-
-func (b *itemBuilder) addOutput(item gjson.Result, param string) error {
-	callID := item.Get("call_id")
-	if callID.Type != gjson.String {
-		return invalid(param+".call_id", "must be a string")
-	}
-	out := item.Get("output")
-	var text string
-	switch {
-	case out.Type == gjson.String:
-		text = out.Str
-	case out.IsArray():
-		var err error
-		text, err = responsesContent(out, param+".output")
-		if err != nil {
-			return err
-		}
-	default:
-		return invalid(param+".output", "must be a string or an array of content parts")
-	}
-	id := callID.Str
-	b.dropReasoning()
-	b.conv.Messages = append(b.conv.Messages, Message{Role: "tool", Content: text, ToolCallID: &id})
-	b.closeTurn()
-	return nil
-}
-
-func (b *itemBuilder) addReasoning(item gjson.Result, param string) error {
-	texts, err := partTexts(item.Get("content"), param+".content", "reasoning_text", "text")
-	if err != nil {
-		return err
-	}
-	if texts == nil {
-		texts, err = partTexts(item.Get("summary"), param+".summary", "summary_text", "text")
-		if err != nil {
-			return err
-		}
-	}
-	if texts != nil {
-		b.reasoning = append(b.reasoning, strings.Join(texts, "\n"))
-		b.hasReason = true
-	}
-	// The item breaks an open assistant turn: a call after it belongs to a new generation.
-	b.closeTurn()
-	return nil
-}
-
-// partTexts reads a reasoning item's content or summary list: null/absent → nil.
-func partTexts(list gjson.Result, param, wantType, field string) ([]string, error) {
-	if !list.Exists() || list.Type == gjson.Null {
-		return nil, nil
-	}
-	if !list.IsArray() {
-		return nil, invalid(param, "must be an array or null")
-	}
-	texts := []string{}
-	var err error
-	j := 0
-	list.ForEach(func(_, part gjson.Result) bool {
-		p := fmt.Sprintf("%s[%d]", param, j)
-		j++
-		if !part.IsObject() {
-			err = invalid(p, "must be an object")
-			return false
-		}
-		if typ := part.Get("type"); typ.Exists() && typ.Str != wantType {
-			err = invalid(p+".type", "unknown part type %q (want %q)", typ.String(), wantType)
-			return false
-		}
-		t := part.Get(field)
-		if t.Type != gjson.String {
-			err = invalid(p+"."+field, "must be a string")
-			return false
-		}
-		texts = append(texts, t.Str)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(texts) == 0 {
-		return nil, nil
-	}
-	return texts, nil
-}
-
-// responsesContent reads a message's content: a string, or a list of parts of which
-// input_text / output_text (their text) and refusal (its refusal) are kept, joined with "\n".
-func responsesContent(c gjson.Result, param string) (string, error) {
-	switch {
-	case c.Type == gjson.String:
-		return c.Str, nil
-	case !c.Exists() || c.Type == gjson.Null:
-		return "", nil
-	case !c.IsArray():
-		return "", invalid(param, "must be a string or an array of content parts")
-	}
-	var texts []string
-	var err error
-	j := 0
-	c.ForEach(func(_, part gjson.Result) bool {
-		p := fmt.Sprintf("%s[%d]", param, j)
-		j++
-		if !part.IsObject() {
-			err = invalid(p, "must be an object")
-			return false
-		}
-		typ := part.Get("type")
-		if typ.Type != gjson.String {
-			err = invalid(p+".type", "must be a string")
-			return false
-		}
-		field := "text"
-		switch typ.Str {
-		case "input_text", "output_text", "text":
-		case "refusal":
-			field = "refusal"
-		case "input_image", "input_file", "input_audio":
-			err = unsupported(p+".type", "content part type %q is not supported (text-only renderer)", typ.Str)
-			return false
-		default:
-			err = invalid(p+".type", "unknown content part type %q", typ.Str)
-			return false
-		}
-		t := part.Get(field)
-		if t.Type != gjson.String {
-			err = invalid(p+"."+field, "must be a string")
-			return false
-		}
-		texts = append(texts, t.Str)
-		return true
-	})
-	if err != nil {
-		return "", err
-	}
-	return strings.Join(texts, "\n"), nil
 }
 
 // ParseResponsesTools reads a Responses `tools` array. Function tools

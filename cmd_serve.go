@@ -111,6 +111,12 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	}
 	var artifacts *store.Tiered
 	var artifactMetrics *server.ArtifactMetrics
+	var hot *server.HotArtifacts
+	var items *render.ItemCache
+	if !cfg.Artifacts.Disabled && cfg.Artifacts.HotMB > 0 {
+		hot = server.NewHotArtifacts(int64(cfg.Artifacts.HotMB)<<20*3/4, reg)
+		items = render.NewItemCache(cfg.Artifacts.HotMB << 20 / 4)
+	}
 	if !cfg.Artifacts.Disabled {
 		l1, err := store.NewL1(store.L1Options{MaxMB: cfg.Artifacts.CacheMB, TTL: cfg.Artifacts.TTL})
 		if err != nil {
@@ -150,6 +156,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 				Model: models[p.Name], Store: artifacts, Mode: mode, CacheSalt: salt, Checkpoints: checkpoints,
 				Identity: render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
 				TTL:      cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
+				Hot: hot, Items: items,
 			})
 		}
 		runtimes[p.Name] = rt

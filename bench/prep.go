@@ -13,6 +13,7 @@ import (
 
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/stream"
+	"github.com/stitchllm/stitch/upstream"
 )
 
 // Context buckets of the preparation table: a prompt of n tokens falls in bucket b when
@@ -158,6 +159,21 @@ type PrepTiming struct {
 	CPUMS []float64 `json:"cpu_ms,omitempty"`
 }
 
+// prepareRequest is what the issue counts as a continuation's preparation: resolve, render,
+// tokenize (Preparer.Prepare) and encode the upstream request body, as the server's execute
+// builds it.
+func prepareRequest(ctx context.Context, p server.Preparer, in *server.PrepareInput) (*server.Prepared, []byte, error) {
+	res, err := p.Prepare(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	req := upstream.CompletionRequest{
+		Model: "bench", Prompt: res.IDs, PromptPrefix: res.PromptPrefix, PromptPrefixIDs: res.PromptPrefixIDs, MaxTokens: 4096,
+		Stream: true, IncludeUsage: true, ReturnTokenIDs: true, StopTokenIDs: []uint32{151645, 151643},
+	}
+	return res, req.AppendJSON(make([]byte, 0, 16+len(res.IDs)*7)), nil
+}
+
 // timePrepare re-runs the sampled turns' preparation sequentially, reps times each, with p (the
 // mode's preparer without background audits). Inputs are the exact ones the server built; the
 // artifacts they resolve are still in the cache, so a canonical turn takes the fast path exactly
@@ -182,7 +198,7 @@ func (r *prepRecorder) timePrepare(ctx context.Context, p server.Preparer, reps 
 			}
 			cpu0, cpuOK := threadCPU()
 			start := time.Now()
-			res, err := p.Prepare(ctx, s.in)
+			res, _, err := prepareRequest(ctx, p, s.in)
 			elapsed := time.Since(start)
 			cpu1, _ := threadCPU()
 			if err != nil {

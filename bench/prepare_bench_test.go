@@ -90,7 +90,7 @@ func BenchmarkPrepare(b *testing.B) {
 			b.Run(fmt.Sprintf("mode=%s/ctx=%s", mode, bk.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					res, err := p.Prepare(context.Background(), s.in)
+					res, _, err := prepareRequest(context.Background(), p, s.in)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -110,6 +110,8 @@ func newProxy(o proxyOptions) (*proxy, error) {
 			Model: o.model, Store: artifacts, Mode: mode, CacheSalt: salt,
 			Identity: render.Fingerprint{ServedModel: o.w.Model, ToolCallParser: "hermes", ReasoningParser: "qwen3"},
 			TTL:      time.Hour, AuditRate: o.auditRate, Logger: o.logger, Metrics: server.NewArtifactMetrics(reg),
+			// As stitch serve's default --artifact-hot-mb 256.
+			Hot: server.NewHotArtifacts(192<<20, reg), Items: render.NewItemCache(64 << 20),
 		}
 		rt.Preparer = server.NewArtifactPreparer(ao)
 		ao.AuditRate, ao.Metrics = 0, server.NewArtifactMetrics(prometheus.NewRegistry())

@@ -85,6 +85,11 @@ type Artifacts struct {
 	Mode string `yaml:"mode"`
 	// CacheMB bounds the local (L1) artifact cache in MiB. Default 256.
 	CacheMB int `yaml:"cache_mb"`
+	// HotMB bounds the in-process hot cache in MiB: the last turn's prompt text, template render
+	// memo and prompt encoding per recent conversation (three quarters), and parsed conversation
+	// items (one quarter), which let a continuation cost the new turn only. 0 turns it off.
+	// Default 256.
+	HotMB int `yaml:"hot_mb"`
 	// TTL is an artifact's lifetime. Default 1h.
 	TTL time.Duration `yaml:"ttl"`
 	// AuditRate is the fraction of fast-path continuations re-tokenized in full in the background and

@@ -26,7 +26,7 @@ func Default() *Config {
 			ShutdownTimeout: 30 * time.Second,
 		},
 		Store:     Store{DataDir: "./stitch-data", ResponseTTL: 720 * time.Hour},
-		Artifacts: Artifacts{Mode: "canonical", CacheMB: 256, TTL: time.Hour, AuditRate: 0.01},
+		Artifacts: Artifacts{Mode: "canonical", CacheMB: 256, HotMB: 256, TTL: time.Hour, AuditRate: 0.01},
 		Log:       Log{Format: "text", Level: "info"},
 		Sim:       Sim{Seed: 1},
 	}
@@ -58,6 +58,7 @@ func options(sm *singleModel) []option {
 		{"mode", "continuation mode: canonical or exact", func(c *Config) flag.Value { return (*stringValue)(&c.Artifacts.Mode) }},
 		{"no-artifacts", "disable token artifacts: full render every turn", func(c *Config) flag.Value { return (*boolValue)(&c.Artifacts.Disabled) }},
 		{"artifact-cache-mb", "local artifact cache size in MiB", func(c *Config) flag.Value { return (*intValue)(&c.Artifacts.CacheMB) }},
+		{"artifact-hot-mb", "in-process cache of recent prompts (text, render memo, encoding) in MiB; 0: off", func(c *Config) flag.Value { return (*intValue)(&c.Artifacts.HotMB) }},
 		{"artifact-ttl", "artifact lifetime", func(c *Config) flag.Value { return (*durationValue)(&c.Artifacts.TTL) }},
 		{"audit-rate", "fraction of fast-path continuations re-tokenized in full and compared", func(c *Config) flag.Value { return (*floatValue)(&c.Artifacts.AuditRate) }},
 		{"api-keys", "JSON file of tenants' API key digests; empty: dev mode, one tenant", func(c *Config) flag.Value { return (*stringValue)(&c.Auth.APIKeysFile) }},
@@ -242,6 +243,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Artifacts.CacheMB <= 0 {
 		errs = append(errs, errors.New("artifact-cache-mb: must be positive"))
+	}
+	if c.Artifacts.HotMB < 0 {
+		errs = append(errs, errors.New("artifact-hot-mb: must not be negative"))
 	}
 	if c.Artifacts.TTL <= 0 {
 		errs = append(errs, errors.New("artifact-ttl: must be positive"))

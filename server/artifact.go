@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -59,6 +60,11 @@ type ArtifactOptions struct {
 	Logger      *slog.Logger
 	Now         func() time.Time
 	Metrics     *ArtifactMetrics
+	// Hot keeps the last turn's prompt text, render memo and JSON per conversation in process
+	// memory (canonical mode); nil: every continuation takes the digest path.
+	Hot *HotArtifacts
+	// Items caches parsed Responses items across turns; nil: none.
+	Items *render.ItemCache
 }
 
 // ArtifactMetrics are the fast path's Prometheus metrics, shared by every model.
@@ -113,22 +119,59 @@ func NewArtifactPreparer(opts ArtifactOptions) *ArtifactPreparer {
 type pendingArtifact struct {
 	fingerprint [32]byte
 	enc         render.Encoding
-	textLen     int
-	textDigest  store.Digest16
+	fresh       int      // enc.Boundaries[fresh:] have no digest yet (render.ExtendText)
 	text        string   // the full render (exact mode splits the new turn out of it)
 	exactSuffix []uint32 // exact mode: the ids tokenized this turn
+	memo        *render.RenderMemo
+	messages    int
+	// hot and keep: the previous turn's hot entry whose boundary keep-1 this prompt reused
+	// (canonical mode), for encoding the prompt's JSON from its prefix at Commit.
+	hot  *hotEntry
+	keep int
 }
 
 // Prepare implements Preparer.
 func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prepared, error) {
-	text, conv, err := RenderConversation(a.opts.Model, in)
+	conv, err := render.FromResponses(render.ResponsesInput{
+		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: a.opts.Items,
+	})
 	if err != nil {
 		return nil, err
 	}
 	fp := a.fingerprint(in, conv)
+	hot := a.hotEntry(in, fp)
+	var prevMemo *render.RenderMemo
+	if hot != nil {
+		prevMemo = hot.memo
+	}
+	text, memo, err := a.opts.Model.RenderTextMemo(render.ChatRequest{
+		Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs,
+	}, prevMemo)
+	if err != nil {
+		return nil, fmt.Errorf("render chat template: %w", err)
+	}
 	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text), Fingerprint: fp}
-	pending := &pendingArtifact{fingerprint: fp, textLen: len(text), textDigest: store.TextDigest(text), text: text}
+	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages)}
 	p.Artifact = pending
+
+	if hot != nil {
+		// The previous prompt's text is at hand: compare texts, tokenize only the changed tail,
+		// and copy the JSON of the reused ids.
+		enc, reuse, fresh := a.opts.Model.ExtendText(hot.enc, hot.text, text)
+		pending.enc, pending.fresh = enc, fresh
+		p.IDs, p.Reused, p.Outcome = enc.IDs, reuse.Tokens, OutcomeHitLocal
+		if reuse.Tokens > 0 {
+			// The request copies the previous encoding of the reused ids.
+			pending.hot, pending.keep = hot, fresh
+			p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON[:hot.jsonAt[fresh-1]], reuse.Tokens
+		}
+		if reuse.Tokens == 0 {
+			p.Outcome = OutcomeDiverged
+			return p, nil
+		}
+		a.maybeAudit(in, text, enc.IDs, fp, true)
+		return p, nil
+	}
 
 	var prev *store.Artifact
 	p.Outcome, prev = a.resolve(ctx, in, fp)
@@ -137,6 +180,7 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 	}
 	if prev == nil {
 		pending.enc = a.opts.Model.EncodeWithBoundaries(text)
+		pending.fresh = len(pending.enc.Boundaries)
 		p.IDs = pending.enc.IDs
 		if a.opts.Mode == store.ModeExact {
 			p.ExactSuffix = p.IDs // a root of the exact chain
@@ -144,16 +188,40 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 		return p, nil
 	}
 	enc, reuse := a.opts.Model.Extend(encodingOf(prev), text)
-	pending.enc = enc
+	pending.enc, pending.fresh = enc, len(enc.Boundaries)
 	p.IDs, p.Reused = enc.IDs, reuse.Tokens
 	if reuse.Tokens == 0 {
 		p.Outcome = OutcomeDiverged
 		return p, nil
 	}
-	if a.opts.AuditRate > 0 && rand.Float64() < a.opts.AuditRate {
-		a.audit(text, enc.IDs, fp)
-	}
+	a.maybeAudit(in, text, enc.IDs, fp, prevMemo != nil)
 	return p, nil
+}
+
+// hotEntry returns the in-process state of the previous response when this turn can use it: a
+// canonical continuation of a response this process prepared and completed, under the same
+// identity, with the fast path not disabled for it.
+func (a *ArtifactPreparer) hotEntry(in *PrepareInput, fp [32]byte) *hotEntry {
+	if a.opts.Hot == nil || in.PreviousID == "" || a.opts.Mode != store.ModeCanonical {
+		return nil
+	}
+	if _, off := a.disabled.Load(hex.EncodeToString(fp[:])); off {
+		return nil
+	}
+	e := a.opts.Hot.get(in.Tenant, in.PreviousID, a.opts.Now())
+	if e == nil || e.art.Fingerprint != fp || e.art.Tenant != in.Tenant || e.art.Mode != a.opts.Mode {
+		a.opts.Hot.misses.Add(1)
+		return nil
+	}
+	a.opts.Hot.hits.Add(1)
+	return e
+}
+
+// maybeAudit samples fast-path turns for a background audit.
+func (a *ArtifactPreparer) maybeAudit(in *PrepareInput, text string, ids []uint32, fp [32]byte, replayed bool) {
+	if a.opts.AuditRate > 0 && rand.Float64() < a.opts.AuditRate {
+		a.audit(in, text, ids, fp, replayed)
+	}
 }
 
 // resolve finds the previous response's artifact and says why it cannot be used when it cannot.
@@ -197,19 +265,26 @@ func (a *ArtifactPreparer) fingerprint(in *PrepareInput, conv *render.Conversati
 	return sha256.Sum256([]byte(f.Digest()))
 }
 
-// audit re-tokenizes the whole prompt and compares; a mismatch turns the fast path off for the
-// fingerprint. The texts are immutable, so the goroutine shares them safely.
-func (a *ArtifactPreparer) audit(text string, ids []uint32, fp [32]byte) {
+// audit re-tokenizes the whole prompt and compares; when the template replayed part of its
+// work from a memo (replayed), it also re-renders the conversation without one and compares the
+// texts. A mismatch turns the fast path off for the fingerprint. The inputs are immutable, so
+// the goroutine shares them safely.
+func (a *ArtifactPreparer) audit(in *PrepareInput, text string, ids []uint32, fp [32]byte, replayed bool) {
 	run := func() {
 		full := a.opts.Model.Encode(text)
 		a.opts.Metrics.audits.Inc()
-		if slices.Equal(full, ids) {
+		what, ok := "ids", slices.Equal(full, ids)
+		if ok && replayed {
+			plain, _, err := RenderConversation(a.opts.Model, in)
+			what, ok = "render", err == nil && plain == text
+		}
+		if ok {
 			return
 		}
 		a.opts.Metrics.auditMismatch.Inc()
 		a.disabled.Store(hex.EncodeToString(fp[:]), struct{}{})
 		a.opts.Logger.Error("artifact audit mismatch: fast path disabled for this fingerprint",
-			"fingerprint", hex.EncodeToString(fp[:8]), "fast_len", len(ids), "full_len", len(full), "first_diff", firstDiff(full, ids))
+			"fingerprint", hex.EncodeToString(fp[:8]), "differs", what, "fast_len", len(ids), "full_len", len(full), "first_diff", firstDiff(full, ids))
 	}
 	if a.opts.SyncAudit {
 		run()
@@ -225,9 +300,12 @@ func (a *ArtifactPreparer) Commit(ctx context.Context, tenant, responseID string
 	if !ok {
 		return
 	}
+	// Digests are computed now rather than while preparing: only a continuation that misses the
+	// hot cache (another pod, an eviction) needs them.
+	render.FillDigests(pending.text, &pending.enc, pending.fresh)
 	art := &store.Artifact{
 		Tenant: tenant, ResponseID: responseID, Fingerprint: pending.fingerprint, Mode: a.opts.Mode,
-		PromptIDs: pending.enc.IDs, PromptTextLen: pending.textLen, PromptTextDigest: pending.textDigest,
+		PromptIDs: pending.enc.IDs, PromptTextLen: len(pending.text), PromptTextDigest: store.TextDigest(pending.text),
 		Boundaries: storeBoundaries(pending.enc.Boundaries), GeneratedIDs: out.TokenIDs(),
 		ExpiresAt: a.opts.Now().Add(a.opts.TTL),
 	}
@@ -243,6 +321,17 @@ func (a *ArtifactPreparer) Commit(ctx context.Context, tenant, responseID string
 		return
 	}
 	a.opts.Metrics.writes.WithLabelValues("ok").Inc()
+	if a.opts.Hot != nil && a.opts.Mode == store.ModeCanonical {
+		reused := 0
+		if pending.hot != nil {
+			reused = pending.enc.Boundaries[pending.keep-1].Index
+		}
+		js, at := promptJSON(pending.hot, pending.keep, pending.enc, reused)
+		a.opts.Hot.put(&hotEntry{
+			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
+			promptJSON: js, jsonAt: at, messages: pending.messages,
+		})
+	}
 }
 
 func encodingOf(a *store.Artifact) render.Encoding {

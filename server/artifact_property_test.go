@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
+	"github.com/stitchllm/stitch/upstream"
 )
 
 // Shared harness of the artifact tests (issue 6): one artifact stack (preparer, L1/L2 tiers,
@@ -109,6 +112,9 @@ type envOptions struct {
 	asyncAudit bool
 	ttl        time.Duration
 	noL1       bool
+	// hot adds the in-process hot cache (bounded by hotBytes, default 4 MiB) and an item cache.
+	hot      bool
+	hotBytes int64
 }
 
 // artEnv is one artifact stack and its full-render baseline.
@@ -122,6 +128,7 @@ type artEnv struct {
 	l1      *store.L1
 	tiered  *store.Tiered
 	prep    *server.ArtifactPreparer
+	hot     *server.HotArtifacts
 	full    server.FullRender
 	reg     *prometheus.Registry
 	cps     *store.Memory
@@ -158,11 +165,16 @@ func newArtEnv(t testing.TB, o envOptions) *artEnv {
 	}
 	e.tiered = store.NewTiered(store.TieredOptions{Sealer: e.sealer, L1: e.l1, L2: o.l2, TTL: o.ttl, Now: e.clock.Now})
 	e.rt = server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 1 << 20})
+	var items *render.ItemCache
+	if o.hot {
+		e.hot = server.NewHotArtifacts(cmp.Or(o.hotBytes, 4<<20), e.reg)
+		items = render.NewItemCache(1 << 20)
+	}
 	e.prep = server.NewArtifactPreparer(server.ArtifactOptions{
 		Model: m, Store: e.tiered, Mode: o.mode, Identity: render.Fingerprint{ServedModel: "qwen3"},
 		CacheSalt: func(tenant string) string { return "salt-" + tenant },
 		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: !o.asyncAudit, Checkpoints: e.cps,
-		Now: e.clock.Now, Metrics: server.NewArtifactMetrics(e.reg),
+		Now: e.clock.Now, Metrics: server.NewArtifactMetrics(e.reg), Hot: e.hot, Items: items,
 	})
 	return e
 }
@@ -205,6 +217,13 @@ func (e *artEnv) prepareBoth(ctx context.Context, in *server.PrepareInput) *serv
 	if d := firstDifference(p.IDs, f.IDs); d >= 0 {
 		e.t.Fatalf("outcome %s (reused %d): ids differ from the full render at %d of %d/%d\nfull text tail: %q",
 			p.Outcome, p.Reused, d, len(p.IDs), len(f.IDs), tail(f.Text, 300))
+	}
+	if p.PromptPrefix != nil {
+		want := upstream.CompletionRequest{Prompt: p.IDs}
+		got := upstream.CompletionRequest{Prompt: p.IDs, PromptPrefix: p.PromptPrefix, PromptPrefixIDs: p.PromptPrefixIDs}
+		if !bytes.Equal(want.AppendJSON(nil), got.AppendJSON(nil)) {
+			e.t.Fatalf("outcome %s (reused %d): PromptPrefix does not encode the ids", p.Outcome, p.Reused)
+		}
 	}
 	return p
 }
@@ -505,7 +524,7 @@ func TestArtifactProperty(t *testing.T) {
 		turns = 300
 	}
 	ctx := t.Context()
-	env := newArtEnv(t, envOptions{mode: store.ModeCanonical, auditRate: 0.02})
+	env := newArtEnv(t, envOptions{mode: store.ModeCanonical, auditRate: 0.02, hot: true, hotBytes: 2 << 20})
 	r := rand.New(rand.NewPCG(6, 10000))
 	outcomes := map[string]int{}
 	var nodes []*convNode
@@ -548,7 +567,10 @@ func TestArtifactProperty(t *testing.T) {
 				if err := env.tiered.Delete(ctx, sp.tenant, base.id); err != nil {
 					t.Fatal(err)
 				}
+				env.hot.Forget(sp.tenant, base.id)
 				base.evicted = true
+			case 2: // only the hot entry is gone: the digest path
+				env.hot.Forget(sp.tenant, base.id)
 			}
 			if base.evicted && in.PreviousID != "" {
 				expect = server.OutcomeMiss // found missing before the fingerprint is compared
@@ -570,7 +592,14 @@ func TestArtifactProperty(t *testing.T) {
 		nodes = append(nodes, &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...),
 			calls: resp.calls, in: in, p: p, resp: resp})
 	}
-	t.Logf("%d turns, outcomes %v, audits %v", turns, outcomes, env.metric("stitch_audits_total"))
+	hot := env.metric("stitch_artifact_hot_hits_total")
+	t.Logf("%d turns, outcomes %v, audits %v, hot hits %v", turns, outcomes, env.metric("stitch_audits_total"), hot)
+	if int(hot)*10 < outcomes[server.OutcomeHitLocal]*7 {
+		t.Errorf("hot hits %v of %d hit_local: the hot path should serve most continuations", hot, outcomes[server.OutcomeHitLocal])
+	}
+	if hot == float64(outcomes[server.OutcomeHitLocal]) {
+		t.Errorf("every hit_local came from the hot cache: the digest path went untested")
+	}
 	if n := env.metric("stitch_audit_mismatch_total"); n != 0 {
 		t.Errorf("audit mismatches = %v, want 0", n)
 	}

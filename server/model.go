@@ -57,6 +57,10 @@ type PrepareInput struct {
 // Prepared is a turn's prompt.
 type Prepared struct {
 	IDs []uint32
+	// PromptPrefix, when set, is the JSON encoding of IDs[:PromptPrefixIDs] for the upstream
+	// request (each id followed by a comma), kept from the previous turn.
+	PromptPrefix    []byte
+	PromptPrefixIDs int
 	// Text is the rendered prompt text (empty when the preparer did not need it).
 	Text string
 	// Outcome is the artifact resolution ("disabled", "miss", "hit_local", …; "new" without a previous response).

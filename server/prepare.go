@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/stream"
@@ -85,6 +86,7 @@ func RenderConversation(m *render.Model, in *PrepareInput) (string, *render.Conv
 // opensThink reports whether a prompt ends inside an opened <think> block (the template's generation
 // prompt opened it), so the model's output starts as reasoning.
 func opensThink(prompt string) bool {
-	i := strings.LastIndex(prompt, "<think>")
-	return i >= 0 && !strings.Contains(prompt[i:], "</think>") && strings.TrimSpace(prompt[i+len("<think>"):]) == ""
+	// Only white space may follow the opening tag, so it ends the trimmed prompt; searching from
+	// the end keeps this independent of the conversation's length.
+	return strings.HasSuffix(strings.TrimRightFunc(prompt, unicode.IsSpace), "<think>")
 }

@@ -296,6 +296,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		Stream: true, IncludeUsage: true, ReturnTokenIDs: true,
 		StopTokenIDs: t.model.StopTokenIDs,
 	}
+	creq.PromptPrefix, creq.PromptPrefixIDs = t.prompt.PromptPrefix, t.prompt.PromptPrefixIDs
 	if t.model.CacheSalt != nil {
 		creq.CacheSalt = t.model.CacheSalt(t.tenant)
 	}

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"container/list"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/store"
+)
+
+// HotArtifacts keeps, in process memory, what the last turn of each recent conversation left for
+// the next one beyond its token artifact: the prompt text, the template's render memo, the
+// decoded artifact and the prompt's JSON encoding. A continuation found here compares texts
+// instead of digests, replays the template for unchanged messages, and copies the JSON of the
+// reused ids, so its preparation costs the new turn only. The sealed artifact in store.Tiered
+// stays the durable, portable copy: a continuation not found here (another pod, eviction, restart)
+// takes the digest path with the same ids. Entries are immutable; the cache is bounded by bytes
+// (least recently used evicted first) and safe for concurrent use.
+type HotArtifacts struct {
+	maxBytes int64
+
+	hits, misses atomic.Uint64
+
+	mu    sync.Mutex
+	bytes int64
+	lru   *list.List // of *hotEntry, most recent first
+	byKey map[hotKey]*list.Element
+}
+
+type hotKey struct{ tenant, responseID string }
+
+// hotEntry is one response's prompt state. jsonAt[i] is the offset in promptJSON of the id at
+// enc.Boundaries[i].Index.
+type hotEntry struct {
+	key        hotKey
+	art        *store.Artifact
+	text       string
+	enc        render.Encoding
+	memo       *render.RenderMemo
+	promptJSON []byte
+	jsonAt     []int
+	messages   int // rendered messages, for the memo's share of size
+	size       int64
+}
+
+// NewHotArtifacts returns an empty cache of at most maxBytes, with its gauges on reg (nil: none).
+func NewHotArtifacts(maxBytes int64, reg prometheus.Registerer) *HotArtifacts {
+	h := &HotArtifacts{maxBytes: maxBytes, lru: list.New(), byKey: map[hotKey]*list.Element{}}
+	if reg != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "stitch_artifact_hot_bytes", Help: "Estimated bytes held by the in-process hot artifact cache (prompt texts, render memos, decoded ids).",
+			}, func() float64 { b, _ := h.usage(); return float64(b) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "stitch_artifact_hot_entries", Help: "Conversations in the in-process hot artifact cache.",
+			}, func() float64 { _, n := h.usage(); return float64(n) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "stitch_artifact_hot_hits_total", Help: "Continuations prepared from the in-process hot cache (text compare, template replay).",
+			}, func() float64 { return float64(h.hits.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "stitch_artifact_hot_misses_total", Help: "Continuations whose previous response was not in the hot cache (digest path or full render).",
+			}, func() float64 { return float64(h.misses.Load()) }),
+		)
+	}
+	return h
+}
+
+func (h *HotArtifacts) usage() (int64, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bytes, h.lru.Len()
+}
+
+// get returns the entry of a tenant's response unless it is absent or expired.
+func (h *HotArtifacts) get(tenant, responseID string, now time.Time) *hotEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	el, ok := h.byKey[hotKey{tenant, responseID}]
+	if !ok {
+		return nil
+	}
+	e := el.Value.(*hotEntry)
+	if !now.Before(e.art.ExpiresAt) {
+		h.remove(el)
+		return nil
+	}
+	h.lru.MoveToFront(el)
+	return e
+}
+
+// put adds e, evicting the least recently used entries beyond the bound. An entry larger than
+// the whole bound is not kept.
+func (h *HotArtifacts) put(e *hotEntry) {
+	e.size = int64(len(e.text)+len(e.promptJSON)) + 4*int64(len(e.enc.IDs)+len(e.art.GeneratedIDs)) +
+		int64(len(e.enc.Boundaries))*(int64(render.DigestSize)+24+8) + 256*int64(e.messages) + 512
+	if e.size > h.maxBytes {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if el, ok := h.byKey[e.key]; ok {
+		h.remove(el)
+	}
+	h.byKey[e.key] = h.lru.PushFront(e)
+	h.bytes += e.size
+	for h.bytes > h.maxBytes {
+		h.remove(h.lru.Back())
+	}
+}
+
+// Forget drops a response's entry, if any.
+func (h *HotArtifacts) Forget(tenant, responseID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
+		h.remove(el)
+	}
+}
+
+func (h *HotArtifacts) remove(el *list.Element) {
+	e := h.lru.Remove(el).(*hotEntry)
+	delete(h.byKey, e.key)
+	h.bytes -= e.size
+}
+
+// appendPromptJSON appends ids[from:] to dst as JSON numbers each followed by a comma, and sets
+// at[b] to the offset of the id at bounds[b].Index for the boundaries from b on.
+func appendPromptJSON(dst []byte, ids []uint32, from int, bounds []render.Boundary, at []int, b int) []byte {
+	for i := from; i < len(ids); i++ {
+		for b < len(bounds) && bounds[b].Index <= i {
+			at[b] = len(dst)
+			b++
+		}
+		dst = strconv.AppendUint(dst, uint64(ids[i]), 10)
+		dst = append(dst, ',')
+	}
+	for ; b < len(bounds); b++ {
+		at[b] = len(dst)
+	}
+	return dst
+}
+
+// promptJSON encodes a prompt's ids for the upstream request, copying the encoding of the first
+// reused ids from prev (whose boundary keep-1 is at id index reused) instead of encoding them.
+// It returns the ids each followed by a comma, and the offset of each boundary's id.
+func promptJSON(prev *hotEntry, keep int, enc render.Encoding, reused int) ([]byte, []int) {
+	at := make([]int, len(enc.Boundaries))
+	var dst []byte
+	if prev != nil && reused > 0 && keep > 0 {
+		// Grown from the prefix itself: only the new tail's room is zeroed, not the copied part.
+		n := prev.jsonAt[keep-1]
+		dst = slices.Grow(prev.promptJSON[:n:n], 7*(len(enc.IDs)-reused))
+		copy(at, prev.jsonAt[:keep])
+	} else {
+		reused, keep = 0, 0
+		dst = make([]byte, 0, 7*len(enc.IDs))
+	}
+	return appendPromptJSON(dst, enc.IDs, reused, enc.Boundaries, at, keep), at
+}

@@ -22,7 +22,7 @@ const entryOverhead = 256
 // concurrent use.
 type ItemCache struct {
 	seed     maphash.Seed
-	hash     func(maphash.Seed, []byte) uint64 // maphash.Bytes; tests force collisions
+	hash     func(maphash.Seed, []byte) uint64 // sampledHash; tests force collisions
 	maxBytes int
 
 	mu      sync.Mutex
@@ -47,7 +47,7 @@ type cacheEntry struct {
 func NewItemCache(maxBytes int) *ItemCache {
 	return &ItemCache{
 		seed:     maphash.MakeSeed(),
-		hash:     maphash.Bytes,
+		hash:     sampledHash,
 		maxBytes: maxBytes,
 		entries:  make(map[uint64]*cacheEntry),
 	}
@@ -141,4 +141,31 @@ func (c *ItemCache) pop() *cacheEntry {
 		c.queue, c.head = c.queue[:n], 0
 	}
 	return e
+}
+
+// sampleSize is how many bytes of each end (and of the middle) of a long item sampledHash reads.
+const sampleSize = 512
+
+// sampledHash hashes an item's length and, for a long item, its first, middle and last
+// sampleSize bytes. The hash only chooses the entry to compare; get compares every byte, so two
+// items that differ only outside the samples share a slot (the second is parsed each time) but
+// never each other's parse. Hashing all of a 300 KB conversation's items cost more than
+// comparing them.
+func sampledHash(seed maphash.Seed, b []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var n [8]byte
+	for i := range n {
+		n[i] = byte(uint64(len(b)) >> (8 * i))
+	}
+	h.Write(n[:])
+	if len(b) <= 3*sampleSize {
+		h.Write(b)
+		return h.Sum64()
+	}
+	mid := len(b)/2 - sampleSize/2
+	h.Write(b[:sampleSize])
+	h.Write(b[mid : mid+sampleSize])
+	h.Write(b[len(b)-sampleSize:])
+	return h.Sum64()
 }

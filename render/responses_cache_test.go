@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -248,6 +249,32 @@ func TestItemCacheCollision(t *testing.T) {
 	}
 	if c.Len() != 1 {
 		t.Fatalf("colliding cache holds %d entries, want the first item only", c.Len())
+	}
+}
+
+// TestItemCacheSampledHash: long items that differ only between the hashed samples share a slot
+// but never each other's parse.
+func TestItemCacheSampledHash(t *testing.T) {
+	t.Parallel()
+	c := NewItemCache(1 << 20)
+	long := func(mid byte) json.RawMessage {
+		content := strings.Repeat("x", 1000) + string(mid) + strings.Repeat("y", 3000)
+		return json.RawMessage(`{"role":"user","content":"` + content + `"}`)
+	}
+	a, b := long('a'), long('b')
+	if sampledHash(c.seed, a) != sampledHash(c.seed, b) {
+		t.Fatal("the items should differ only outside the samples")
+	}
+	for _, seq := range [][]json.RawMessage{{a}, {b}, {a, b}, {b, a, a}} {
+		conv, err := FromResponses(ResponsesInput{Items: seq, Cache: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range conv.Messages {
+			if want := gjson.GetBytes(seq[i], "content").Str; m.Content != want {
+				t.Fatalf("item %d read as another item's content", i)
+			}
+		}
 	}
 }
 

@@ -162,7 +162,7 @@ type PrepTiming struct {
 // prepareRequest is what the issue counts as a continuation's preparation: resolve, render,
 // tokenize (Preparer.Prepare) and encode the upstream request body, as the server's execute
 // builds it.
-func prepareRequest(ctx context.Context, p server.Preparer, in *server.PrepareInput) (*server.Prepared, []byte, error) {
+func prepareRequest(ctx context.Context, p server.Preparer, in *server.PrepareInput) (*server.Prepared, [][]byte, error) {
 	res, err := p.Prepare(ctx, in)
 	if err != nil {
 		return nil, nil, err
@@ -171,7 +171,7 @@ func prepareRequest(ctx context.Context, p server.Preparer, in *server.PrepareIn
 		Model: "bench", Prompt: res.IDs, PromptPrefix: res.PromptPrefix, PromptPrefixIDs: res.PromptPrefixIDs, MaxTokens: 4096,
 		Stream: true, IncludeUsage: true, ReturnTokenIDs: true, StopTokenIDs: []uint32{151645, 151643},
 	}
-	return res, req.AppendJSON(make([]byte, 0, 16+len(res.IDs)*7)), nil
+	return res, req.Parts(), nil
 }
 
 // timePrepare re-runs the sampled turns' preparation sequentially, reps times each, with p (the

@@ -51,8 +51,10 @@ type countingUpstream struct {
 	sent atomic.Int64
 }
 
-func (c *countingUpstream) Completions(ctx context.Context, body []byte) (io.ReadCloser, error) {
-	c.sent.Add(int64(len(body)))
+func (c *countingUpstream) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
+	for _, p := range body {
+		c.sent.Add(int64(len(p)))
+	}
 	return c.Client.Completions(ctx, body)
 }
 

@@ -28,7 +28,7 @@ type Checkpoints interface {
 
 // Upstream is the part of the vLLM client the server calls.
 type Upstream interface {
-	Completions(ctx context.Context, body []byte) (io.ReadCloser, error)
+	Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error)
 	Health(ctx context.Context) error
 	BaseURL() string
 	HTTPClient() *http.Client

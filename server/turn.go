@@ -305,7 +305,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	} else if req.TextFormat.Type == "json_object" {
 		creq.StructuredOutputs = json.RawMessage(`{"json_object":true}`)
 	}
-	body := creq.AppendJSON(make([]byte, 0, 16+len(prompt)*7))
+	body := creq.Parts()
 
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()

@@ -45,11 +45,12 @@ func (c *Client) BaseURL() string { return c.base }
 // HTTPClient returns the underlying client, for pass-through proxying.
 func (c *Client) HTTPClient() *http.Client { return c.http }
 
-// Completions posts body (an encoded CompletionRequest) to /v1/completions and returns the response
+// Completions posts body (an encoded CompletionRequest, in parts as CompletionRequest.Parts
+// returns them) to /v1/completions and returns the response
 // body on a 2xx answer; the caller closes it. Cancelling ctx aborts the request, which makes vLLM free
 // the sequence's KV cache.
-func (c *Client) Completions(ctx context.Context, body []byte) (io.ReadCloser, error) {
-	resp, err := c.do(ctx, http.MethodPost, "/v1/completions", body)
+func (c *Client) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
+	resp, err := c.do(ctx, http.MethodPost, "/v1/completions", body...)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ type Model struct {
 
 // Models lists the served models.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
-	resp, err := c.do(ctx, http.MethodGet, "/v1/models", nil)
+	resp, err := c.do(ctx, http.MethodGet, "/v1/models")
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 
 // Health reports nil when GET /health answers 2xx.
 func (c *Client) Health(ctx context.Context) error {
-	resp, err := c.do(ctx, http.MethodGet, "/health", nil)
+	resp, err := c.do(ctx, http.MethodGet, "/health")
 	if err != nil {
 		return err
 	}
@@ -90,16 +91,19 @@ func (c *Client) Health(ctx context.Context) error {
 	return resp.Body.Close()
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+// do sends a request whose body is the concatenation of body's parts (none: no body).
+func (c *Client) do(ctx context.Context, method, path string, body ...[]byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
 	}
-	if body != nil {
+	if len(body) > 0 {
+		// The parts are sent as they are; a long prompt's encoding is not copied into one buffer.
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(partsReader(body)), nil }
+		req.Body, _ = req.GetBody()
+		for _, p := range body {
+			req.ContentLength += int64(len(p))
+		}
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.apiKey != "" {
@@ -124,4 +128,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 func IsStatus(err error, status int) bool {
 	var se *StatusError
 	return errors.As(err, &se) && se.Status == status
+}
+
+func partsReader(parts [][]byte) io.Reader {
+	rs := make([]io.Reader, len(parts))
+	for i, p := range parts {
+		rs[i] = bytes.NewReader(p)
+	}
+	return io.MultiReader(rs...)
 }

@@ -38,21 +38,55 @@ type CompletionRequest struct {
 
 // AppendJSON appends the request's JSON encoding to dst. It allocates nothing beyond dst's growth.
 func (r *CompletionRequest) AppendJSON(dst []byte) []byte {
+	dst = r.appendHead(dst)
+	dst = append(dst, r.prefix()...)
+	return r.appendTail(dst)
+}
+
+// Parts returns the request's JSON encoding in parts whose concatenation is AppendJSON's: the
+// part holding PromptPrefix is PromptPrefix itself, so a long continuation's ids already encoded
+// are sent without being copied.
+func (r *CompletionRequest) Parts() [][]byte {
+	head := r.appendHead(make([]byte, 0, 32+len(r.Model)))
+	tail := r.appendTail(make([]byte, 0, 160+7*(len(r.Prompt)-r.prefixIDs())+len(r.CacheSalt)+len(r.StructuredOutputs)))
+	if p := r.prefix(); len(p) > 0 {
+		return [][]byte{head, p, tail}
+	}
+	return [][]byte{head, tail}
+}
+
+// prefixIDs is the number of leading ids PromptPrefix encodes, or 0 when it cannot be used. At
+// least one id must follow it, since it ends with a comma.
+func (r *CompletionRequest) prefixIDs() int {
+	if len(r.PromptPrefix) == 0 || r.PromptPrefixIDs <= 0 || r.PromptPrefixIDs >= len(r.Prompt) {
+		return 0
+	}
+	return r.PromptPrefixIDs
+}
+
+func (r *CompletionRequest) prefix() []byte {
+	if r.prefixIDs() == 0 {
+		return nil
+	}
+	return r.PromptPrefix
+}
+
+// appendHead appends the encoding up to the prompt's ids: {"model":…,"prompt":[
+func (r *CompletionRequest) appendHead(dst []byte) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = appendJSONString(dst, r.Model)
-	dst = append(dst, `,"prompt":`...)
-	if len(r.PromptPrefix) > 0 && r.PromptPrefixIDs <= len(r.Prompt) {
-		dst = append(dst, '[')
-		dst = append(dst, r.PromptPrefix...)
-		for _, id := range r.Prompt[r.PromptPrefixIDs:] {
-			dst = strconv.AppendUint(dst, uint64(id), 10)
+	return append(dst, `,"prompt":[`...)
+}
+
+// appendTail appends the prompt's ids after the prefix and the rest of the object.
+func (r *CompletionRequest) appendTail(dst []byte) []byte {
+	for i, id := range r.Prompt[r.prefixIDs():] {
+		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst[len(dst)-1] = ']' // the last id's comma
-	} else {
-		dst = jsonappend.Uint32s(dst, r.Prompt)
+		dst = strconv.AppendUint(dst, uint64(id), 10)
 	}
-	dst = append(dst, `,"max_tokens":`...)
+	dst = append(dst, `],"max_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(r.MaxTokens), 10)
 	if len(r.Temperature) > 0 {
 		dst = append(dst, `,"temperature":`...)

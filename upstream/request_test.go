@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -21,6 +22,7 @@ func TestCompletionRequestAppendJSON(t *testing.T) {
 			`{"model":"qwen3","prompt":[1,2,3],"max_tokens":16}`},
 		{"encoded prompt", CompletionRequest{Model: "qwen3", Prompt: []uint32{1, 2}, PromptPrefix: []byte("1,2,"), PromptPrefixIDs: 2, MaxTokens: 16},
 			`{"model":"qwen3","prompt":[1,2],"max_tokens":16}`},
+		{"empty prompt", CompletionRequest{Model: "qwen3", MaxTokens: 16}, `{"model":"qwen3","prompt":[],"max_tokens":16}`},
 		{"token path", CompletionRequest{Model: "qwen3", Prompt: []uint32{151644, 0}, MaxTokens: 100,
 			Temperature: json.RawMessage(`0.70`), TopP: json.RawMessage(`1e-07`), Stream: true, IncludeUsage: true,
 			ReturnTokenIDs: true, StopTokenIDs: []uint32{151645, 151643}, CacheSalt: "t\"x", Seed: &seed,
@@ -34,6 +36,9 @@ func TestCompletionRequestAppendJSON(t *testing.T) {
 			got := string(tt.req.AppendJSON(nil))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("AppendJSON mismatch (-want +got):\n%s", diff)
+			}
+			if parts := string(bytes.Join(tt.req.Parts(), nil)); parts != got {
+				t.Errorf("Parts = %s, want AppendJSON's %s", parts, got)
 			}
 			if !json.Valid([]byte(got)) {
 				t.Errorf("AppendJSON produced invalid JSON: %s", got)

@@ -120,6 +120,7 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 			Model: m, Store: st.artifacts, Mode: mode, Checkpoints: cps,
 			Identity:  render.Fingerprint{ServedModel: "qwen3", ToolCallParser: "hermes", ReasoningParser: "qwen3"},
 			AuditRate: o.audit, Metrics: server.NewArtifactMetrics(st.reg),
+			Hot: server.NewHotArtifacts(64<<20, nil), Items: render.NewItemCache(16 << 20), // as stitch serve
 		})
 	}
 	srv, err := server.New(server.Options{

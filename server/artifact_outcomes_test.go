@@ -450,7 +450,8 @@ func TestArtifactBranching(t *testing.T) {
 // TestArtifactConcurrent continues conversations from many goroutines through one preparer and
 // one store, with background audits (run it with -race).
 func TestArtifactConcurrent(t *testing.T) {
-	env := newArtEnv(t, envOptions{auditRate: 0.5, asyncAudit: true})
+	// Six branches continue one root at once, sharing its hot entry, render memo and parsed items.
+	env := newArtEnv(t, envOptions{auditRate: 0.5, asyncAudit: true, hot: true})
 	sp := outcomeParams
 	root := startConversation(t, env, sp)
 	const workers, turns = 6, 5
@@ -482,6 +483,9 @@ func TestArtifactConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if hits := env.metric("stitch_artifact_hot_hits_total"); hits < workers*turns/2 {
+		t.Errorf("hot hits %v of %d continuations", hits, workers*turns)
+	}
 }
 
 // TestArtifactHitPortableRedis: pods sharing a real Redis L2 (store.RedisArtifacts): the second

@@ -78,6 +78,7 @@ func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
 		rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
 			Model: m, Store: store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1}), AuditRate: 1, SyncAudit: true,
 			Identity: render.Fingerprint{ServedModel: "qwen3"}, Metrics: server.NewArtifactMetrics(prometheus.NewRegistry()),
+			Hot: server.NewHotArtifacts(64<<20, nil), Items: render.NewItemCache(16 << 20), // as stitch serve
 		})
 	}
 	srv, err := server.New(server.Options{

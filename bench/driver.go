@@ -67,6 +67,9 @@ func (d *driver) run(ctx context.Context) ([]turnResult, error) {
 	return out, nil
 }
 
+// warmupRounds is how many tool rounds of a session return short outputs.
+const warmupRounds = 2
+
 // call is a function call the model made, waiting for its output.
 type call struct{ id, name string }
 
@@ -76,13 +79,21 @@ func (d *driver) session(ctx context.Context, s int) error {
 	sc := newScript(d.w, s)
 	var prev string
 	var pending []call
+	rounds := 0 // tool rounds answered so far
 	for t := range d.w.Turns {
 		var input []json.RawMessage
 		if len(pending) == 0 {
 			input = append(input, userItem(sc.userMessage(t == 0)))
 		} else {
+			// An agent's first tool calls are usually small (list files, grep) before it reads
+			// whole files and logs; they also give the 1k-token preparation bucket its samples.
+			mean := d.w.ToolOutputTokens
+			if rounds < warmupRounds {
+				mean = max(1, mean/12)
+			}
+			rounds++
 			for _, c := range pending {
-				input = append(input, outputItem(c.id, sc.toolOutput(c.name, d.w.ToolOutputTokens)))
+				input = append(input, outputItem(c.id, sc.toolOutput(c.name, mean)))
 			}
 			if sc.r.Float64() < d.w.FollowUpRate {
 				input = append(input, userItem(sc.userMessage(false)))

@@ -97,7 +97,9 @@ func (h *HotArtifacts) get(tenant, responseID string, now time.Time) *hotEntry {
 // put adds e, evicting the least recently used entries beyond the bound. An entry larger than
 // the whole bound is not kept.
 func (h *HotArtifacts) put(e *hotEntry) {
-	e.size = int64(len(e.text)+len(e.promptJSON)) + 4*int64(len(e.enc.IDs)+len(e.art.GeneratedIDs)) +
+	// The render memo keeps the conversation's messages, whose strings are about as long as the
+	// text: count the text twice.
+	e.size = int64(2*len(e.text)+len(e.promptJSON)) + 4*int64(len(e.enc.IDs)+len(e.art.GeneratedIDs)) +
 		int64(len(e.enc.Boundaries))*(int64(render.DigestSize)+24+8) + 256*int64(e.messages) + 512
 	if e.size > h.maxBytes {
 		return

@@ -194,8 +194,13 @@ func (ms *memoState) replayableExpr(x expr, f *frame) bool {
 	case *constExpr:
 		return true
 	case *nameExpr:
+		// Replay binds `loop` (to the iteration's loop object) above the top frame, so a `loop`
+		// that meant something else here (an undefined name inside a macro) is not replayable.
 		v, w := f.lookupFrame(n.name)
-		return ms.outer(w) && n.name != "strftime_now" || w == ms.iter && v.k == kLoop && v.o == ms.loop
+		if n.name == "loop" {
+			return w == ms.iter && v.k == kLoop && v.o == ms.loop
+		}
+		return ms.outer(w) && n.name != "strftime_now"
 	case *attrExpr:
 		return ms.replayableExpr(n.x, f)
 	case *itemExpr:

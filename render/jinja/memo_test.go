@@ -171,6 +171,7 @@ func TestMemoStatefulConstructs(t *testing.T) {
 		"method on outer":         `{% for m in messages %}{{ messages[0].upper() }}{{ sep.join(['a', m]) }}{% endfor %}`,
 		"tuple items":             `{% for k, v in pairs %}{{ k }}={{ v }};{% endfor %}`,
 		"raise":                   `{% for m in messages %}{% if m == 'boom' %}{{ raise_exception('no ' + m) }}{% endif %}{{ m }}{% endfor %}`,
+		"loop inside a macro":     `{% macro m(x) %}{% if loop is defined %}D{% endif %}{% if loop != x %}N{% endif %}{% endmacro %}{% for s in messages %}{{ m(s) }}{% endfor %}`,
 		"compare inner and outer": `{% for m in messages %}{% set x = 1 %}{% if x != flag %}A{% else %}B{% endif %}{% endfor %}`,
 		"compare outer values":    `{% set ns = namespace(last=-1) %}{% for m in messages %}{% if m == 'u' %}{% set ns.last = loop.index0 %}{% endif %}{% endfor %}{% for m in messages %}{% if loop.index0 > ns.last %}>{% endif %}{% if messages[loop.index0 - 1] != m %}~{% endif %}{{ m }}{% endfor %}`,
 		"recursive":               `{% for m in tree recursive %}{{ m.n }}{% if m.c %}({{ loop(m.c) }}){% endif %}{% endfor %}`,

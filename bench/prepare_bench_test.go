@@ -1,13 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stitchllm/stitch/render"
-	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/upstream"
 )
 
 // prepFixture is a captured conversation per mode and context bucket: the exact PrepareInput the
@@ -105,9 +107,13 @@ func BenchmarkPrepare(b *testing.B) {
 }
 
 // BenchmarkPrepareSteps splits a 100k-token continuation's preparation into its steps, to show
-// where each mode's time goes: rendering the conversation (both modes), tokenizing all of it
-// (full render; the tokenizer's word cache is warm, as it is for a conversation's history), and,
-// for canonical, reading the artifact (L1 copy, MAC check, id decode) and extending it.
+// where each mode's time goes. Full render: map the Responses items to messages, render the
+// template, tokenize everything (the tokenizer's word cache is warm, as it is for a
+// conversation's history), encode all ids into the request. Canonical on the pod that served the
+// previous turn: the same mapping from parsed-item cache hits, the template replaying from the
+// previous turn's memo, ExtendText (compare the texts, tokenize the changed tail), and a request
+// whose reused ids are the previous turn's JSON. The digest path (artifact from L1 or Redis) is
+// shown too. The previous turn is this conversation up to its last function call.
 func BenchmarkPrepareSteps(b *testing.B) {
 	f := loadFixture(b)
 	s, ok := f.inputs[ModeCanonical]["100k"]
@@ -115,12 +121,48 @@ func BenchmarkPrepareSteps(b *testing.B) {
 		b.Skip("no 100k sample")
 	}
 	m := f.model
-	text, _, err := server.RenderConversation(m, s.in)
+	ctx := context.Background()
+	conv, err := render.FromResponses(render.ResponsesInput{Instructions: s.in.Instructions, Items: s.in.Items, Tools: s.in.Tools})
 	if err != nil {
 		b.Fatal(err)
 	}
+	req := render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: s.in.Kwargs}
+	text, err := m.RenderText(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The previous turn: drop the new input and the previous output (through the last call).
+	last := len(s.in.Items) - 1
+	for last >= 0 && !strings.Contains(string(s.in.Items[last]), `"type":"function_call"`) {
+		last--
+	}
+	prevIn := *s.in
+	prevIn.Items = s.in.Items[:max(0, last)]
+	items := render.NewItemCache(64 << 20)
+	prevConv, err := render.FromResponses(render.ResponsesInput{Instructions: prevIn.Instructions, Items: prevIn.Items, Tools: prevIn.Tools, Cache: items})
+	if err != nil {
+		b.Fatal(err)
+	}
+	prevText, memo, err := m.RenderTextMemo(render.ChatRequest{Messages: prevConv.Messages, Tools: prevConv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: s.in.Kwargs}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cached, err := render.FromResponses(render.ResponsesInput{Instructions: s.in.Instructions, Items: s.in.Items, Tools: s.in.Tools, Cache: items})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cachedReq := req
+	cachedReq.Messages = cached.Messages
+	prevEnc := m.EncodeWithBoundaries(prevText)
+	enc, reuse, _ := m.ExtendText(prevEnc, prevText, text)
+	if reuse.Tokens == 0 {
+		b.Fatal("ExtendText reused nothing")
+	}
+	prefixReq := upstream.CompletionRequest{Prompt: enc.IDs[:reuse.Tokens]}
+	prefix := prefixReq.AppendJSON(nil)
+	prefix = append(prefix[len(`{"model":"","prompt":[`):bytes.IndexByte(prefix, ']')], ',')
 	st := f.timing[ModeCanonical].store
-	art, _, err := st.Get(context.Background(), s.in.Tenant, s.in.PreviousID)
+	art, _, err := st.Get(ctx, s.in.Tenant, s.in.PreviousID)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -128,15 +170,30 @@ func BenchmarkPrepareSteps(b *testing.B) {
 	for i, bd := range art.Boundaries {
 		prev.Boundaries[i] = render.Boundary{Offset: bd.TextOffset, Index: bd.TokenIndex, Digest: bd.PrefixDigest}
 	}
+	full := upstream.CompletionRequest{Model: "bench", Prompt: enc.IDs, MaxTokens: 4096, Stream: true}
+	reused := full
+	reused.PromptPrefix, reused.PromptPrefixIDs = prefix, reuse.Tokens
 	steps := []struct {
 		name string
 		f    func() error
 	}{
-		{"render", func() error { _, _, err := server.RenderConversation(m, s.in); return err }},
+		{"items_to_messages", func() error {
+			_, err := render.FromResponses(render.ResponsesInput{Instructions: s.in.Instructions, Items: s.in.Items, Tools: s.in.Tools})
+			return err
+		}},
+		{"items_to_messages_cached", func() error {
+			_, err := render.FromResponses(render.ResponsesInput{Instructions: s.in.Instructions, Items: s.in.Items, Tools: s.in.Tools, Cache: items})
+			return err
+		}},
+		{"template", func() error { _, err := m.RenderText(req); return err }},
+		{"template_memo", func() error { _, _, err := m.RenderTextMemo(cachedReq, memo); return err }},
 		{"encode", func() error { m.Encode(text); return nil }},
 		{"encode_boundaries", func() error { m.EncodeWithBoundaries(text); return nil }},
-		{"artifact_get", func() error { _, _, err := st.Get(context.Background(), s.in.Tenant, s.in.PreviousID); return err }},
-		{"extend", func() error { m.Extend(prev, text); return nil }},
+		{"extend_text", func() error { m.ExtendText(prevEnc, prevText, text); return nil }},
+		{"request_full", func() error { full.Parts(); return nil }},
+		{"request_reused_prefix", func() error { reused.Parts(); return nil }},
+		{"digest_path_artifact_get", func() error { _, _, err := st.Get(ctx, s.in.Tenant, s.in.PreviousID); return err }},
+		{"digest_path_extend", func() error { m.Extend(prev, text); return nil }},
 	}
 	for _, step := range steps {
 		b.Run(fmt.Sprintf("ctx=100k/step=%s", step.name), func(b *testing.B) {

@@ -140,37 +140,15 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 	}
 	fp := a.fingerprint(in, conv)
 	hot := a.hotEntry(in, fp)
-	var prevMemo *render.RenderMemo
-	if hot != nil {
-		prevMemo = hot.memo
-	}
-	text, memo, err := a.opts.Model.RenderTextMemo(render.ChatRequest{
-		Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs,
-	}, prevMemo)
+	text, memo, err := a.render(in, conv, hot)
 	if err != nil {
-		return nil, fmt.Errorf("render chat template: %w", err)
+		return nil, err
 	}
 	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text), Fingerprint: fp}
 	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages)}
 	p.Artifact = pending
-
 	if hot != nil {
-		// The previous prompt's text is at hand: compare texts, tokenize only the changed tail,
-		// and copy the JSON of the reused ids.
-		enc, reuse, fresh := a.opts.Model.ExtendText(hot.enc, hot.text, text)
-		pending.enc, pending.fresh = enc, fresh
-		p.IDs, p.Reused, p.Outcome = enc.IDs, reuse.Tokens, OutcomeHitLocal
-		if reuse.Tokens > 0 {
-			// The request copies the previous encoding of the reused ids.
-			pending.hot, pending.keep = hot, fresh
-			p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON[:hot.jsonAt[fresh-1]], reuse.Tokens
-		}
-		if reuse.Tokens == 0 {
-			p.Outcome = OutcomeDiverged
-			return p, nil
-		}
-		a.maybeAudit(in, text, enc.IDs, fp, true)
-		return p, nil
+		return a.prepareHot(in, p, hot), nil
 	}
 
 	var prev *store.Artifact
@@ -194,8 +172,49 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 		p.Outcome = OutcomeDiverged
 		return p, nil
 	}
-	a.maybeAudit(in, text, enc.IDs, fp, prevMemo != nil)
+	a.maybeAudit(in, text, enc.IDs, fp, false)
 	return p, nil
+}
+
+// render applies the chat template. With a hot cache (canonical mode) it records a memo for the
+// next turn and replays from hot's, the previous turn's, when there is one.
+func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, hot *hotEntry) (string, *render.RenderMemo, error) {
+	req := render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
+	var (
+		text string
+		memo *render.RenderMemo
+		err  error
+	)
+	switch {
+	case hot != nil:
+		text, memo, err = a.opts.Model.RenderTextMemo(req, hot.memo)
+	case a.opts.Hot != nil && a.opts.Mode == store.ModeCanonical:
+		text, memo, err = a.opts.Model.RenderTextMemo(req, nil)
+	default:
+		text, err = a.opts.Model.RenderText(req)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("render chat template: %w", err)
+	}
+	return text, memo, nil
+}
+
+// prepareHot prepares a continuation whose previous prompt (text, ids, their JSON) is in the hot
+// cache: the texts are compared directly, only the changed tail is tokenized, and the request
+// copies the reused ids' JSON.
+func (a *ArtifactPreparer) prepareHot(in *PrepareInput, p *Prepared, hot *hotEntry) *Prepared {
+	pending := p.Artifact.(*pendingArtifact)
+	enc, reuse, fresh := a.opts.Model.ExtendText(hot.enc, hot.text, p.Text)
+	pending.enc, pending.fresh = enc, fresh
+	p.IDs, p.Reused, p.Outcome = enc.IDs, reuse.Tokens, OutcomeHitLocal
+	if reuse.Tokens == 0 {
+		p.Outcome = OutcomeDiverged
+		return p
+	}
+	pending.hot, pending.keep = hot, fresh
+	p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON[:hot.jsonAt[fresh-1]], reuse.Tokens
+	a.maybeAudit(in, p.Text, enc.IDs, p.Fingerprint, true)
+	return p
 }
 
 // hotEntry returns the in-process state of the previous response when this turn can use it: a

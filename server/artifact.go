@@ -128,6 +128,8 @@ type pendingArtifact struct {
 	// (canonical mode), for encoding the prompt's JSON from its prefix at Commit.
 	hot  *hotEntry
 	keep int
+	// previousID is the response this turn continues ("" for none).
+	previousID string
 }
 
 // Prepare implements Preparer.
@@ -145,7 +147,7 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 		return nil, err
 	}
 	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text), Fingerprint: fp}
-	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages)}
+	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), previousID: in.PreviousID}
 	p.Artifact = pending
 	if hot != nil {
 		return a.prepareHot(in, p, hot), nil
@@ -350,6 +352,13 @@ func (a *ArtifactPreparer) Commit(ctx context.Context, tenant, responseID string
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, messages: pending.messages,
 		})
+		// The entry just continued is rarely continued again (a branch) and holds nearly the same
+		// prompt: it goes first when space runs out, so the cache holds conversations' latest
+		// turns rather than their histories. A branch it misses gets the same ids by the digest
+		// path.
+		if pending.previousID != "" {
+			a.opts.Hot.demote(tenant, pending.previousID)
+		}
 	}
 }
 

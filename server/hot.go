@@ -116,6 +116,15 @@ func (h *HotArtifacts) put(e *hotEntry) {
 	}
 }
 
+// demote makes a response's entry, if any, the first to be evicted.
+func (h *HotArtifacts) demote(tenant, responseID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
+		h.lru.MoveToBack(el)
+	}
+}
+
 // Forget drops a response's entry, if any.
 func (h *HotArtifacts) Forget(tenant, responseID string) {
 	h.mu.Lock()

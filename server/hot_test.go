@@ -1,0 +1,58 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/store"
+)
+
+func hotTestEntry(id string, textLen int, expires time.Time) *hotEntry {
+	return &hotEntry{
+		key:  hotKey{"t", id},
+		art:  &store.Artifact{Tenant: "t", ResponseID: id, ExpiresAt: expires},
+		text: string(make([]byte, textLen)),
+		enc:  render.Encoding{IDs: make([]uint32, textLen/4)},
+	}
+}
+
+// TestHotArtifactsBoundAndOrder: the cache never holds more than its bound, evicts the least
+// recently used entry first, demoted entries before everything else, and drops expired entries.
+func TestHotArtifactsBoundAndOrder(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	later := now.Add(time.Hour)
+	one := hotTestEntry("x", 1000, later)
+	probe := NewHotArtifacts(1<<30, nil)
+	probe.put(one)
+	size := one.size
+	h := NewHotArtifacts(3*size, nil)
+	for _, id := range []string{"a", "b", "c"} {
+		h.put(hotTestEntry(id, 1000, later))
+	}
+	if h.get("t", "a", now) == nil { // a becomes the most recent
+		t.Fatal("a missing")
+	}
+	h.put(hotTestEntry("d", 1000, later)) // evicts b, the least recently used
+	if h.get("t", "b", now) != nil || h.get("t", "a", now) == nil {
+		t.Fatal("LRU order not kept")
+	}
+	h.demote("t", "a")
+	h.put(hotTestEntry("e", 1000, later)) // evicts the demoted a, not c
+	if h.get("t", "a", now) != nil || h.get("t", "c", now) == nil {
+		t.Fatal("demoted entry not evicted first")
+	}
+	if b, n := h.usage(); b > 3*size || n != 3 {
+		t.Fatalf("usage %d bytes, %d entries; bound %d", b, n, 3*size)
+	}
+	if h.get("t", "c", later) != nil {
+		t.Fatal("expired entry returned")
+	}
+	if h.get("other", "d", now) != nil {
+		t.Fatal("another tenant's key found")
+	}
+	h.put(hotTestEntry("huge", int(4*size), later))
+	if h.get("t", "huge", now) != nil {
+		t.Fatal("an entry larger than the bound was kept")
+	}
+}

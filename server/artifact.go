@@ -124,10 +124,12 @@ type pendingArtifact struct {
 	exactSuffix []uint32 // exact mode: the ids tokenized this turn
 	memo        *render.RenderMemo
 	messages    int
-	// hot and keep: the previous turn's hot entry whose boundary keep-1 this prompt reused
-	// (canonical mode), for encoding the prompt's JSON from its prefix at Commit.
-	hot  *hotEntry
-	keep int
+	// jsonPrefix is the previous turn's JSON of ids[:jsonPrefixIDs] this prompt reused, with the
+	// offsets of its first len(jsonPrefixAt) boundaries' ids: Commit encodes the rest for the
+	// next turn.
+	jsonPrefix    []byte
+	jsonPrefixAt  []int
+	jsonPrefixIDs int
 	// previousID is the response this turn continues ("" for none).
 	previousID string
 }
@@ -149,14 +151,18 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text), Fingerprint: fp}
 	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), previousID: in.PreviousID}
 	p.Artifact = pending
-	if hot != nil {
+	if hot != nil && a.opts.Mode == store.ModeCanonical {
 		return a.prepareHot(in, p, hot), nil
 	}
 
 	var prev *store.Artifact
-	p.Outcome, prev = a.resolve(ctx, in, fp)
+	if hot != nil {
+		p.Outcome, prev = OutcomeHitLocal, hot.art
+	} else {
+		p.Outcome, prev = a.resolve(ctx, in, fp)
+	}
 	if a.opts.Mode == store.ModeExact && in.PreviousID != "" {
-		return a.prepareExact(ctx, in, p, prev)
+		return a.prepareExact(ctx, in, p, prev, hot)
 	}
 	if prev == nil {
 		pending.enc = a.opts.Model.EncodeWithBoundaries(text)
@@ -178,8 +184,8 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 	return p, nil
 }
 
-// render applies the chat template. With a hot cache (canonical mode) it records a memo for the
-// next turn and replays from hot's, the previous turn's, when there is one.
+// render applies the chat template. With a hot cache it records a memo for the next turn and
+// replays from hot's, the previous turn's, when there is one.
 func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, hot *hotEntry) (string, *render.RenderMemo, error) {
 	req := render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
 	var (
@@ -190,7 +196,7 @@ func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, h
 	switch {
 	case hot != nil:
 		text, memo, err = a.opts.Model.RenderTextMemo(req, hot.memo)
-	case a.opts.Hot != nil && a.opts.Mode == store.ModeCanonical:
+	case a.opts.Hot != nil:
 		text, memo, err = a.opts.Model.RenderTextMemo(req, nil)
 	default:
 		text, err = a.opts.Model.RenderText(req)
@@ -213,17 +219,17 @@ func (a *ArtifactPreparer) prepareHot(in *PrepareInput, p *Prepared, hot *hotEnt
 		p.Outcome = OutcomeDiverged
 		return p
 	}
-	pending.hot, pending.keep = hot, fresh
-	p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON[:hot.jsonAt[fresh-1]], reuse.Tokens
+	pending.jsonPrefix, pending.jsonPrefixAt, pending.jsonPrefixIDs = hot.promptJSON[:hot.jsonAt[fresh-1]], hot.jsonAt[:fresh], reuse.Tokens
+	p.PromptPrefix, p.PromptPrefixIDs = pending.jsonPrefix, reuse.Tokens
 	a.maybeAudit(in, p.Text, enc.IDs, p.Fingerprint, true)
 	return p
 }
 
 // hotEntry returns the in-process state of the previous response when this turn can use it: a
-// canonical continuation of a response this process prepared and completed, under the same
-// identity, with the fast path not disabled for it.
+// continuation of a response this process prepared and completed, under the same identity and
+// mode, with the fast path not disabled for it.
 func (a *ArtifactPreparer) hotEntry(in *PrepareInput, fp [32]byte) *hotEntry {
-	if a.opts.Hot == nil || in.PreviousID == "" || a.opts.Mode != store.ModeCanonical {
+	if a.opts.Hot == nil || in.PreviousID == "" {
 		return nil
 	}
 	if _, off := a.disabled.Load(hex.EncodeToString(fp[:])); off {
@@ -342,12 +348,8 @@ func (a *ArtifactPreparer) Commit(ctx context.Context, tenant, responseID string
 		return
 	}
 	a.opts.Metrics.writes.WithLabelValues("ok").Inc()
-	if a.opts.Hot != nil && a.opts.Mode == store.ModeCanonical {
-		reused := 0
-		if pending.hot != nil {
-			reused = pending.enc.Boundaries[pending.keep-1].Index
-		}
-		js, at := promptJSON(pending.hot, pending.keep, pending.enc, reused)
+	if a.opts.Hot != nil {
+		js, at := promptJSON(pending.jsonPrefix, pending.jsonPrefixAt, pending.jsonPrefixIDs, pending.enc)
 		a.opts.Hot.put(&hotEntry{
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, messages: pending.messages,

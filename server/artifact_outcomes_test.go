@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/store/redistest"
+	"github.com/stitchllm/stitch/upstream"
 )
 
 // newTurnText is what the Qwen3 template renders for a turn's new input items after the
@@ -72,10 +74,10 @@ func TestArtifactPropertyExact(t *testing.T) {
 		turns = 200
 	}
 	ctx := t.Context()
-	env := newArtEnv(t, envOptions{mode: store.ModeExact})
+	env := newArtEnv(t, envOptions{mode: store.ModeExact, hot: true, hotBytes: 2 << 20})
 	r := rand.New(rand.NewPCG(6, 2))
 	outcomes := map[string]int{}
-	rebuilt := 0
+	rebuilt, prefixed := 0, 0
 	var nodes []*convNode
 	var sp sessionParams
 	sessionLen := 0
@@ -108,6 +110,9 @@ func TestArtifactPropertyExact(t *testing.T) {
 				if err := env.tiered.Delete(ctx, sp.tenant, base.id); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if r.IntN(4) == 0 {
+				env.hot.Forget(sp.tenant, base.id) // the digest path, or a rebuild
 			}
 			full, err := env.full.Prepare(ctx, in)
 			if err != nil {
@@ -145,6 +150,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 			if err := env.tiered.Delete(ctx, sp.tenant, base.id); err != nil {
 				t.Fatal(err)
 			}
+			env.hot.Forget(sp.tenant, base.id)
 			again, err := env.prep.Prepare(ctx, in)
 			if err != nil {
 				t.Fatal(err)
@@ -156,6 +162,14 @@ func TestArtifactPropertyExact(t *testing.T) {
 				t.Fatalf("turn %d: rebuilt exact prompt differs at %d of %d/%d", turn, d, len(again.IDs), len(p.IDs))
 			}
 			rebuilt++
+		}
+		if p.PromptPrefix != nil {
+			want := upstream.CompletionRequest{Prompt: p.IDs}
+			got := upstream.CompletionRequest{Prompt: p.IDs, PromptPrefix: p.PromptPrefix, PromptPrefixIDs: p.PromptPrefixIDs}
+			if !bytes.Equal(want.AppendJSON(nil), got.AppendJSON(nil)) {
+				t.Fatalf("turn %d: PromptPrefix does not encode the ids", turn)
+			}
+			prefixed++
 		}
 		resp := env.respond(p, inventGeneration(r, p, sp.tools, sp.thinking()))
 		var convIDs []string
@@ -171,7 +185,12 @@ func TestArtifactPropertyExact(t *testing.T) {
 		nodes = append(nodes, &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...),
 			calls: resp.calls, in: in, p: p, resp: resp, convIDs: convIDs})
 	}
-	t.Logf("%d exact turns, outcomes %v, %d rebuilt after deleting the artifact", turns, outcomes, rebuilt)
+	hot := env.metric("stitch_artifact_hot_hits_total")
+	t.Logf("%d exact turns, outcomes %v, %d rebuilt after deleting the artifact, %v from the hot cache, %d with a reused request prefix",
+		turns, outcomes, rebuilt, hot, prefixed)
+	if hot == 0 || prefixed == 0 {
+		t.Error("the hot path went untested")
+	}
 	if outcomes[server.OutcomeDiverged] != 0 {
 		t.Errorf("%d diverged exact turns, want 0", outcomes[server.OutcomeDiverged])
 	}

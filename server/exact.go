@@ -20,7 +20,9 @@ import (
 
 // prepareExact builds the exact-mode prompt for a continuation. prev is the previous response's
 // artifact when resolve found a usable one.
-func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p *Prepared, prev *store.Artifact) (*Prepared, error) {
+// With hot (the previous turn's in-process state, whose artifact prev is), the previous
+// conversation is rendered from its memo and the request reuses the previous prompt's JSON.
+func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p *Prepared, prev *store.Artifact, hot *hotEntry) (*Prepared, error) {
 	pending := p.Artifact.(*pendingArtifact)
 	var history []uint32
 	if prev != nil {
@@ -37,7 +39,7 @@ func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p
 		}
 		history = rebuilt
 	}
-	start, ok := a.newTurnStart(ctx, in, history, pending.text)
+	start, ok := a.newTurnStart(ctx, in, history, pending.text, hot)
 	if !ok {
 		p.Outcome = OutcomeDiverged
 		pending.enc = a.opts.Model.EncodeWithBoundaries(pending.text)
@@ -49,6 +51,11 @@ func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p
 	pending.enc = render.Encoding{IDs: ids}
 	pending.exactSuffix = suffix
 	p.IDs, p.Reused, p.ExactSuffix = ids, len(history), suffix
+	if hot != nil && prev == hot.art && len(prev.PromptIDs) > 0 {
+		// The history starts with the previous prompt, whose JSON the hot entry holds.
+		pending.jsonPrefix, pending.jsonPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
+		p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
+	}
 	return p, nil
 }
 
@@ -78,7 +85,7 @@ func (a *ArtifactPreparer) endOfTurn() uint32 {
 // add or remove a system block: the new turn then repeated part of the history or lost the new
 // input. Without the checkpoint it falls back to counting the frozen ids. The new turn must close
 // at least one end-of-turn token (its input), else there is no safe split.
-func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, history []uint32, text string) (int, bool) {
+func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, history []uint32, text string, hot *hotEntry) (int, bool) {
 	end := a.endOfTurn()
 	spans := a.opts.Model.Tokenizer().AddedTokenSpans
 	n := -1
@@ -87,7 +94,7 @@ func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, h
 			if k := len(cp.ConversationItemIDs); k > 0 && k < len(in.Items) {
 				prev := *in
 				prev.Items = in.Items[:k]
-				if prevText, _, err := RenderConversation(a.opts.Model, &prev); err == nil {
+				if prevText, err := a.renderPrevious(&prev, hot); err == nil {
 					n = 0
 					for _, sp := range spans(prevText) {
 						if sp.ID == end {
@@ -123,6 +130,25 @@ func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, h
 		}
 	}
 	return start, start >= 0 && closes
+}
+
+// renderPrevious renders the previous response's conversation (its input and output items) for
+// newTurnStart, replaying from the hot entry's memo when there is one.
+func (a *ArtifactPreparer) renderPrevious(in *PrepareInput, hot *hotEntry) (string, error) {
+	if hot == nil {
+		text, _, err := RenderConversation(a.opts.Model, in)
+		return text, err
+	}
+	conv, err := render.FromResponses(render.ResponsesInput{
+		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: a.opts.Items,
+	})
+	if err != nil {
+		return "", err
+	}
+	text, _, err := a.opts.Model.RenderTextMemo(render.ChatRequest{
+		Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs,
+	}, hot.memo)
+	return text, err
 }
 
 // errNoExactHistory means a checkpoint of the chain lacks the ids exact mode needs.

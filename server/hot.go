@@ -2,7 +2,6 @@ package server
 
 import (
 	"container/list"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -157,20 +156,16 @@ func appendPromptJSON(dst []byte, ids []uint32, from int, bounds []render.Bounda
 	return dst
 }
 
-// promptJSON encodes a prompt's ids for the upstream request, copying the encoding of the first
-// reused ids from prev (whose boundary keep-1 is at id index reused) instead of encoding them.
-// It returns the ids each followed by a comma, and the offset of each boundary's id.
-func promptJSON(prev *hotEntry, keep int, enc render.Encoding, reused int) ([]byte, []int) {
-	at := make([]int, len(enc.Boundaries))
-	var dst []byte
-	if prev != nil && reused > 0 && keep > 0 {
-		// Grown from the prefix itself: only the new tail's room is zeroed, not the copied part.
-		n := prev.jsonAt[keep-1]
-		dst = slices.Grow(prev.promptJSON[:n:n], 7*(len(enc.IDs)-reused))
-		copy(at, prev.jsonAt[:keep])
-	} else {
-		reused, keep = 0, 0
-		dst = make([]byte, 0, 7*len(enc.IDs))
+// promptJSON encodes a prompt's ids for the next turn's upstream request: prefix, the encoding
+// of enc.IDs[:reused] with the offsets prefixAt of its boundaries' ids, is copied, and the rest
+// is encoded. It returns the ids each followed by a comma, and the offset of each boundary's id.
+func promptJSON(prefix []byte, prefixAt []int, reused int, enc render.Encoding) ([]byte, []int) {
+	if len(prefix) == 0 || reused <= 0 || reused > len(enc.IDs) || len(prefixAt) > len(enc.Boundaries) {
+		prefix, prefixAt, reused = nil, nil, 0
 	}
-	return appendPromptJSON(dst, enc.IDs, reused, enc.Boundaries, at, keep), at
+	at := make([]int, len(enc.Boundaries))
+	copy(at, prefixAt)
+	dst := make([]byte, 0, len(prefix)+7*(len(enc.IDs)-reused))
+	dst = append(dst, prefix...)
+	return appendPromptJSON(dst, enc.IDs, reused, enc.Boundaries, at, len(prefixAt)), at
 }

@@ -144,7 +144,7 @@ func (c *ItemCache) pop() *cacheEntry {
 }
 
 // sampleSize is how many bytes of each end (and of the middle) of a long item sampledHash reads.
-const sampleSize = 512
+const sampleSize = 128
 
 // sampledHash hashes an item's length and, for a long item, its first, middle and last
 // sampleSize bytes. The hash only chooses the entry to compare; get compares every byte, so two

@@ -66,14 +66,20 @@ func DigestString(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ToolsDigest returns the sha256 hex digest of the tools exactly as the template receives them
-// ("" digest input when there are none), so two requests with equal digests show the model
-// identical tool definitions.
+// ToolsDigest returns the sha256 hex digest of the tools as the template receives them ("" digest
+// input when there are none), so two requests with equal digests show the model identical tool
+// definitions. The JSON is compacted first: the template sees parsed values, so a client's
+// spacing inside a schema does not change the identity.
 func ToolsDigest(tools []Tool) string {
 	if len(tools) == 0 {
 		return DigestString("")
 	}
-	sum := sha256.Sum256(appendToolsJSON(nil, tools))
+	js := appendToolsJSON(nil, tools)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, js); err == nil {
+		js = compact.Bytes()
+	}
+	sum := sha256.Sum256(js)
 	return hex.EncodeToString(sum[:])
 }
 

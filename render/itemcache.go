@@ -25,6 +25,10 @@ type ItemCache struct {
 	hash     func(maphash.Seed, []byte) uint64 // sampledHash; tests force collisions
 	maxBytes int
 
+	toolsMu    sync.Mutex
+	tools      map[string]*parsedTools // by the tools array's bytes
+	toolsOrder []string                // insertion order, for eviction
+
 	mu      sync.Mutex
 	entries map[uint64]*cacheEntry
 	queue   []*cacheEntry // entries in insertion order, from queue[head]
@@ -50,6 +54,7 @@ func NewItemCache(maxBytes int) *ItemCache {
 		hash:     sampledHash,
 		maxBytes: maxBytes,
 		entries:  make(map[uint64]*cacheEntry),
+		tools:    make(map[string]*parsedTools),
 	}
 }
 
@@ -168,4 +173,47 @@ func sampledHash(seed maphash.Seed, b []byte) uint64 {
 	h.Write(b[mid : mid+sampleSize])
 	h.Write(b[len(b)-sampleSize:])
 	return h.Sum64()
+}
+
+// toolsCacheEntries bounds the parsed tools arrays an ItemCache keeps: every request resends its
+// client's tools, and a few clients' arrays cover a pod's traffic.
+const toolsCacheEntries = 64
+
+// parsedTools is a request's tools array parsed, with its digest. It is shared by every
+// Conversation built from the same bytes: nothing may modify it.
+type parsedTools struct {
+	tools   []Tool
+	skipped []string
+	digest  string
+}
+
+// getTools returns the parse of a tools array seen before.
+func (c *ItemCache) getTools(raw []byte) (*parsedTools, bool) {
+	if c == nil || len(raw) == 0 {
+		return nil, false
+	}
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	p, ok := c.tools[string(raw)]
+	return p, ok
+}
+
+// putTools keeps the parse of a tools array, evicting the oldest beyond toolsCacheEntries.
+// Arrays larger than a tenth of the cache are not kept.
+func (c *ItemCache) putTools(raw []byte, p *parsedTools) {
+	if c == nil || len(raw) == 0 || len(raw) > c.maxBytes/10 {
+		return
+	}
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	key := string(raw)
+	if _, ok := c.tools[key]; ok {
+		return
+	}
+	if len(c.toolsOrder) == toolsCacheEntries {
+		delete(c.tools, c.toolsOrder[0])
+		c.toolsOrder = c.toolsOrder[1:]
+	}
+	c.tools[key] = p
+	c.toolsOrder = append(c.toolsOrder, key)
 }

@@ -39,6 +39,16 @@ type Conversation struct {
 	// SkippedTools names tools that are not functions (web_search, file_search, mcp, custom …):
 	// they are not shown to the model. The caller should log them.
 	SkippedTools []string
+	toolsDigest  string // ToolsDigest(Tools) when known
+}
+
+// ToolsDigest returns ToolsDigest(c.Tools), computed once per tools array when FromResponses had
+// an ItemCache.
+func (c *Conversation) ToolsDigest() string {
+	if c.toolsDigest == "" {
+		c.toolsDigest = ToolsDigest(c.Tools)
+	}
+	return c.toolsDigest
 }
 
 // FromResponses maps Responses items to chat messages the way a chat-completions client would
@@ -63,11 +73,19 @@ type Conversation struct {
 // earlier call are not parsed again (see ItemCache); the result is the same.
 func FromResponses(in ResponsesInput) (*Conversation, error) {
 	conv := &Conversation{}
-	tools, skipped, err := ParseResponsesTools(in.Tools)
-	if err != nil {
-		return nil, err
+	pt, ok := in.Cache.getTools(in.Tools)
+	if !ok {
+		tools, skipped, err := ParseResponsesTools(in.Tools)
+		if err != nil {
+			return nil, err
+		}
+		pt = &parsedTools{tools: tools, skipped: skipped}
+		if in.Cache != nil {
+			pt.digest = ToolsDigest(tools)
+			in.Cache.putTools(in.Tools, pt)
+		}
 	}
-	conv.Tools, conv.SkippedTools = tools, skipped
+	conv.Tools, conv.SkippedTools, conv.toolsDigest = pt.tools, pt.skipped, pt.digest
 	if in.Instructions != "" {
 		conv.Messages = append(conv.Messages, Message{Role: "system", Content: in.Instructions})
 	}
@@ -76,6 +94,7 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 		h, p, ok := in.Cache.get(raw)
 		if !ok {
 			// The param path is built only here: a cache hit never needs it.
+			var err error
 			if p, err = parseItem(raw, in.param(i)); err != nil {
 				return nil, err
 			}

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/tidwall/gjson"
 )
 
@@ -132,8 +133,11 @@ func checkSameResult(t *testing.T, what string, in ResponsesInput, want *Convers
 	if err != nil {
 		t.Fatalf("%s: %v, want success", what, err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Conversation{})); diff != "" {
 		t.Fatalf("%s: conversation differs from the reference (-want +got):\n%s", what, diff)
+	}
+	if d := got.ToolsDigest(); d != ToolsDigest(want.Tools) {
+		t.Fatalf("%s: tools digest %s, want %s", what, d, ToolsDigest(want.Tools))
 	}
 }
 
@@ -331,7 +335,7 @@ func TestItemCacheConcurrent(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if diff := cmp.Diff(want[n], got); diff != "" {
+					if diff := cmp.Diff(want[n], got, cmpopts.IgnoreUnexported(Conversation{})); diff != "" {
 						t.Errorf("goroutine %d, %d items (-want +got):\n%s", g, n, diff)
 						return
 					}

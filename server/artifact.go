@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -288,7 +287,7 @@ func (a *ArtifactPreparer) fingerprint(in *PrepareInput, conv *render.Conversati
 		f.CacheSalt = a.opts.CacheSalt(in.Tenant)
 	}
 	f.InstructionsDigest = render.DigestString(in.Instructions)
-	f.ToolsDigest = toolsDigest(conv.Tools)
+	f.ToolsDigest = conv.ToolsDigest()
 	return sha256.Sum256([]byte(f.Digest()))
 }
 
@@ -378,24 +377,6 @@ func storeBoundaries(bs []render.Boundary) []store.Boundary {
 		out[i] = store.Boundary{TextOffset: b.Offset, TokenIndex: b.Index, PrefixDigest: b.Digest}
 	}
 	return out
-}
-
-// toolsDigest digests the tools as the template sees them: names, descriptions and the schemas as
-// compact JSON (tojson re-serializes them, so a client's spacing never reaches the prompt).
-func toolsDigest(tools []render.Tool) string {
-	h := sha256.New()
-	for _, t := range tools {
-		desc := "\x00none"
-		if t.Description != nil {
-			desc = *t.Description
-		}
-		for _, s := range []string{t.Name, desc, render.CompactJSON(t.Parameters)} {
-			h.Write([]byte(strconv.Itoa(len(s))))
-			h.Write([]byte{':'})
-			h.Write([]byte(s))
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 func firstDiff(a, b []uint32) int {

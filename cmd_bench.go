@@ -35,7 +35,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.BoolVar(&f.simInProcess, "sim-in-process", false, "run the simulator in this process (its CPU then counts as the proxy's) instead of a `stitch sim` child")
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
 	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
-	fs.IntVar(&f.prepReps, "prep-reps", 5, "times each sampled turn's preparation is timed")
+	fs.IntVar(&f.prepReps, "prep-reps", 5, "warm repetitions of each sampled turn's preparation, after one cold")
 	fs.IntVar(&f.w.Sessions, "sessions", def.Sessions, "conversations")
 	fs.IntVar(&f.w.Turns, "turns", def.Turns, "requests per conversation")
 	fs.IntVar(&f.w.Concurrency, "concurrency", def.Concurrency, "conversations run at once")

@@ -154,7 +154,8 @@ type PrepTiming struct {
 	// Outcome is the artifact resolution of the timed call.
 	Outcome string `json:"outcome"`
 	// MS are the repetitions' wall times in milliseconds; CPUMS their thread CPU times (Linux),
-	// which leave out time spent waiting for a core on a loaded machine.
+	// which leave out time spent waiting for a core on a loaded machine. The first repetition is
+	// cold (CPU caches holding other work), the others warm.
 	MS    []float64 `json:"ms"`
 	CPUMS []float64 `json:"cpu_ms,omitempty"`
 }
@@ -174,45 +175,80 @@ func prepareRequest(ctx context.Context, p server.Preparer, in *server.PrepareIn
 	return res, req.Parts(), nil
 }
 
-// timePrepare re-runs the sampled turns' preparation sequentially, reps times each, with p (the
-// mode's preparer without background audits). Inputs are the exact ones the server built; the
-// artifacts they resolve are still in the cache, so a canonical turn takes the fast path exactly
-// as it did under load.
-func (r *prepRecorder) timePrepare(ctx context.Context, p server.Preparer, reps int) ([]PrepTiming, error) {
-	r.mu.Lock()
-	var all []prepSample
-	for _, kept := range r.samples {
-		all = append(all, kept...)
+// timeInterleaved re-runs the sampled turns' preparation sequentially with each mode's preparer
+// (without background audits) and stores the timings in the runs' results. For each turn, each
+// mode in turn prepares it once cold (the other modes' work since its last call has evicted its
+// data from the CPU caches, as other conversations' requests do on a busy server) and then reps
+// times warm (steady state, as a Go benchmark loop measures). Modes alternate turn by turn, so
+// the modes compared are timed within milliseconds of each other: a shared machine's speed
+// drifts over seconds. Inputs are the exact ones the servers built; the artifacts and hot
+// entries they resolve are still cached, so a turn takes the path it took under load.
+func timeInterleaved(ctx context.Context, runs []*modeRun, reps int) error {
+	type slot struct {
+		run    *modeRun
+		sample prepSample
+		out    *PrepTiming
 	}
-	r.mu.Unlock()
-	slices.SortFunc(all, func(a, b prepSample) int { return a.tokens - b.tokens })
-	runtime.GC()           // start from a collected heap: the workload left garbage behind
-	runtime.LockOSThread() // so the thread CPU clock follows Prepare
+	byKey := map[turnKey][]slot{}
+	var keys []turnKey
+	tokens := map[turnKey]int{}
+	for _, r := range runs {
+		r.proxy.rec.mu.Lock()
+		var all []prepSample
+		for _, kept := range r.proxy.rec.samples {
+			all = append(all, kept...)
+		}
+		r.proxy.rec.mu.Unlock()
+		slices.SortFunc(all, func(a, b prepSample) int { return a.tokens - b.tokens })
+		r.result.PrepSamples = make([]PrepTiming, len(all))
+		for i, s := range all {
+			r.result.PrepSamples[i] = PrepTiming{Session: s.key.session, Turn: s.key.turn}
+			if _, seen := byKey[s.key]; !seen {
+				keys = append(keys, s.key)
+				tokens[s.key] = s.tokens
+			}
+			byKey[s.key] = append(byKey[s.key], slot{run: r, sample: s, out: &r.result.PrepSamples[i]})
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b turnKey) int { return tokens[a] - tokens[b] })
+	runtime.GC()           // start from a collected heap: the workloads left garbage behind
+	runtime.LockOSThread() // so the thread CPU clock follows the preparation
 	defer runtime.UnlockOSThread()
-	out := make([]PrepTiming, 0, len(all))
-	for _, s := range all {
-		t := PrepTiming{Session: s.key.session, Turn: s.key.turn}
-		for range reps {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			cpu0, cpuOK := threadCPU()
-			start := time.Now()
-			res, _, err := prepareRequest(ctx, p, s.in)
-			elapsed := time.Since(start)
-			cpu1, _ := threadCPU()
-			if err != nil {
-				return nil, fmt.Errorf("time preparation of session %d turn %d: %w", s.key.session, s.key.turn, err)
-			}
-			t.Tokens, t.Reused, t.Outcome = len(res.IDs), res.Reused, res.Outcome
-			t.MS = append(t.MS, float64(elapsed.Microseconds())/1000)
-			if cpuOK {
-				t.CPUMS = append(t.CPUMS, float64((cpu1-cpu0).Microseconds())/1000)
+	for _, k := range keys {
+		// A collection before each turn, outside the timings: a server in steady state reuses
+		// the heap it has, while the timing pass, allocating without pause, would otherwise
+		// measure the kernel handing it fresh pages.
+		runtime.GC()
+		for _, sl := range byKey[k] {
+			for range 1 + reps { // the first is the cold one
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := timeOnce(ctx, sl.run.proxy.timing, sl.sample, sl.out); err != nil {
+					return fmt.Errorf("%s: %w", sl.run.result.Mode, err)
+				}
 			}
 		}
-		out = append(out, t)
 	}
-	return out, nil
+	return nil
+}
+
+// timeOnce prepares one sampled turn and appends its wall and thread CPU time to t.
+func timeOnce(ctx context.Context, p server.Preparer, s prepSample, t *PrepTiming) error {
+	cpu0, cpuOK := threadCPU()
+	start := time.Now()
+	res, _, err := prepareRequest(ctx, p, s.in)
+	elapsed := time.Since(start)
+	cpu1, _ := threadCPU()
+	if err != nil {
+		return fmt.Errorf("time preparation of session %d turn %d: %w", s.key.session, s.key.turn, err)
+	}
+	t.Tokens, t.Reused, t.Outcome = len(res.IDs), res.Reused, res.Outcome
+	t.MS = append(t.MS, float64(elapsed.Microseconds())/1000)
+	if cpuOK {
+		t.CPUMS = append(t.CPUMS, float64((cpu1-cpu0).Microseconds())/1000)
+	}
+	return nil
 }
 
 // observations returns a copy of every turn's recorded preparation.

@@ -103,14 +103,18 @@ type ModeResult struct {
 	// PromptTokensTokenized is how many prompt tokens the proxy tokenized (prompt length minus
 	// ids reused from an artifact), summed over turns.
 	PromptTokensTokenized int64 `json:"prompt_tokens_tokenized"`
-	// PrepMSP50/P99 are the continuation preparation times per context bucket (sequential timing
-	// pass; see PrepSamples).
+	// PrepMSP50/P99 are the continuation preparation times per context bucket, warm (steady
+	// state: the repetitions after the first of the timing pass; see PrepSamples).
 	PrepMSP50 BucketMS `json:"prep_ms_p50"`
 	PrepMSP99 BucketMS `json:"prep_ms_p99"`
 	// PrepCPUMSP50/P99 are the same calls' thread CPU times (Linux; null elsewhere): the work,
 	// without waiting for a core on a shared machine.
 	PrepCPUMSP50 BucketMS `json:"prep_cpu_ms_p50"`
 	PrepCPUMSP99 BucketMS `json:"prep_cpu_ms_p99"`
+	// PrepColdMSP50 and PrepColdCPUMSP50 are the first, cold repetitions' medians: the CPU caches
+	// held the other modes' work, as they hold other conversations' on a busy server.
+	PrepColdMSP50    BucketMS `json:"prep_cold_ms_p50"`
+	PrepColdCPUMSP50 BucketMS `json:"prep_cold_cpu_ms_p50"`
 	// TTFTMSP50/P99 are the client's times to first token (request sent → first delta event).
 	TTFTMSP50 float64 `json:"ttft_ms_p50"`
 	TTFTMSP99 float64 `json:"ttft_ms_p99"`
@@ -167,20 +171,48 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.Modes = append(res.Modes, *mr)
 		return res, nil
 	}
+	// Each mode's proxy stays open after its workload (its artifacts and hot entries still
+	// cached) so that the preparation of every mode is timed in one interleaved pass: the same
+	// turn in each mode within milliseconds, whatever the machine does meanwhile.
+	runs := make([]*modeRun, 0, len(opts.Modes))
+	defer func() {
+		for _, r := range runs {
+			r.proxy.close()
+		}
+	}()
+	base := rssMB()
 	for _, m := range opts.Modes {
-		mr, err := runMode(ctx, opts, m)
+		r, err := runMode(ctx, opts, m, base)
 		if err != nil {
 			return nil, fmt.Errorf("mode %s: %w", m, err)
 		}
-		res.Modes = append(res.Modes, *mr)
+		runs = append(runs, r)
+	}
+	fmt.Fprintf(opts.Progress, "timing preparation of %d modes, interleaved…\n", len(runs))
+	if err := timeInterleaved(ctx, runs, opts.PrepReps); err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		fillPrep(r.result)
+		res.Modes = append(res.Modes, *r.result)
 	}
 	return res, nil
 }
 
-// runMode runs the workload against a fresh simulator and a fresh proxy in mode m.
-func runMode(ctx context.Context, opts Options, m Mode) (*ModeResult, error) {
+// modeRun is one mode's finished workload: its results so far and its proxy, kept open for the
+// timing pass.
+type modeRun struct {
+	result *ModeResult
+	proxy  *proxy
+}
+
+// runMode runs the workload against a fresh simulator and a fresh proxy in mode m. Peak RSS is
+// reported as if the mode ran alone: the earlier modes' proxies, still open, are subtracted
+// (base is the process's RSS before any mode).
+func runMode(ctx context.Context, opts Options, m Mode, base float64) (*modeRun, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
+	start0 := rssMB()
 	resetPeakRSS()
 	simi, err := opts.Sim.Start(ctx, opts.Workload)
 	if err != nil {
@@ -192,7 +224,12 @@ func runMode(ctx context.Context, opts Options, m Mode) (*ModeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer p.close()
+	kept := false
+	defer func() {
+		if !kept {
+			p.close()
+		}
+	}()
 
 	d := newDriver(opts.Workload, p.url)
 	defer d.close()
@@ -203,11 +240,14 @@ func runMode(ctx context.Context, opts Options, m Mode) (*ModeResult, error) {
 	}
 	wall, cpu := time.Since(start), processCPU()-cpu0
 	peak := peakRSSMB()
+	if start0 > 0 && base > 0 {
+		peak = peak - start0 + base
+	}
 	st, err := simi.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(opts.Progress, "%-9s %d turns in %.1fs; timing preparation…\n", m, len(turns), wall.Seconds())
+	fmt.Fprintf(opts.Progress, "%-9s %d turns in %.1fs\n", m, len(turns), wall.Seconds())
 
 	mr := &ModeResult{Mode: string(m), Turns: len(turns), PromptTokens: st.Queries, CachedTokens: st.Hits,
 		PromptTokensRecomputed: st.Queries - st.Hits, CPUSPerTurn: cpu.Seconds() / float64(len(turns)),
@@ -221,15 +261,12 @@ func runMode(ctx context.Context, opts Options, m Mode) (*ModeResult, error) {
 		mr.PromptTokensTokenized += int64(o.tokens - o.reused)
 		mr.MaxPromptTokens = max(mr.MaxPromptTokens, o.tokens)
 	}
-	if mr.PrepSamples, err = p.rec.timePrepare(ctx, p.timing, opts.PrepReps); err != nil {
-		return nil, err
-	}
-	fillPrep(mr)
 	if err := simi.Close(); err != nil {
 		return nil, fmt.Errorf("stop simulator: %w", err)
 	}
 	mr.SimCPUS = simi.CPUSeconds()
-	return mr, nil
+	kept = true
+	return &modeRun{result: mr, proxy: p}, nil
 }
 
 // runTarget drives an external server: client-side numbers only.
@@ -268,11 +305,16 @@ func fillClient(mr *ModeResult, turns []turnResult) {
 // fillPrep sets the per-bucket preparation percentiles from the timed samples.
 func fillPrep(mr *ModeResult) {
 	for _, b := range buckets {
-		var ms, cpu []float64
+		var ms, cpu, coldMS, coldCPU []float64
 		for _, s := range mr.PrepSamples {
-			if bucketOf(s.Tokens) == b.name {
-				ms = append(ms, s.MS...)
-				cpu = append(cpu, s.CPUMS...)
+			if bucketOf(s.Tokens) != b.name {
+				continue
+			}
+			if len(s.MS) > 0 {
+				coldMS, ms = append(coldMS, s.MS[0]), append(ms, s.MS[1:]...)
+			}
+			if len(s.CPUMS) > 0 {
+				coldCPU, cpu = append(coldCPU, s.CPUMS[0]), append(cpu, s.CPUMS[1:]...)
 			}
 		}
 		if len(ms) > 0 {
@@ -282,6 +324,12 @@ func fillPrep(mr *ModeResult) {
 		if len(cpu) > 0 {
 			mr.PrepCPUMSP50.set(b.name, percentile(cpu, 50))
 			mr.PrepCPUMSP99.set(b.name, percentile(cpu, 99))
+		}
+		if len(coldMS) > 0 {
+			mr.PrepColdMSP50.set(b.name, percentile(coldMS, 50))
+		}
+		if len(coldCPU) > 0 {
+			mr.PrepColdCPUMSP50.set(b.name, percentile(coldCPU, 50))
 		}
 	}
 }

@@ -27,21 +27,33 @@ func resetPeakRSS() bool {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
-// peakRSSMB returns the peak resident set size in MiB: VmHWM on Linux (since the last reset),
-// else getrusage's ru_maxrss (since the process started).
-func peakRSSMB() float64 {
-	if data, err := os.ReadFile("/proc/self/status"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmHWM:")); ok {
-				f := bytes.Fields(v)
-				if len(f) > 0 {
-					if kb, err := strconv.ParseFloat(string(f[0]), 64); err == nil {
-						return kb / 1024
-					}
+// rssMB returns the current resident set size in MiB (VmRSS on Linux; 0 elsewhere).
+func rssMB() float64 { return statusMB("VmRSS:") }
+
+// statusMB returns a /proc/self/status field given in kB, in MiB, or 0.
+func statusMB(field string) float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte(field)); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				if kb, err := strconv.ParseFloat(string(f[0]), 64); err == nil {
+					return kb / 1024
 				}
 			}
 		}
+	}
+	return 0
+}
+
+// peakRSSMB returns the peak resident set size in MiB: VmHWM on Linux (since the last reset),
+// else getrusage's ru_maxrss (since the process started).
+func peakRSSMB() float64 {
+	if mb := statusMB("VmHWM:"); mb > 0 {
+		return mb
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

@@ -283,7 +283,13 @@ func (m *Model) Extend(prev Encoding, next string) (Encoding, Reuse) {
 // boundary offsets equal EncodeWithBoundaries(next); the boundaries from index fresh on carry no
 // digest until FillDigests.
 func (m *Model) ExtendText(prev Encoding, prevText, next string) (enc Encoding, reuse Reuse, fresh int) {
-	return extendText(m.seg, m.maxAdded, prev, prevText, next)
+	return extendText(m.seg, m.maxAdded, prev, prevText, next, 0)
+}
+
+// ExtendTextFrom is ExtendText when the texts are known to agree on their first known bytes
+// (RenderMemo.CommonPrefix): those are not compared again.
+func (m *Model) ExtendTextFrom(prev Encoding, prevText, next string, known int) (enc Encoding, reuse Reuse, fresh int) {
+	return extendText(m.seg, m.maxAdded, prev, prevText, next, known)
 }
 
 // FillDigests computes the prefix digests of enc.Boundaries[from:] for the prompt text.
@@ -399,6 +405,18 @@ func (m *Model) RenderText(req ChatRequest) (string, error) {
 type RenderMemo struct {
 	m    *Model
 	memo *templateMemo
+	text string // the render's text
+}
+
+// CommonPrefix returns the length of the longest common prefix of this render's text and
+// prevText when prevText is the text of the render this one replayed from, found mostly without
+// comparing bytes (ok false when that is not known).
+func (r *RenderMemo) CommonPrefix(prevText string) (int, bool) {
+	if r == nil || r.memo == nil || r.memo.engine == nil {
+		return 0, false
+	}
+	n, ok := r.memo.engine.CommonPrefix(prevText)
+	return min(n, len(r.text), len(prevText)), ok
 }
 
 // RenderTextMemo renders like RenderText and also returns a RenderMemo. With prev from an earlier
@@ -413,7 +431,7 @@ func (m *Model) RenderTextMemo(req ChatRequest, prev *RenderMemo) (string, *Rend
 	if err != nil {
 		return "", nil, err
 	}
-	return text, &RenderMemo{m: m, memo: memo}, nil
+	return text, &RenderMemo{m: m, memo: memo, text: text}, nil
 }
 
 func (m *Model) renderText(req *ChatRequest, memo **templateMemo) (string, error) {

@@ -174,9 +174,11 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 // matcher decides every match up to and including the one at o from those bytes alone (it is
 // leftmost-first and reads at most maxAdded bytes from a position), so o is a boundary of next
 // too. The ids and boundary offsets equal encodeWithBoundaries(enc, next); boundaries from index
-// fresh on have no digest yet (fillDigests computes them when the artifact is written).
-func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next string) (out Encoding, reuse Reuse, fresh int) {
-	lcp := commonPrefixLen(prevText, next)
+// fresh on have no digest yet (fillDigests computes them when the artifact is written). The
+// first known bytes of the texts are taken as equal without comparing them.
+func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next string, known int) (out Encoding, reuse Reuse, fresh int) {
+	known = max(0, min(known, len(prevText), len(next)))
+	lcp := known + commonPrefixLen(prevText[known:], next[known:])
 	best := sort.Search(len(prev.Boundaries), func(i int) bool { return prev.Boundaries[i].Offset+maxAdded > lcp }) - 1
 	if best >= 0 {
 		b := prev.Boundaries[best]

@@ -32,7 +32,13 @@ func TestExtendTextMatchesFullEncode(t *testing.T) {
 			next = p + randomText(r, r.IntN(12))
 		}
 		prev := encodeWithBoundaries(enc, p)
-		got, reuse, fresh := extendText(enc, enc.maxAdded(), prev, p, next)
+		// Half the time with the true common prefix as known (what a render memo reports), or a
+		// lower bound of it.
+		known := 0
+		if i%2 == 1 {
+			known = commonPrefixLen(p, next) - r.IntN(3)
+		}
+		got, reuse, fresh := extendText(enc, enc.maxAdded(), prev, p, next, known)
 		if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("extendText(%q → %q) reuse %+v ids differ (-want +got):\n%s", p, next, reuse, diff)
 		}
@@ -57,7 +63,7 @@ func TestExtendTextRejectsBoundaryThatMovesInNext(t *testing.T) {
 		{"q<|im_start|>y", "q<|im_start|>xz"},       // the token at 1 grows to "<|im_start|>x"
 		{"q<|im_start|>y<think>", "q<|im_start|>x"}, // ends inside the lookahead
 	} {
-		got, reuse, _ := extendText(enc, enc.maxAdded(), encodeWithBoundaries(enc, c.p), c.p, c.next)
+		got, reuse, _ := extendText(enc, enc.maxAdded(), encodeWithBoundaries(enc, c.p), c.p, c.next, 0)
 		if diff := cmp.Diff(enc.encodeAll(c.next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%q → %q (reuse %+v): ids differ (-want +got):\n%s", c.p, c.next, reuse, diff)
 		}

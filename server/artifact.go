@@ -211,7 +211,8 @@ func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, h
 // copies the reused ids' JSON.
 func (a *ArtifactPreparer) prepareHot(in *PrepareInput, p *Prepared, hot *hotEntry) *Prepared {
 	pending := p.Artifact.(*pendingArtifact)
-	enc, reuse, fresh := a.opts.Model.ExtendText(hot.enc, hot.text, p.Text)
+	known, _ := pending.memo.CommonPrefix(hot.text) // the template memo knows most of it
+	enc, reuse, fresh := a.opts.Model.ExtendTextFrom(hot.enc, hot.text, p.Text, known)
 	pending.enc, pending.fresh = enc, fresh
 	p.IDs, p.Reused, p.Outcome = enc.IDs, reuse.Tokens, OutcomeHitLocal
 	if reuse.Tokens == 0 {

@@ -384,10 +384,11 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		var ctl control
 		if memoized && i < len(prevRecs) && ev.replayable(&prevRecs[i], it, lo, f, at) {
 			r := prevRecs[i]
+			ev.memo.replayLCP(ev, &r)
 			start := ev.out.Len()
 			ev.out.WriteString(r.out)
 			ev.fuel -= len(r.out) >> 4
-			r.out = ev.memo.output(ev, n, len(recs), start)
+			r.out, r.start = ev.memo.output(ev, n, len(recs), start)
 			recs = append(recs, r)
 			ctl = r.ctl
 		} else {
@@ -409,7 +410,8 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 			if memoized {
 				ev.memo.cur, ev.memo.iter, ev.memo.loop = nil, nil, nil
 				// inner is reused by the next iteration: a record must not keep it.
-				rec.ctl, rec.out = ctl, ev.memo.output(ev, n, len(recs), start)
+				rec.out, rec.start = ev.memo.output(ev, n, len(recs), start)
+				rec.ctl = ctl
 				recs = append(recs, rec)
 			}
 			if err != nil {

@@ -31,6 +31,23 @@ import (
 type Memo struct {
 	t     *Template
 	loops map[*forNode][]iterRecord
+	// text is the execution's output; common the length of the prefix it shares with the
+	// previous memo's text (see CommonPrefix).
+	text     string
+	prevText string
+	common   int
+	compared int // bytes compared to find common (at most the shorter text's length)
+}
+
+// CommonPrefix returns the length of the longest common prefix of this execution's output and
+// prevText, when prevText is the output of the execution this one replayed from (ok false
+// otherwise). It is found without comparing the bytes replayed iterations wrote at the same
+// offsets as before: they are equal by construction.
+func (m *Memo) CommonPrefix(prevText string) (n int, ok bool) {
+	if m == nil || m.prevText != prevText {
+		return 0, false
+	}
+	return m.common, true
 }
 
 // iterRecord is one iteration of a memoized loop.
@@ -39,6 +56,7 @@ type iterRecord struct {
 	ctl   control
 	item  Value
 	out   string
+	start int // out's offset in its execution's output; -1 when written elsewhere (a set block)
 	loop  []loopRead
 	outer []outerRead
 	exprs []exprRead
@@ -84,6 +102,56 @@ type memoState struct {
 	// be made substrings of this execution's text (rebase).
 	main  *strings.Builder
 	spans []outSpan
+	// lcp is the length of the main output's prefix known equal to prev.text; lcpDone is set
+	// once they differ (or prev.text ends), after which lcp is final.
+	lcp     int
+	lcpDone bool
+	// compared counts the bytes syncLCP looked at (tests check replays are skipped).
+	compared int
+}
+
+// syncLCP extends lcp over the main output written since, comparing it with prev.text.
+func (ms *memoState) syncLCP() {
+	if ms.prev == nil || ms.lcpDone {
+		return
+	}
+	out, prev := ms.main.String(), ms.prev.text
+	n := commonPrefixLen(out[ms.lcp:], prev[min(ms.lcp, len(prev)):])
+	ms.compared += min(len(out), len(prev)) - min(ms.lcp, len(prev))
+	ms.lcp += n
+	if ms.lcp < len(out) || ms.lcp >= len(prev) {
+		ms.lcpDone = true
+	}
+}
+
+// replayLCP is called before a replayed record r is written to ev.out: when everything written so
+// far equals prev.text and r was written at this very offset before, the bytes it writes now are
+// equal too, so lcp moves past them without a comparison. It returns whether it did.
+func (ms *memoState) replayLCP(ev *evaluator, r *iterRecord) bool {
+	if ev.out != ms.main || ms.prev == nil {
+		return false
+	}
+	ms.syncLCP()
+	if ms.lcpDone || r.start != ms.lcp || ms.lcp != ms.main.Len() || r.start+len(r.out) > len(ms.prev.text) {
+		return false
+	}
+	ms.lcp += len(r.out)
+	return true
+}
+
+// commonPrefixLen returns the length of the longest common prefix of a and b, comparing blocks
+// with == (memory speed) before the differing block bytewise.
+func commonPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	const block = 4096
+	i := 0
+	for i+block <= n && a[i:i+block] == b[i:i+block] {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // outSpan is where the output of record next.loops[loop][index] lies in the main output.
@@ -99,18 +167,26 @@ type outSpan struct {
 // and a conversation's memos would hold every earlier prompt. Text written to the main output
 // is re-pointed into the final text by rebase; text captured elsewhere (a loop inside a set
 // block) is copied.
-func (ms *memoState) output(ev *evaluator, n *forNode, index, start int) string {
+func (ms *memoState) output(ev *evaluator, n *forNode, index, start int) (string, int) {
 	if ev.out == ms.main {
 		ms.spans = append(ms.spans, outSpan{loop: n, index: index, start: start, end: ev.out.Len()})
-		return ""
+		return "", start
 	}
-	return strings.Clone(ev.out.String()[start:])
+	return strings.Clone(ev.out.String()[start:]), -1
 }
 
-// rebase points the records written to the main output at text, the execution's final output.
-func (ms *memoState) rebase(text string) {
+// finish points the records written to the main output at text, the execution's final output,
+// and completes the common prefix with the previous text.
+func (ms *memoState) finish(text string) {
 	for _, sp := range ms.spans {
-		ms.next.loops[sp.loop][sp.index].out = text[sp.start:sp.end]
+		r := &ms.next.loops[sp.loop][sp.index]
+		r.out, r.start = text[sp.start:sp.end], sp.start
+	}
+	ms.next.text = text
+	if ms.prev != nil {
+		ms.syncLCP()
+		ms.next.prevText, ms.next.common = ms.prev.text, ms.lcp
+		ms.next.compared = ms.compared
 	}
 }
 

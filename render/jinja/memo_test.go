@@ -27,7 +27,24 @@ func memoCheck(t *testing.T, tpl *Template, vars map[string]Value, prev *Memo, w
 	case got != want:
 		t.Fatalf("%s: ExecuteMemo differs from Execute\n%s", what, firstDiff(got, want))
 	}
+	if err == nil && prev != nil {
+		n, ok := memo.CommonPrefix(prev.text)
+		if want := commonPrefixNaive(prev.text, got); !ok || n != want {
+			t.Fatalf("%s: CommonPrefix = %d, %v; want %d", what, n, ok, want)
+		}
+		if _, ok := memo.CommonPrefix(prev.text + "x"); ok {
+			t.Fatalf("%s: CommonPrefix answered for another text", what)
+		}
+	}
 	return memo
+}
+
+func commonPrefixNaive(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // withMessages returns a copy of vars whose messages are msgs.
@@ -339,5 +356,35 @@ func TestMemoKeepsOnlyLatestText(t *testing.T) {
 			t.Fatalf("turn %d: %d main-loop records, want %d", turn, replayed, len(msgs))
 		}
 		texts = append(texts, text)
+	}
+}
+
+// TestMemoCommonPrefixSkipsReplays: growing a conversation of long messages, the common prefix
+// with the previous output is found without comparing what replayed iterations wrote.
+func TestMemoCommonPrefixSkipsReplays(t *testing.T) {
+	tpl, err := Parse("t", `<sys>{% for m in messages %}<{{ loop.index }}>{{ m }}{% if loop.last %}!{% endif %}{% endfor %}<gen>`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []Value
+	var memo *Memo
+	var prevText string
+	for turn := range 12 {
+		msgs = append(msgs, String(strings.Repeat(string(rune('a'+turn)), 20000)))
+		text, next, err := tpl.ExecuteMemo(map[string]Value{"messages": List(msgs...)}, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if memo != nil {
+			n, ok := next.CommonPrefix(prevText)
+			if want := commonPrefixNaive(prevText, text); !ok || n != want {
+				t.Fatalf("turn %d: CommonPrefix %d, %v; want %d", turn, n, ok, want)
+			}
+			// Only the previous last iteration runs again (loop.last changed): its bytes are compared.
+			if next.compared > 20000+1000 {
+				t.Fatalf("turn %d: %d bytes compared of %d; the replayed iterations were compared", turn, next.compared, len(text))
+			}
+		}
+		memo, prevText = next, text
 	}
 }

@@ -88,7 +88,7 @@ func (t *Template) execute(vars map[string]Value, memo *memoState) (string, erro
 	t.sizeHint.Store(int64(out.Len()))
 	text := out.String()
 	if memo != nil {
-		memo.rebase(text)
+		memo.finish(text)
 	}
 	return text, nil
 }

@@ -5,6 +5,8 @@ import (
 	"hash"
 	"slices"
 	"sort"
+
+	"github.com/stitchllm/stitch/internal/prefix"
 )
 
 // span is one added-token match in a text: bytes [Start, End) tokenize to the single id ID.
@@ -178,7 +180,7 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 // first known bytes of the texts are taken as equal without comparing them.
 func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next string, known int) (out Encoding, reuse Reuse, fresh int) {
 	known = max(0, min(known, len(prevText), len(next)))
-	lcp := known + commonPrefixLen(prevText[known:], next[known:])
+	lcp := known + prefix.Len(prevText[known:], next[known:])
 	best := sort.Search(len(prev.Boundaries), func(i int) bool { return prev.Boundaries[i].Offset+maxAdded > lcp }) - 1
 	if best >= 0 {
 		b := prev.Boundaries[best]
@@ -210,21 +212,6 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	}
 	out.IDs = enc.AppendEncode(out.IDs, next[pos:])
 	return out, reuse, fresh
-}
-
-// commonPrefixLen returns the length of the longest common prefix of a and b. Blocks are
-// compared with ==, which runs at memory speed, before the differing block is searched bytewise.
-func commonPrefixLen(a, b string) int {
-	n := min(len(a), len(b))
-	const block = 4096
-	i := 0
-	for i+block <= n && a[i:i+block] == b[i:i+block] {
-		i += block
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }
 
 // fillDigests sets the prefix digests of e.Boundaries[from:] for text.

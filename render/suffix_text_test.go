@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/stitchllm/stitch/internal/prefix"
 )
 
 func (f *fakeEncoder) maxAdded() int {
@@ -36,7 +38,7 @@ func TestExtendTextMatchesFullEncode(t *testing.T) {
 		// lower bound of it.
 		known := 0
 		if i%2 == 1 {
-			known = commonPrefixLen(p, next) - r.IntN(3)
+			known = prefix.Len(p, next) - r.IntN(3)
 		}
 		got, reuse, fresh := extendText(enc, enc.maxAdded(), prev, p, next, known)
 		if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {

@@ -3,6 +3,8 @@ package jinja
 import (
 	"math/big"
 	"strings"
+
+	"github.com/stitchllm/stitch/internal/prefix"
 )
 
 // A chat template renders a conversation that only grows between turns, and most of its output
@@ -116,7 +118,7 @@ func (ms *memoState) syncLCP() {
 		return
 	}
 	out, prev := ms.main.String(), ms.prev.text
-	n := commonPrefixLen(out[ms.lcp:], prev[min(ms.lcp, len(prev)):])
+	n := prefix.Len(out[ms.lcp:], prev[min(ms.lcp, len(prev)):])
 	ms.compared += min(len(out), len(prev)) - min(ms.lcp, len(prev))
 	ms.lcp += n
 	if ms.lcp < len(out) || ms.lcp >= len(prev) {
@@ -137,21 +139,6 @@ func (ms *memoState) replayLCP(ev *evaluator, r *iterRecord) bool {
 	}
 	ms.lcp += len(r.out)
 	return true
-}
-
-// commonPrefixLen returns the length of the longest common prefix of a and b, comparing blocks
-// with == (memory speed) before the differing block bytewise.
-func commonPrefixLen(a, b string) int {
-	n := min(len(a), len(b))
-	const block = 4096
-	i := 0
-	for i+block <= n && a[i:i+block] == b[i:i+block] {
-		i += block
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }
 
 // outSpan is where the output of record next.loops[loop][index] lies in the main output.

@@ -77,11 +77,25 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	up := upstream.New(upstream.Options{BaseURL: upstreamURL, APIKey: string(cfg.Upstream.APIKey)})
 	maxLens := upstreamMaxModelLens(ctx, logger, up, cfg.Upstream.MaxModelLen)
 
-	local, err := store.OpenBolt(cfg.Store.DataDir, store.BoltOptions{})
+	// The embedded store keeps responses as long as Redis would (--response-ttl); an hourly sweep
+	// deletes older ones so --data-dir does not grow without bound.
+	local, err := store.OpenBolt(cfg.Store.DataDir, store.BoltOptions{Retention: cfg.Store.ResponseTTL, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", cfg.Store.DataDir, err)
 	}
 	defer local.Close()
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	ticker := time.NewTicker(time.Hour)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		sweepEvery(sweepCtx, logger, local, ticker.C)
+	}()
+	defer func() { // before local.Close: never sweep a closed store
+		ticker.Stop()
+		stopSweep()
+		<-swept
+	}()
 	var checkpoints server.Checkpoints = local
 	var portable store.PortableCache
 	if cfg.Store.Redis != "" {
@@ -180,6 +194,29 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	logger.Info("stitch serving the Responses API", "addr", ln.Addr().String(), "upstream", upstreamURL,
 		"data_dir", cfg.Store.DataDir, "models", len(runtimes), "version", version)
 	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout)
+}
+
+// sweeper deletes expired records (store.Bolt).
+type sweeper interface {
+	Sweep(ctx context.Context) (int, error)
+}
+
+// sweepEvery sweeps s once now and at every tick until ctx ends.
+func sweepEvery(ctx context.Context, logger *slog.Logger, s sweeper, ticks <-chan time.Time) {
+	for {
+		n, err := s.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Warn("sweep expired responses from the embedded store", "err", err)
+		case n > 0:
+			logger.Info("swept expired responses from the embedded store", "records", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+		}
+	}
 }
 
 // serveUntilDone serves until ctx ends, then shuts down gracefully, letting open streams finish

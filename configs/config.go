@@ -73,7 +73,8 @@ type Store struct {
 	DataDir string `yaml:"data_dir"`
 	// Redis is a redis:// URL; when set, checkpoints and artifacts are shared through it (multi-pod).
 	Redis Secret `yaml:"redis"`
-	// ResponseTTL is how long stored responses are kept in Redis. Default 720h (30 days).
+	// ResponseTTL is how long stored responses are kept: the Redis TTL, and the embedded store's
+	// retention (swept hourly). Default 720h (30 days).
 	ResponseTTL time.Duration `yaml:"response_ttl"`
 }
 

@@ -54,7 +54,7 @@ func options(sm *singleModel) []option {
 		{"served-model-name", "model name clients send (and vLLM serves); default qwen3", func(*Config) flag.Value { return (*stringValue)(&sm.name) }},
 		{"data-dir", "directory of the embedded response store", func(c *Config) flag.Value { return (*stringValue)(&c.Store.DataDir) }},
 		{"redis", "redis:// URL for shared checkpoints and artifacts (multi-pod)", func(c *Config) flag.Value { return (*secretValue)(&c.Store.Redis) }},
-		{"response-ttl", "how long stored responses live in Redis", func(c *Config) flag.Value { return (*durationValue)(&c.Store.ResponseTTL) }},
+		{"response-ttl", "how long stored responses live (Redis TTL; the embedded store sweeps hourly)", func(c *Config) flag.Value { return (*durationValue)(&c.Store.ResponseTTL) }},
 		{"mode", "continuation mode: canonical or exact", func(c *Config) flag.Value { return (*stringValue)(&c.Artifacts.Mode) }},
 		{"no-artifacts", "disable token artifacts: full render every turn", func(c *Config) flag.Value { return (*boolValue)(&c.Artifacts.Disabled) }},
 		{"artifact-cache-mb", "local artifact cache size in MiB", func(c *Config) flag.Value { return (*intValue)(&c.Artifacts.CacheMB) }},

@@ -403,20 +403,20 @@ func (m *Model) RenderText(req ChatRequest) (string, error) {
 // can replay the template's work for the messages that did not change. It is immutable and
 // belongs to the Model that made it.
 type RenderMemo struct {
-	m    *Model
-	memo *templateMemo
-	text string // the render's text
+	m       *Model
+	memo    *templateMemo
+	common  int // see CommonPrefix
+	textLen int // of the render's text
 }
 
-// CommonPrefix returns the length of the longest common prefix of this render's text and
-// prevText when prevText is the text of the render this one replayed from, found mostly without
-// comparing bytes (ok false when that is not known).
-func (r *RenderMemo) CommonPrefix(prevText string) (int, bool) {
-	if r == nil || r.memo == nil || r.memo.engine == nil {
-		return 0, false
+// CommonPrefix returns the length of the longest common prefix of this render's text and the
+// text of the render whose memo RenderTextMemo was given (0 without one), found mostly without
+// comparing bytes.
+func (r *RenderMemo) CommonPrefix() int {
+	if r == nil {
+		return 0
 	}
-	n, ok := r.memo.engine.CommonPrefix(prevText)
-	return min(n, len(r.text), len(prevText)), ok
+	return r.common
 }
 
 // RenderTextMemo renders like RenderText and also returns a RenderMemo. With prev from an earlier
@@ -427,11 +427,19 @@ func (m *Model) RenderTextMemo(req ChatRequest, prev *RenderMemo) (string, *Rend
 	if prev != nil && prev.m == m {
 		memo = prev.memo
 	}
+	replayed := memo != nil && memo.engine != nil
 	text, err := m.renderText(&req, &memo)
 	if err != nil {
 		return "", nil, err
 	}
-	return text, &RenderMemo{m: m, memo: memo, text: text}, nil
+	r := &RenderMemo{m: m, memo: memo}
+	if replayed && memo.engine != nil {
+		// The engine compared with its previous output; continue_final_message may have cut
+		// either text after the engine ran.
+		r.common = min(memo.engine.CommonPrefix(), len(text), prev.textLen)
+	}
+	r.textLen = len(text)
+	return text, r, nil
 }
 
 func (m *Model) renderText(req *ChatRequest, memo **templateMemo) (string, error) {

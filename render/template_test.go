@@ -59,3 +59,49 @@ func TestSameMessageSeesEveryField(t *testing.T) {
 		t.Error("absent and present reasoning compare equal")
 	}
 }
+
+// TestRenderTextMemoCommonPrefix: a render that replayed from the previous turn's memo gives the
+// same text as a plain render and knows its common prefix with the previous text.
+func TestRenderTextMemoCommonPrefix(t *testing.T) {
+	m := qwen3(t)
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "List the files."}}
+	var memo *RenderMemo
+	var prevText string
+	for turn := range 6 {
+		req := ChatRequest{Messages: msgs, AddGenerationPrompt: true}
+		text, next, err := m.RenderTextMemo(req, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := m.RenderText(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text != plain {
+			t.Fatalf("turn %d: memo render differs from the plain render", turn)
+		}
+		want := 0
+		if memo != nil {
+			want = prefixLen(prevText, text)
+		}
+		if got := next.CommonPrefix(); got != want {
+			t.Fatalf("turn %d: CommonPrefix %d, want %d", turn, got, want)
+		}
+		memo, prevText = next, text
+		id := "call_" + string(rune('a'+turn))
+		msgs = append(msgs,
+			Message{Role: "assistant", Content: "<think>\nlook\n</think>\n\n", ToolCalls: []ToolCall{{ID: id, Type: "function", Name: "ls", Arguments: []byte(`"{\"dir\": \".\"}"`)}}},
+			Message{Role: "tool", Content: "main.go\ngo.mod", ToolCallID: &id})
+		if turn%2 == 1 {
+			msgs = append(msgs, Message{Role: "user", Content: "And the tests?"})
+		}
+	}
+}
+
+func prefixLen(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
+}

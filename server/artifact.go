@@ -211,7 +211,7 @@ func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, h
 // copies the reused ids' JSON.
 func (a *ArtifactPreparer) prepareHot(in *PrepareInput, p *Prepared, hot *hotEntry) *Prepared {
 	pending := p.Artifact.(*pendingArtifact)
-	known, _ := pending.memo.CommonPrefix(hot.text) // the template memo knows most of it
+	known := pending.memo.CommonPrefix() // with hot.text, whose render's memo this one replayed
 	enc, reuse, fresh := a.opts.Model.ExtendTextFrom(hot.enc, hot.text, p.Text, known)
 	pending.enc, pending.fresh = enc, fresh
 	p.IDs, p.Reused, p.Outcome = enc.IDs, reuse.Tokens, OutcomeHitLocal

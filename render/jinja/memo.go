@@ -15,12 +15,17 @@ import (
 // are deterministic functions of what they read, so a replayed iteration writes exactly what
 // running it would have written.
 //
+// Only loops over a variable (for message in messages) are recorded: a derived sequence
+// (messages[::-1]) moves its items between positions as the conversation grows.
+//
 // What an iteration can observe from outside itself, and how each is recorded:
 //   - its item: compared whole;
 //   - attributes of its loop object (loop.index0, loop.last …): recorded by name;
 //   - names bound in the template's top frame or the caller's variables, and globals, read
 //     alone or at the root of an attribute/subscript path (messages[loop.index0 - 1].role):
-//     recorded with the path, so an unrelated change elsewhere in `messages` does not matter.
+//     recorded with the path, so an unrelated change elsewhere in `messages` does not matter;
+//   - comparisons made only of those and constants (loop.index0 > ns.last_query_index):
+//     recorded by their result, which is what the iteration depends on.
 //
 // Everything else that could carry state between iterations makes the iteration unreplayable:
 // assigning a namespace attribute, using the loop object other than through an attribute, calling
@@ -33,24 +38,18 @@ import (
 type Memo struct {
 	t     *Template
 	loops map[*forNode][]iterRecord
-	// text is the execution's output; common the length of the prefix it shares with the
-	// previous memo's text (see CommonPrefix).
+	// text is the execution's output; common the length of the prefix it shares with the output
+	// of the execution it replayed from (see CommonPrefix).
 	text     string
-	prevText string
 	common   int
 	compared int // bytes compared to find common (at most the shorter text's length)
 }
 
 // CommonPrefix returns the length of the longest common prefix of this execution's output and
-// prevText, when prevText is the output of the execution this one replayed from (ok false
-// otherwise). It is found without comparing the bytes replayed iterations wrote at the same
-// offsets as before: they are equal by construction.
-func (m *Memo) CommonPrefix(prevText string) (n int, ok bool) {
-	if m == nil || m.prevText != prevText {
-		return 0, false
-	}
-	return m.common, true
-}
+// the output of the execution whose memo it was given (0 without one). It is found without
+// comparing the bytes replayed iterations wrote at the same offsets as before: they are equal by
+// construction. The earlier output is not kept for this.
+func (m *Memo) CommonPrefix() int { return m.common }
 
 // iterRecord is one iteration of a memoized loop.
 type iterRecord struct {
@@ -172,7 +171,7 @@ func (ms *memoState) finish(text string) {
 	ms.next.text = text
 	if ms.prev != nil {
 		ms.syncLCP()
-		ms.next.prevText, ms.next.common = ms.prev.text, ms.lcp
+		ms.next.common = ms.lcp
 		ms.next.compared = ms.compared
 	}
 }

@@ -128,8 +128,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	var hot *server.HotArtifacts
 	var items *render.ItemCache
 	if !cfg.Artifacts.Disabled && cfg.Artifacts.HotMB > 0 {
-		hot = server.NewHotArtifacts(int64(cfg.Artifacts.HotMB)<<20*3/4, reg)
-		items = render.NewItemCache(cfg.Artifacts.HotMB << 20 / 4)
+		hot, items = server.NewHotCaches(int64(cfg.Artifacts.HotMB)<<20, reg)
 	}
 	if !cfg.Artifacts.Disabled {
 		l1, err := store.NewL1(store.L1Options{MaxMB: cfg.Artifacts.CacheMB, TTL: cfg.Artifacts.TTL})

@@ -108,12 +108,12 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		if o.mode == ModeExact {
 			mode = store.ModeExact
 		}
+		hot, items := server.NewHotCaches(256<<20, reg) // stitch serve's default --artifact-hot-mb
 		ao := server.ArtifactOptions{
 			Model: o.model, Store: artifacts, Mode: mode, CacheSalt: salt,
 			Identity: render.Fingerprint{ServedModel: o.w.Model, ToolCallParser: "hermes", ReasoningParser: "qwen3"},
 			TTL:      time.Hour, AuditRate: o.auditRate, Logger: o.logger, Metrics: server.NewArtifactMetrics(reg),
-			// As stitch serve's default --artifact-hot-mb 256.
-			Hot: server.NewHotArtifacts(192<<20, reg), Items: render.NewItemCache(64 << 20),
+			Hot: hot, Items: items,
 		}
 		rt.Preparer = server.NewArtifactPreparer(ao)
 		ao.AuditRate, ao.Metrics = 0, server.NewArtifactMetrics(prometheus.NewRegistry())

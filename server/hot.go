@@ -48,6 +48,13 @@ type hotEntry struct {
 	size       int64
 }
 
+// NewHotCaches splits an --artifact-hot-mb budget of bytes: three quarters for the hot artifacts,
+// one quarter for the parsed conversation items (render.ItemCache), which hold the strings the
+// hot entries' render memos share.
+func NewHotCaches(bytes int64, reg prometheus.Registerer) (*HotArtifacts, *render.ItemCache) {
+	return NewHotArtifacts(bytes*3/4, reg), render.NewItemCache(int(bytes / 4))
+}
+
 // NewHotArtifacts returns an empty cache of at most maxBytes, with its gauges on reg (nil: none).
 func NewHotArtifacts(maxBytes int64, reg prometheus.Registerer) *HotArtifacts {
 	h := &HotArtifacts{maxBytes: maxBytes, lru: list.New(), byKey: map[hotKey]*list.Element{}}

@@ -41,6 +41,18 @@ func (f *frame) lookupFrame(name string) (Value, *frame) {
 	return Value{}, nil
 }
 
+// resolveName is the value a name expression evaluates to in frame f: the innermost binding,
+// else a global, else Undefined.
+func resolveName(f *frame, name string) Value {
+	if v, ok := f.lookup(name); ok {
+		return v
+	}
+	if g, ok := lookupGlobal(name); ok {
+		return g
+	}
+	return undefined("'" + name + "' is undefined")
+}
+
 func (f *frame) set(name string, v Value) {
 	for i, n := range f.names {
 		if n == name {

@@ -33,13 +33,7 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		if ev.memo != nil && ev.memo.cur != nil {
 			return ev.memoName(x.name, f), nil
 		}
-		if v, ok := f.lookup(x.name); ok {
-			return v, nil
-		}
-		if g, ok := lookupGlobal(x.name); ok {
-			return g, nil
-		}
-		return undefined("'" + x.name + "' is undefined"), nil
+		return resolveName(f, x.name), nil
 	case *attrExpr:
 		if ev.memo != nil && ev.memo.cur != nil {
 			if v, ok, err := ev.memoPath(x, f); ok {

@@ -313,16 +313,6 @@ func readPath(f *frame, r *outerRead) (Value, bool) {
 	return v, true
 }
 
-func resolveName(f *frame, name string) Value {
-	if v, ok := f.lookup(name); ok {
-		return v
-	}
-	if g, ok := lookupGlobal(name); ok {
-		return g
-	}
-	return undefined("'" + name + "' is undefined")
-}
-
 // outer reports whether frame w (nil: not bound in any frame) lies outside the iteration being
 // recorded.
 func (ms *memoState) outer(w *frame) bool { return w == nil || w == ms.top || w == ms.root }

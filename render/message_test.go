@@ -71,8 +71,8 @@ func FuzzParseChatRequest(f *testing.F) {
 			}
 			return
 		}
-		if _, err := messagesValue(req.Messages); err != nil {
-			t.Fatalf("messagesValue: %v", err)
+		if _, err := messageValues(req.Messages, nil); err != nil {
+			t.Fatalf("messageValues: %v", err)
 		}
 	})
 }

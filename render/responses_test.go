@@ -222,8 +222,8 @@ func FuzzResponsesToMessages(f *testing.F) {
 			return
 		}
 		// Whatever came through must become template values.
-		if _, err := messagesValue(conv.Messages); err != nil {
-			t.Fatalf("messagesValue: %v", err)
+		if _, err := messageValues(conv.Messages, nil); err != nil {
+			t.Fatalf("messageValues: %v", err)
 		}
 		if b := appendToolsJSON(nil, conv.Tools); !json.Valid(b) {
 			t.Fatalf("tools JSON invalid: %s", b)

@@ -154,50 +154,72 @@ func TestExtendRejectsBoundaryThatMovesInNext(t *testing.T) {
 	}
 }
 
-// TestExtendQwen3 checks the certified suffix with the real tokenizer against the Rust oracle's
-// ids of the golden prompts: every earlier text P (a cut of the prompt plus a random tail, or
-// another prompt) extended to the prompt T must give exactly T's oracle ids.
+// qwen3Extenders are the two certified suffixes with the real tokenizer, each extending the
+// encoding of p to next and returning boundaries with their digests: Extend (digests of the
+// previous text) and ExtendText (the previous text itself). seed feeds each one's random cuts.
+func qwen3Extenders(m *Model) []struct {
+	name   string
+	seed   uint64
+	extend func(p, next string) (Encoding, Reuse)
+} {
+	return []struct {
+		name   string
+		seed   uint64
+		extend func(p, next string) (Encoding, Reuse)
+	}{
+		{"Extend", 3, func(p, next string) (Encoding, Reuse) { return m.Extend(m.EncodeWithBoundaries(p), next) }},
+		{"ExtendText", 7, func(p, next string) (Encoding, Reuse) {
+			enc, reuse, fresh := m.ExtendText(m.EncodeWithBoundaries(p), p, next)
+			FillDigests(next, &enc, fresh)
+			return enc, reuse
+		}},
+	}
+}
+
+// TestExtendQwen3 checks the certified suffixes with the real tokenizer against the Rust
+// oracle's ids of the golden prompts: every earlier text P (a cut of the prompt plus a random
+// tail, or another prompt) extended to the prompt T must give exactly T's oracle ids.
 func TestExtendQwen3(t *testing.T) {
 	m := qwen3(t)
 	cases := loadGolden(t, "qwen3")
-	r := rand.New(rand.NewPCG(3, 4))
 	tails := []string{"", "<", "<|im_", "think>", "\n", " ", "x", "<|im_end|>", "é", "<think>\n\n</think>\n\n", "ʼ"}
-	reusedTokens, total := 0, 0
-	for i, c := range cases {
-		if c.err != "" {
-			continue
-		}
-		for k := range 3 {
-			var p string
-			switch k {
-			case 0, 1:
-				cut := r.IntN(len(c.text) + 1)
-				for cut > 0 && cut < len(c.text) && (c.text[cut]&0xC0) == 0x80 {
-					cut-- // stay on a UTF-8 boundary so P is valid text
+	for _, ext := range qwen3Extenders(m) {
+		r := rand.New(rand.NewPCG(ext.seed, ext.seed+1))
+		reusedTokens, total := 0, 0
+		for i, c := range cases {
+			if c.err != "" {
+				continue
+			}
+			for k := range 3 {
+				p := cases[(i+1)%len(cases)].text
+				if k < 2 {
+					cut := r.IntN(len(c.text) + 1)
+					for cut > 0 && cut < len(c.text) && (c.text[cut]&0xC0) == 0x80 {
+						cut-- // stay on a UTF-8 boundary so P is valid text
+					}
+					p = c.text[:cut] + tails[r.IntN(len(tails))]
 				}
-				p = c.text[:cut] + tails[r.IntN(len(tails))]
-			default:
-				p = cases[(i+1)%len(cases)].text
-			}
-			got, reuse := m.Extend(m.EncodeWithBoundaries(p), c.text)
-			if !slices.Equal(got.IDs, c.ids) {
-				t.Fatalf("%s: Extend from a %d-byte prefix (reuse %+v) differs from the oracle", c.name, len(p), reuse)
-			}
-			reusedTokens += reuse.Tokens
-			total += len(c.ids)
-			if i%8 != 0 {
-				continue // the boundary tables are compared on a sample: it is the slow part under -race
-			}
-			if want := m.EncodeWithBoundaries(c.text); !slices.Equal(want.Boundaries, got.Boundaries) {
-				t.Fatalf("%s: Extend boundaries differ from EncodeWithBoundaries", c.name)
+				got, reuse := ext.extend(p, c.text)
+				if !slices.Equal(got.IDs, c.ids) {
+					t.Fatalf("%s: %s from a %d-byte prefix (reuse %+v) differs from the oracle", c.name, ext.name, len(p), reuse)
+				}
+				reusedTokens += reuse.Tokens
+				total += len(c.ids)
+				if i%8 != 0 {
+					continue // the boundary tables are compared on a sample: it is the slow part under -race
+				}
+				if want := m.EncodeWithBoundaries(c.text); !slices.Equal(want.Boundaries, got.Boundaries) {
+					t.Fatalf("%s: %s boundaries differ from EncodeWithBoundaries", c.name, ext.name)
+				}
 			}
 		}
+		t.Logf("%s reused %d of %d tokens", ext.name, reusedTokens, total)
 	}
-	t.Logf("reused %d of %d tokens", reusedTokens, total)
 }
 
-// FuzzExtend: extending any earlier text's encoding to any new text gives exactly the new
-// text's full encoding, with the real Qwen3 tokenizer.
+// FuzzExtend: extending any earlier text's encoding to any new text, by either certified
+// suffix, gives exactly the new text's full encoding and boundary table, with the real Qwen3
+// tokenizer.
 func FuzzExtend(f *testing.F) {
 	for _, s := range [][2]string{
 		{"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"},
@@ -209,10 +231,17 @@ func FuzzExtend(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	m := qwen3(f)
+	extenders := qwen3Extenders(m)
 	f.Fuzz(func(t *testing.T, p, next string) {
-		got, reuse := m.Extend(m.EncodeWithBoundaries(p), next)
-		if want := m.Encode(next); !slices.Equal(got.IDs, want) {
-			t.Fatalf("Extend(%q → %q) reuse %+v: ids differ from Encode", p, next, reuse)
+		want := m.EncodeWithBoundaries(next)
+		for _, ext := range extenders {
+			got, reuse := ext.extend(p, next)
+			if !slices.Equal(got.IDs, want.IDs) {
+				t.Fatalf("%s(%q → %q) reuse %+v: ids differ from Encode", ext.name, p, next, reuse)
+			}
+			if !slices.Equal(got.Boundaries, want.Boundaries) {
+				t.Fatalf("%s(%q → %q): boundaries differ", ext.name, p, next)
+			}
 		}
 	})
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,66 +69,4 @@ func TestExtendTextRejectsBoundaryThatMovesInNext(t *testing.T) {
 			t.Errorf("%q → %q (reuse %+v): ids differ (-want +got):\n%s", c.p, c.next, reuse, diff)
 		}
 	}
-}
-
-// TestExtendTextQwen3 is TestExtendQwen3 for ExtendText: every extension gives exactly the
-// Rust oracle's ids of the golden prompts.
-func TestExtendTextQwen3(t *testing.T) {
-	m := qwen3(t)
-	cases := loadGolden(t, "qwen3")
-	r := rand.New(rand.NewPCG(7, 8))
-	tails := []string{"", "<", "<|im_", "think>", "\n", " ", "x", "<|im_end|>", "é", "<think>\n\n</think>\n\n", "ʼ"}
-	reusedTokens, total := 0, 0
-	for i, c := range cases {
-		if c.err != "" {
-			continue
-		}
-		for k := range 3 {
-			p := cases[(i+1)%len(cases)].text
-			if k < 2 {
-				cut := r.IntN(len(c.text) + 1)
-				for cut > 0 && cut < len(c.text) && (c.text[cut]&0xC0) == 0x80 {
-					cut--
-				}
-				p = c.text[:cut] + tails[r.IntN(len(tails))]
-			}
-			got, reuse, fresh := m.ExtendText(m.EncodeWithBoundaries(p), p, c.text)
-			if !slices.Equal(got.IDs, c.ids) {
-				t.Fatalf("%s: ExtendText from a %d-byte prefix (reuse %+v) differs from the oracle", c.name, len(p), reuse)
-			}
-			reusedTokens += reuse.Tokens
-			total += len(c.ids)
-			if i%8 == 0 {
-				FillDigests(c.text, &got, fresh)
-				if want := m.EncodeWithBoundaries(c.text); !slices.Equal(want.Boundaries, got.Boundaries) {
-					t.Fatalf("%s: ExtendText boundaries differ from EncodeWithBoundaries", c.name)
-				}
-			}
-		}
-	}
-	t.Logf("reused %d of %d tokens", reusedTokens, total)
-}
-
-func FuzzExtendText(f *testing.F) {
-	for _, s := range [][2]string{
-		{"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"},
-		{"a<<|im_end|>", "a<think>b"},
-		{"<|im_start|>system\n\n\n<|im_end|>", "<|im_start|>system\n\n\n \n<|im_end|>x"},
-		{"é<think>", "é<think>\u0301"},
-		{"", "<|endoftext|>"},
-	} {
-		f.Add(s[0], s[1])
-	}
-	m := qwen3(f)
-	f.Fuzz(func(t *testing.T, p, next string) {
-		got, reuse, fresh := m.ExtendText(m.EncodeWithBoundaries(p), p, next)
-		want := m.EncodeWithBoundaries(next)
-		if !slices.Equal(got.IDs, want.IDs) {
-			t.Fatalf("ExtendText(%q → %q) reuse %+v: ids differ from Encode", p, next, reuse)
-		}
-		FillDigests(next, &got, fresh)
-		if !slices.Equal(got.Boundaries, want.Boundaries) {
-			t.Fatalf("ExtendText(%q → %q): boundaries differ", p, next)
-		}
-	})
 }

@@ -168,15 +168,11 @@ func sameMessage(a, b *Message) bool {
 
 func sameOptional(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }
 
-// messagesValue builds the template's `messages` the way vLLM's parse_chat_messages leaves them:
-// {"role","content","tool_calls"?,"reasoning"?,"reasoning_content"?,"tool_call_id"?,"name"?} in
-// that key order; tool calls {"id","function":{"arguments","name"},"type"}. Only tool-call arguments go through JSON (templateArguments, FromJSON).
-func messagesValue(msgs []Message) (jinja.Value, error) {
-	items, err := messageValues(msgs, nil)
-	return jinja.List(items...), err
-}
-
-// messageValue builds messages[i] (see messagesValue).
+// messageValue builds messages[i] of the template's `messages` the way vLLM's
+// parse_chat_messages leaves them: {"role","content","tool_calls"?,"reasoning"?,
+// "reasoning_content"?,"tool_call_id"?,"name"?} in that key order; tool calls
+// {"id","function":{"arguments","name"},"type"}. Only tool-call arguments go through JSON
+// (templateArguments, FromJSON).
 func messageValue(i int, m *Message) (jinja.Value, error) {
 	mp := jinja.NewMap()
 	mp.Set("role", jinja.String(m.Role))

@@ -135,9 +135,7 @@ type pendingArtifact struct {
 
 // Prepare implements Preparer.
 func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prepared, error) {
-	conv, err := render.FromResponses(render.ResponsesInput{
-		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: a.opts.Items,
-	})
+	conv, err := conversation(in, a.opts.Items)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +184,7 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 // render applies the chat template. With a hot cache it records a memo for the next turn and
 // replays from hot's, the previous turn's, when there is one.
 func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, hot *hotEntry) (string, *render.RenderMemo, error) {
-	req := render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
+	req := chatRequest(in, conv)
 	var (
 		text string
 		memo *render.RenderMemo

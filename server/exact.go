@@ -135,19 +135,14 @@ func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, h
 // renderPrevious renders the previous response's conversation (its input and output items) for
 // newTurnStart, replaying from the hot entry's memo when there is one.
 func (a *ArtifactPreparer) renderPrevious(in *PrepareInput, hot *hotEntry) (string, error) {
-	if hot == nil {
-		text, _, err := RenderConversation(a.opts.Model, in)
-		return text, err
-	}
-	conv, err := render.FromResponses(render.ResponsesInput{
-		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: a.opts.Items,
-	})
+	conv, err := conversation(in, a.opts.Items)
 	if err != nil {
 		return "", err
 	}
-	text, _, err := a.opts.Model.RenderTextMemo(render.ChatRequest{
-		Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs,
-	}, hot.memo)
+	if hot == nil {
+		return a.opts.Model.RenderText(chatRequest(in, conv)) // no memo wanted: nothing keeps it
+	}
+	text, _, err := a.render(in, conv, hot)
 	return text, err
 }
 

@@ -68,19 +68,29 @@ func (f FullRender) Prepare(_ context.Context, in *PrepareInput) (*Prepared, err
 // RenderConversation maps the Responses conversation to chat messages and renders the chat
 // template with the generation prompt. It returns the prompt text and the chat conversation.
 func RenderConversation(m *render.Model, in *PrepareInput) (string, *render.Conversation, error) {
-	conv, err := render.FromResponses(render.ResponsesInput{
-		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools,
-	})
+	conv, err := conversation(in, nil)
 	if err != nil {
 		return "", nil, err
 	}
-	text, err := m.RenderText(render.ChatRequest{
-		Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs,
-	})
+	text, err := m.RenderText(chatRequest(in, conv))
 	if err != nil {
 		return "", nil, fmt.Errorf("render chat template: %w", err)
 	}
 	return text, conv, nil
+}
+
+// conversation maps a turn's Responses items to chat messages, with items parsed before taken
+// from cache (nil: none).
+func conversation(in *PrepareInput, cache *render.ItemCache) (*render.Conversation, error) {
+	return render.FromResponses(render.ResponsesInput{
+		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: cache,
+	})
+}
+
+// chatRequest is the render of a turn's conversation: the generation prompt added, the turn's
+// chat_template_kwargs applied.
+func chatRequest(in *PrepareInput, conv *render.Conversation) render.ChatRequest {
+	return render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
 }
 
 // opensThink reports whether a prompt ends inside an opened <think> block (the template's generation

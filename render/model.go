@@ -292,8 +292,12 @@ func (m *Model) ExtendTextFrom(prev Encoding, prevText, next string, known int) 
 	return extendText(m.seg, m.maxAdded, prev, prevText, next, known)
 }
 
-// FillDigests computes the prefix digests of enc.Boundaries[from:] for the prompt text.
-func FillDigests(text string, enc *Encoding, from int) { fillDigests(text, enc, from) }
+// FillDigests computes the prefix digests of enc.Boundaries[from:] for the prompt text and
+// returns the digest of the whole text (the same construction: the first DigestSize bytes of
+// its SHA-256), hashing the text once.
+func FillDigests(text string, enc *Encoding, from int) [DigestSize]byte {
+	return fillDigests(text, enc, from)
+}
 
 // bpeSegments adapts *bpe.Tokenizer to segmentEncoder.
 type bpeSegments struct{ *bpe.Tokenizer }

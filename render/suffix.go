@@ -214,11 +214,9 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	return out, reuse, fresh
 }
 
-// fillDigests sets the prefix digests of e.Boundaries[from:] for text.
-func fillDigests(text string, e *Encoding, from int) {
-	if from >= len(e.Boundaries) {
-		return
-	}
+// fillDigests sets the prefix digests of e.Boundaries[from:] for text and returns the digest of
+// the whole text, hashing it once.
+func fillDigests(text string, e *Encoding, from int) [DigestSize]byte {
 	h := sha256.New()
 	pos := 0
 	for i := from; i < len(e.Boundaries); i++ {
@@ -227,4 +225,6 @@ func fillDigests(text string, e *Encoding, from int) {
 		pos = b.Offset
 		b.Digest = prefixDigest(h)
 	}
+	writeString(h, text[pos:])
+	return prefixDigest(h)
 }

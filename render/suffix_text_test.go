@@ -1,6 +1,7 @@
 package render
 
 import (
+	"crypto/sha256"
 	"math/rand/v2"
 	"testing"
 
@@ -43,7 +44,9 @@ func TestExtendTextMatchesFullEncode(t *testing.T) {
 		if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("extendText(%q → %q) reuse %+v ids differ (-want +got):\n%s", p, next, reuse, diff)
 		}
-		fillDigests(next, &got, fresh)
+		if d := fillDigests(next, &got, fresh); d != textDigest(next) {
+			t.Fatalf("fillDigests returned %x, want the digest of the whole text", d)
+		}
 		if diff := cmp.Diff(encodeWithBoundaries(enc, next).Boundaries, got.Boundaries, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("extendText(%q → %q) boundaries differ (-want +got):\n%s", p, next, diff)
 		}
@@ -69,4 +72,11 @@ func TestExtendTextRejectsBoundaryThatMovesInNext(t *testing.T) {
 			t.Errorf("%q → %q (reuse %+v): ids differ (-want +got):\n%s", c.p, c.next, reuse, diff)
 		}
 	}
+}
+
+// textDigest is the digest contract spelled out: the first DigestSize bytes of SHA-256(text).
+func textDigest(text string) (d [DigestSize]byte) {
+	sum := sha256.Sum256([]byte(text))
+	copy(d[:], sum[:])
+	return d
 }

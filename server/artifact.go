@@ -327,10 +327,10 @@ func (a *ArtifactPreparer) Commit(ctx context.Context, tenant, responseID string
 	}
 	// Digests are computed now rather than while preparing: only a continuation that misses the
 	// hot cache (another pod, an eviction) needs them.
-	render.FillDigests(pending.text, &pending.enc, pending.fresh)
+	textDigest := render.FillDigests(pending.text, &pending.enc, pending.fresh)
 	art := &store.Artifact{
 		Tenant: tenant, ResponseID: responseID, Fingerprint: pending.fingerprint, Mode: a.opts.Mode,
-		PromptIDs: pending.enc.IDs, PromptTextLen: len(pending.text), PromptTextDigest: store.TextDigest(pending.text),
+		PromptIDs: pending.enc.IDs, PromptTextLen: len(pending.text), PromptTextDigest: store.Digest16(textDigest),
 		Boundaries: storeBoundaries(pending.enc.Boundaries), GeneratedIDs: out.TokenIDs(),
 		ExpiresAt: a.opts.Now().Add(a.opts.TTL),
 	}

@@ -43,30 +43,9 @@ func (m Mode) String() string {
 type Digest16 [16]byte
 
 // TextDigest returns the Digest16 of s: the first 16 bytes of SHA-256(s).
-// For the digests of many prefixes of one text use PrefixDigests, which hashes
-// the text once.
 func TextDigest(s string) Digest16 {
 	sum := sha256.Sum256([]byte(s))
 	return Digest16(sum[:16])
-}
-
-// PrefixDigests returns TextDigest(text[:o]) for each offset o, hashing text
-// once. Offsets must be non-decreasing and within [0, len(text)].
-func PrefixDigests(text string, offsets []int) ([]Digest16, error) {
-	h := sha256.New()
-	out := make([]Digest16, len(offsets))
-	var sum [sha256.Size]byte
-	prev := 0
-	for i, o := range offsets {
-		if o < prev || o > len(text) {
-			return nil, fmt.Errorf("prefix digests: offset %d (#%d) out of order or past %d bytes", o, i, len(text))
-		}
-		h.Write([]byte(text[prev:o]))
-		h.Sum(sum[:0]) // Sum does not change the running state
-		out[i] = Digest16(sum[:16])
-		prev = o
-	}
-	return out, nil
 }
 
 // Boundary is one entry of the certified-suffix table: a split point of the
@@ -77,8 +56,8 @@ type Boundary struct {
 	TextOffset int
 	// TokenIndex is the number of prompt ids that encode P[:TextOffset].
 	TokenIndex int
-	// PrefixDigest is TextDigest(P[:TextOffset]); compute a table's digests
-	// with PrefixDigests. The store itself treats it as opaque bytes.
+	// PrefixDigest is TextDigest(P[:TextOffset]) (render computes a table's
+	// digests in one pass). The store itself treats it as opaque bytes.
 	PrefixDigest Digest16
 }
 

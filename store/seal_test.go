@@ -328,22 +328,3 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
-
-func TestPrefixDigests(t *testing.T) {
-	text := "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
-	offsets := []int{0, 0, 12, 27, 37, len(text)}
-	got, err := PrefixDigests(text, offsets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, o := range offsets {
-		if want := TextDigest(text[:o]); got[i] != want {
-			t.Errorf("PrefixDigests[%d] (offset %d) = %x, want %x", i, o, got[i], want)
-		}
-	}
-	for _, bad := range [][]int{{5, 4}, {len(text) + 1}, {-1}} {
-		if _, err := PrefixDigests(text, bad); err == nil {
-			t.Errorf("PrefixDigests(%v) succeeded", bad)
-		}
-	}
-}

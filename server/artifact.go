@@ -94,7 +94,7 @@ func NewArtifactMetrics(reg prometheus.Registerer) *ArtifactMetrics {
 // falling back to a full render with the same ids on every miss. It is safe for concurrent use.
 type ArtifactPreparer struct {
 	opts     ArtifactOptions
-	disabled sync.Map // fingerprint hex → struct{}: fast path off after an audit mismatch
+	disabled sync.Map // fingerprint [32]byte → struct{}: fast path off after an audit mismatch
 }
 
 // NewArtifactPreparer returns the fast-path preparer.
@@ -223,6 +223,12 @@ func (a *ArtifactPreparer) prepareHot(in *PrepareInput, p *Prepared, hot *hotEnt
 	return p
 }
 
+// fastPathOff reports whether an audit mismatch turned the fast path off for fingerprint fp.
+func (a *ArtifactPreparer) fastPathOff(fp [32]byte) bool {
+	_, off := a.disabled.Load(fp)
+	return off
+}
+
 // hotEntry returns the in-process state of the previous response when this turn can use it: a
 // continuation of a response this process prepared and completed, under the same identity and
 // mode, with the fast path not disabled for it.
@@ -230,7 +236,7 @@ func (a *ArtifactPreparer) hotEntry(in *PrepareInput, fp [32]byte) *hotEntry {
 	if a.opts.Hot == nil || in.PreviousID == "" {
 		return nil
 	}
-	if _, off := a.disabled.Load(hex.EncodeToString(fp[:])); off {
+	if a.fastPathOff(fp) {
 		return nil
 	}
 	e := a.opts.Hot.get(in.Tenant, in.PreviousID, a.opts.Now())
@@ -254,7 +260,7 @@ func (a *ArtifactPreparer) resolve(ctx context.Context, in *PrepareInput, fp [32
 	if in.PreviousID == "" {
 		return OutcomeNew, nil
 	}
-	if _, off := a.disabled.Load(hex.EncodeToString(fp[:])); off {
+	if a.fastPathOff(fp) {
 		return OutcomeDisabled, nil
 	}
 	art, tier, err := a.opts.Store.Get(ctx, in.Tenant, in.PreviousID)
@@ -307,7 +313,7 @@ func (a *ArtifactPreparer) audit(in *PrepareInput, text string, ids []uint32, fp
 			return
 		}
 		a.opts.Metrics.auditMismatch.Inc()
-		a.disabled.Store(hex.EncodeToString(fp[:]), struct{}{})
+		a.disabled.Store(fp, struct{}{})
 		a.opts.Logger.Error("artifact audit mismatch: fast path disabled for this fingerprint",
 			"fingerprint", hex.EncodeToString(fp[:8]), "differs", what, "fast_len", len(ids), "full_len", len(full), "first_diff", firstDiff(full, ids))
 	}

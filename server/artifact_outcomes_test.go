@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/store/redistest"
-	"github.com/stitchllm/stitch/upstream"
 )
 
 // newTurnText is what the Qwen3 template renders for a turn's new input items after the
@@ -84,9 +82,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 	for turn := 0; turn < turns; turn++ {
 		if sessionLen == 0 {
 			nodes = nil
-			sessionLen = 10 + r.IntN(31)
-			sp = sessionParams{tenant: pick(r, []string{"t1", "t2"}), instructions: pick(r, instructionsPool),
-				tools: pick(r, toolsPool), kwargs: pick(r, kwargsPool)}
+			sp, sessionLen = newSession(r)
 		}
 		sessionLen--
 		base, items := nextInput(r, nodes, sp)
@@ -164,9 +160,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 			rebuilt++
 		}
 		if p.PromptPrefix != nil {
-			want := upstream.CompletionRequest{Prompt: p.IDs}
-			got := upstream.CompletionRequest{Prompt: p.IDs, PromptPrefix: p.PromptPrefix, PromptPrefixIDs: p.PromptPrefixIDs}
-			if !bytes.Equal(want.AppendJSON(nil), got.AppendJSON(nil)) {
+			if !prefixEncodesIDs(p) {
 				t.Fatalf("turn %d: PromptPrefix does not encode the ids", turn)
 			}
 			prefixed++

@@ -218,14 +218,28 @@ func (e *artEnv) prepareBoth(ctx context.Context, in *server.PrepareInput) *serv
 		e.t.Fatalf("outcome %s (reused %d): ids differ from the full render at %d of %d/%d\nfull text tail: %q",
 			p.Outcome, p.Reused, d, len(p.IDs), len(f.IDs), tail(f.Text, 300))
 	}
-	if p.PromptPrefix != nil {
-		want := upstream.CompletionRequest{Prompt: p.IDs}
-		got := upstream.CompletionRequest{Prompt: p.IDs, PromptPrefix: p.PromptPrefix, PromptPrefixIDs: p.PromptPrefixIDs}
-		if !bytes.Equal(want.AppendJSON(nil), got.AppendJSON(nil)) {
-			e.t.Fatalf("outcome %s (reused %d): PromptPrefix does not encode the ids", p.Outcome, p.Reused)
-		}
+	if !prefixEncodesIDs(p) {
+		e.t.Fatalf("outcome %s (reused %d): PromptPrefix does not encode the ids", p.Outcome, p.Reused)
 	}
 	return p
+}
+
+// prefixEncodesIDs reports whether the request built with p's PromptPrefix encodes p's ids (true
+// without a prefix).
+func prefixEncodesIDs(p *server.Prepared) bool {
+	if p.PromptPrefix == nil {
+		return true
+	}
+	want := upstream.CompletionRequest{Prompt: p.IDs}
+	got := upstream.CompletionRequest{Prompt: p.IDs, PromptPrefix: p.PromptPrefix, PromptPrefixIDs: p.PromptPrefixIDs}
+	return bytes.Equal(want.AppendJSON(nil), got.AppendJSON(nil))
+}
+
+// newSession draws a random session's parameters and its length in turns.
+func newSession(r *rand.Rand) (sessionParams, int) {
+	n := 10 + r.IntN(31) // drawn first, as the property tests' sequences were recorded
+	return sessionParams{tenant: pick(r, []string{"t1", "t2"}), instructions: pick(r, instructionsPool),
+		tools: pick(r, toolsPool), kwargs: pick(r, kwargsPool)}, n
 }
 
 // firstDifference returns the first index where a and b differ, or -1 when they are equal.
@@ -533,9 +547,7 @@ func TestArtifactProperty(t *testing.T) {
 	for turn := 0; turn < turns; turn++ {
 		if sessionLen == 0 {
 			nodes = nil
-			sessionLen = 10 + r.IntN(31)
-			sp = sessionParams{tenant: pick(r, []string{"t1", "t2"}), instructions: pick(r, instructionsPool),
-				tools: pick(r, toolsPool), kwargs: pick(r, kwargsPool)}
+			sp, sessionLen = newSession(r)
 		}
 		sessionLen--
 		base, items := nextInput(r, nodes, sp)

@@ -44,10 +44,9 @@ const (
 type prepObs struct {
 	tokens, reused int
 	outcome        string
-	elapsed        time.Duration
 }
 
-// prepSample is a turn kept for the sequential timing pass.
+// prepSample is a turn kept for the timing pass.
 type prepSample struct {
 	key      turnKey
 	priority uint64
@@ -96,16 +95,14 @@ func (c committingRecorder) Commit(ctx context.Context, tenant, responseID strin
 
 // Prepare implements server.Preparer.
 func (r *prepRecorder) Prepare(ctx context.Context, in *server.PrepareInput) (*server.Prepared, error) {
-	start := time.Now()
 	p, err := r.inner.Prepare(ctx, in)
-	elapsed := time.Since(start)
 	key, ok := turnFrom(ctx)
 	if err != nil || !ok {
 		return p, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: p.Outcome, elapsed: elapsed}
+	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: p.Outcome}
 	if in.PreviousID == "" {
 		return p, nil // first turns are not continuations
 	}

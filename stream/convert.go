@@ -2,7 +2,11 @@ package stream
 
 // ConverterOptions configures a [Converter].
 type ConverterOptions struct {
-	Parser  ParserOptions
+	// Parser configures the Qwen3-family [Parser], used when Output is nil.
+	Parser ParserOptions
+	// Output, when set, is the turn's output parser (a model family's own);
+	// Parser is then ignored.
+	Output  OutputParser
 	Emitter EmitterOptions
 }
 
@@ -21,7 +25,7 @@ type ConverterOptions struct {
 //
 // Methods append to and return dst. A Converter is not safe for concurrent use.
 type Converter struct {
-	p      *Parser
+	p      OutputParser
 	e      *Emitter
 	ids    []uint32
 	prompt []uint32
@@ -34,7 +38,11 @@ type Converter struct {
 // NewConverter returns a Converter decoding text with dec (for example a
 // fresh *bpe.DecodeStream). It panics if dec or opts.Emitter.NewID is nil.
 func NewConverter(dec TokenDecoder, opts ConverterOptions) *Converter {
-	return &Converter{p: NewParser(dec, opts.Parser), e: NewEmitter(opts.Emitter)}
+	p := opts.Output
+	if p == nil {
+		p = NewParser(dec, opts.Parser)
+	}
+	return &Converter{p: p, e: NewEmitter(opts.Emitter)}
 }
 
 // Emitter returns the underlying Emitter (for ID and Ranges).

@@ -150,7 +150,11 @@ func (e *Emitter) piece(dst []Event, pc *Piece, doneStatus string) []Event {
 		dst = e.ensure(dst, ItemMessage, "")
 		return e.textDelta(dst, EventOutputTextDelta, pc.Text)
 	case PieceToolCall:
-		return e.ensure(dst, ItemFunctionCall, pc.Text)
+		dst = e.ensure(dst, ItemFunctionCall, pc.Text)
+		if pc.CallID != "" {
+			e.items[e.open].CallID = pc.CallID
+		}
+		return dst
 	case PieceArguments:
 		if e.open < 0 || e.items[e.open].Type != ItemFunctionCall {
 			return dst // arguments without a call: nothing to attach them to
@@ -174,6 +178,9 @@ func (e *Emitter) piece(dst []Event, pc *Piece, doneStatus string) []Event {
 		}
 		if e.open < 0 || e.items[e.open].Type != want {
 			return dst
+		}
+		if pc.CallID != "" {
+			e.items[e.open].CallID = pc.CallID
 		}
 		status := doneStatus
 		if pc.Incomplete {

@@ -58,7 +58,35 @@ type Piece struct {
 	// Incomplete (PieceToolCallDone) reports that the call's arguments are not
 	// a complete JSON object (cut by the end of output or by malformed JSON).
 	Incomplete bool
+	// CallID (PieceToolCall or PieceToolCallDone) is the call id the model
+	// wrote itself (Mistral's 9-character ids), "" when it wrote none; the
+	// function_call's call_id is then this id, so a re-rendered history
+	// matches what the model generated. A later non-empty CallID wins.
+	CallID string
 }
+
+// OutputParser reads one turn's generated token ids in a model family's output
+// format and reports [Piece]s in generation order. [Parser] implements it for
+// the Qwen3 family (hermes tool calls, qwen3 reasoning); each model family
+// supplies its own. Implementations are not safe for concurrent use: each turn
+// owns one.
+//
+// Contract, for every implementation:
+//   - Append consumes exactly one id (the i-th call is token index i-1 in
+//     Piece.Start/End) and appends what it produced to dst;
+//   - Finish closes every open item (a tool call cut off ends Incomplete) and
+//     may be called once, after the last Append;
+//   - Ended reports whether an end-of-turn id was seen or Finish was called;
+//     ids appended after that are counted and ignored;
+//   - argument deltas of one call concatenate to exactly the JSON text of its
+//     arguments (converted to JSON where the family writes another syntax).
+type OutputParser interface {
+	Append(dst []Piece, id uint32) []Piece
+	Finish(dst []Piece) []Piece
+	Ended() bool
+}
+
+var _ OutputParser = (*Parser)(nil)
 
 // ParserOptions configures a [Parser] for a Qwen3-family model. Start from
 // [Qwen3Options]. Options whose marker ids and EndOfTurn are all zero get the

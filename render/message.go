@@ -9,7 +9,9 @@ import (
 )
 
 // Message is one chat message as vLLM's chat path hands it to the chat template, after its
-// content normalization: Content is always a string (None → "", text parts joined with "\n").
+// content normalization. Content is the "string" content format's text (None → "", the texts of
+// an array's parts joined with "\n", empty and null parts dropped); Parts and NullContent keep
+// what the "openai" content format needs (see ContentFormat).
 //
 // Optional keys are pointers so that "absent" and "empty" stay distinct, as they are for a
 // template (`message.name is defined`).
@@ -18,6 +20,12 @@ type Message struct {
 	Role string
 	// Content is the text content.
 	Content string
+	// Parts are the content's text parts in request order when content was an array (non-nil,
+	// possibly empty), nil when it was a string or null. Text and refusal parts whose text is
+	// null are already left out, as vLLM skips them in both formats.
+	Parts []Part
+	// NullContent reports that content was null or absent.
+	NullContent bool
 	// ToolCalls are an assistant's function calls; empty means none (vLLM drops an empty list).
 	ToolCalls []ToolCall
 	// Reasoning is an assistant's reasoning text; the template sees it as both `reasoning` and
@@ -27,6 +35,17 @@ type Message struct {
 	ToolCallID *string
 	// Name is the optional participant name.
 	Name *string
+	// Task is a model-specific task marker (DeepSeek V4) that vLLM passes through when it is a
+	// string.
+	Task *string
+}
+
+// Part is one text part of a message's array content.
+type Part struct {
+	Text string
+	// Null marks an input_text, output_text or thinking part whose text is null: vLLM drops it
+	// from the string format but keeps it in the openai format as {"type":"text","text":None}.
+	Null bool
 }
 
 // ToolCall is one function call of an assistant message.
@@ -122,14 +141,17 @@ func parseChatMessage(m gjson.Result, param string) (Message, error) {
 		return Message{}, invalid(param+".role", "must be a string")
 	}
 	msg := Message{Role: role.Str}
-	content, err := chatContent(m.Get("content"), param+".content")
-	if err != nil {
+	var err error
+	if msg.Content, msg.Parts, msg.NullContent, err = chatContent(m.Get("content"), param+".content"); err != nil {
 		return Message{}, err
 	}
-	msg.Content = content
 	if name := m.Get("name"); name.Type == gjson.String {
 		s := name.Str
 		msg.Name = &s
+	}
+	if task := m.Get("task"); task.Type == gjson.String {
+		s := task.Str
+		msg.Task = &s
 	}
 	switch msg.Role {
 	case "assistant":
@@ -199,74 +221,80 @@ func parseChatToolCall(tc gjson.Result, param string) (ToolCall, error) {
 	return call, nil
 }
 
-// chatContent applies vLLM's string content format: None → "", a string as is, a list of text
-// parts joined with "\n" (parts whose text is null are skipped, as vLLM does).
-func chatContent(c gjson.Result, param string) (string, error) {
+// chatContent reads a message's content as vLLM's _parse_chat_message_content does: None → ""
+// (null true), a string as is, an array's text-like parts in order (parts). text is the string
+// content format: the parts' texts joined with "\n" after dropping falsy ones (vLLM keeps a
+// part only `if parse_res`, so `["a", "", "b"]` gives "a\nb"). Text and refusal parts without
+// text are skipped in both formats.
+func chatContent(c gjson.Result, param string) (text string, parts []Part, null bool, err error) {
 	switch {
 	case !c.Exists() || c.Type == gjson.Null:
-		return "", nil
+		return "", nil, true, nil
 	case c.Type == gjson.String:
-		return c.Str, nil
-	case c.IsArray():
-		var texts []string
-		var err error
-		j := 0
-		c.ForEach(func(_, part gjson.Result) bool {
-			p := fmt.Sprintf("%s[%d]", param, j)
-			j++
-			if part.Type == gjson.String {
-				texts = append(texts, part.Str)
-				return true
-			}
-			if !part.IsObject() {
-				err = invalid(p, "must be an object or a string")
-				return false
-			}
-			typ := part.Get("type")
-			if typ.Type != gjson.String {
-				err = invalid(p+".type", "must be a string")
-				return false
-			}
-			var field string
-			switch typ.Str {
-			case "text", "input_text", "output_text":
-				field = "text"
-			case "refusal":
-				field = "refusal"
-			case "thinking":
-				field = "thinking"
-			case "image_url", "input_image", "input_audio", "audio_url", "video_url", "input_file", "file",
-				"image_embeds", "audio_embeds", "prompt_embeds":
-				err = unsupported(p+".type", "content part type %q is not supported (text-only renderer)", typ.Str)
-				return false
-			default:
-				err = invalid(p+".type", "unknown content part type %q", typ.Str)
-				return false
-			}
-			t := part.Get(field)
-			switch t.Type {
-			case gjson.String:
-				texts = append(texts, t.Str)
-			case gjson.Null:
-				// vLLM skips text and refusal parts without text; a thinking part without
-				// text makes its join fail.
-				if field == "thinking" {
-					err = invalid(p+".thinking", "must be a string")
-					return false
-				}
-			default:
-				err = invalid(p+"."+field, "must be a string")
-				return false
-			}
-			return true
-		})
-		if err != nil {
-			return "", err
-		}
-		return strings.Join(texts, "\n"), nil
-	default:
-		return "", invalid(param, "must be a string, an array of parts or null")
+		return c.Str, nil, false, nil
+	case !c.IsArray():
+		return "", nil, false, invalid(param, "must be a string, an array of parts or null")
 	}
+	parts = []Part{}
+	var texts []string
+	j := 0
+	c.ForEach(func(_, part gjson.Result) bool {
+		p := fmt.Sprintf("%s[%d]", param, j)
+		j++
+		if part.Type == gjson.String {
+			parts = append(parts, Part{Text: part.Str})
+			return true
+		}
+		if !part.IsObject() {
+			err = invalid(p, "must be an object or a string")
+			return false
+		}
+		typ := part.Get("type")
+		if typ.Type != gjson.String {
+			err = invalid(p+".type", "must be a string")
+			return false
+		}
+		var field string
+		skipNull := false // vLLM's PART_TYPES_TO_SKIP_NONE_CONTENT
+		switch typ.Str {
+		case "text":
+			field, skipNull = "text", true
+		case "input_text", "output_text":
+			field = "text"
+		case "refusal":
+			field, skipNull = "refusal", true
+		case "thinking":
+			field = "thinking"
+		case "image_url", "input_image", "input_audio", "audio_url", "video_url", "input_file", "file",
+			"image_embeds", "audio_embeds", "prompt_embeds", "image_pil", "tool_reference":
+			err = unsupported(p+".type", "content part type %q is not supported (text-only renderer)", typ.Str)
+			return false
+		default:
+			err = invalid(p+".type", "unknown content part type %q", typ.Str)
+			return false
+		}
+		switch t := part.Get(field); t.Type {
+		case gjson.String:
+			parts = append(parts, Part{Text: t.Str})
+		case gjson.Null:
+			if !skipNull {
+				parts = append(parts, Part{Null: true})
+			}
+		default:
+			err = invalid(p+"."+field, "must be a string")
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return "", nil, false, err
+	}
+	for _, pt := range parts {
+		if !pt.Null && pt.Text != "" {
+			texts = append(texts, pt.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), parts, false, nil
 }
 
 // ParseChatTools reads a chat-completions `tools` array:
@@ -286,7 +314,9 @@ func ParseChatTools(raw []byte) ([]Tool, error) {
 	if !arr.IsArray() {
 		return nil, invalid("tools", "must be an array")
 	}
-	var out []Tool
+	// An empty array stays an empty list: vLLM passes `tools: []` to the template as [] (None
+	// only when the request has no tools).
+	out := []Tool{}
 	var err error
 	i := 0
 	arr.ForEach(func(_, t gjson.Result) bool {

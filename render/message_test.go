@@ -23,11 +23,11 @@ func TestParseChatRequest(t *testing.T) {
 	}
 	want := ChatRequest{
 		Messages: []Message{
-			{Role: "system", Content: "a\nb"},
-			{Role: "user", Name: ptr("u")},
+			{Role: "system", Content: "a\nb", Parts: []Part{{Text: "a"}, {Text: "b"}}},
+			{Role: "user", Name: ptr("u"), NullContent: true},
 			{Role: "assistant", Content: "x", Reasoning: ptr("r"), ToolCalls: []ToolCall{{ID: "1", Type: "function", Name: "f", Arguments: []byte(`{"k":1E3}`)}}},
 			{Role: "assistant", Content: "y", Reasoning: ptr("r2")},
-			{Role: "tool", Content: "out", ToolCallID: ptr("1")},
+			{Role: "tool", Content: "out", Parts: []Part{{Text: "out"}}, ToolCallID: ptr("1")},
 		},
 		Tools: []Tool{
 			{Name: "f", Parameters: []byte(`{"type":"object"}`), FunctionExtra: []Field{{Key: "strict", Value: []byte("true")}}},
@@ -71,7 +71,7 @@ func FuzzParseChatRequest(f *testing.F) {
 			}
 			return
 		}
-		if _, err := messageValues(req.Messages, nil); err != nil {
+		if _, err := messageValues(req.Messages, ContentString, nil); err != nil {
 			t.Fatalf("messageValues: %v", err)
 		}
 	})

@@ -26,6 +26,9 @@ type Options struct {
 	Now func() time.Time
 	// Fuel bounds the template engine's work per render; 0 leaves the engine's default.
 	Fuel int
+	// ContentFormat forces how message content reaches the template (vLLM's
+	// --chat-template-content-format); "" detects it from the template as vLLM's "auto" does.
+	ContentFormat ContentFormat
 }
 
 // Model is a loaded tokenizer and chat template: it renders chat requests to prompt text and
@@ -37,6 +40,7 @@ type Model struct {
 	maxAdded int // longest added token, in bytes
 	tmpl     compiledTemplate
 	template string
+	format   ContentFormat // how message content reaches the template (chattemplate.go)
 	specials []specialToken
 
 	// TokenizerDigest is the sha256 hex of tokenizer.json (part of the fingerprint).
@@ -72,19 +76,8 @@ var specialTokenKeys = [...]string{"bos_token", "eos_token", "unk_token", "sep_t
 // as in transformers) and an optional generation_config.json (eos_token_id).
 func LoadModel(fsys fs.FS, opts Options) (*Model, error) {
 	// The small files first, so a bad directory fails before the tokenizer's ~1 s load.
-	cfg, err := fs.ReadFile(fsys, "tokenizer_config.json")
+	m, err := loadChat(fsys, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read tokenizer_config.json: %w", ErrModelDir, err)
-	}
-	if !gjson.ValidBytes(cfg) {
-		return nil, fmt.Errorf("%w: tokenizer_config.json is not valid JSON", ErrModelDir)
-	}
-	config := gjson.ParseBytes(cfg)
-	m := &Model{}
-	if m.specials, err = parseSpecialTokens(config); err != nil {
-		return nil, err
-	}
-	if m.template, m.TemplateSource, err = pickTemplate(fsys, config, opts); err != nil {
 		return nil, err
 	}
 	tokJSON, err := fs.ReadFile(fsys, "tokenizer.json")
@@ -97,11 +90,6 @@ func LoadModel(fsys fs.FS, opts Options) (*Model, error) {
 	m.seg = bpeSegments{m.tok}
 	m.maxAdded = m.tok.MaxAddedTokenLen()
 	m.TokenizerDigest = digestBytes(tokJSON)
-	m.TemplateDigest = DigestString(m.template)
-	m.tmpl, err = compileTemplate(m.TemplateSource, m.template, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%w: compile chat template from %s: %w", ErrModelDir, m.TemplateSource, err)
-	}
 	m.StopTokenIDs, err = m.stopTokens(fsys)
 	if err != nil {
 		return nil, err
@@ -235,11 +223,8 @@ func (m *Model) stopTokens(fsys fs.FS) ([]uint32, error) {
 // WithTemplate returns a copy of m that renders with another chat template (same tokenizer).
 func (m *Model) WithTemplate(source string, opts Options) (*Model, error) {
 	c := *m
-	c.template, c.TemplateSource = source, "options"
-	c.TemplateDigest = DigestString(source)
-	var err error
-	if c.tmpl, err = compileTemplate(c.TemplateSource, source, opts); err != nil {
-		return nil, fmt.Errorf("%w: compile chat template: %w", ErrModelDir, err)
+	if err := c.useTemplate(source, "options", opts); err != nil {
+		return nil, err
 	}
 	c.GenerationOpensThink = c.probeThink()
 	return &c, nil
@@ -314,7 +299,8 @@ func (b bpeSegments) addedSpans(text string) []span {
 // ChatRequest is one render: chat messages after Responses mapping, plus template options.
 type ChatRequest struct {
 	Messages []Message
-	// Tools are shown to the template; none means the template sees tools=None.
+	// Tools are shown to the template: nil means the template sees tools=None, an empty non-nil
+	// slice an empty list (vLLM passes `tools: []` on as []).
 	Tools []Tool
 	// AddGenerationPrompt appends the assistant header for the model's answer.
 	AddGenerationPrompt bool
@@ -345,6 +331,7 @@ type templateVars struct {
 	addGenerationPrompt bool
 	specials            []specialToken
 	kwargs              []kwarg
+	format              ContentFormat
 }
 
 type kwarg struct {
@@ -357,8 +344,9 @@ func (m *Model) vars(req *ChatRequest) (*templateVars, error) {
 		messages:            req.Messages,
 		addGenerationPrompt: req.AddGenerationPrompt,
 		specials:            m.specials,
+		format:              m.format,
 	}
-	if len(req.Tools) > 0 {
+	if req.Tools != nil {
 		v.tools = appendToolsJSON(nil, req.Tools)
 	}
 	if len(req.Documents) > 0 {
@@ -461,7 +449,10 @@ func (m *Model) renderText(req *ChatRequest, memo **templateMemo) (string, error
 	if req.ContinueFinalMessage && len(req.Messages) > 0 {
 		// transformers (4.4x) apply_chat_template: cut after the last occurrence of the final
 		// content, keeping its trailing whitespace when the template kept it.
-		final := req.Messages[len(req.Messages)-1].Content
+		final, err := finalContent(&req.Messages[len(req.Messages)-1], m.format)
+		if err != nil {
+			return "", err
+		}
 		stripped := pyStrip(final)
 		i := strings.LastIndex(text, stripped)
 		if i < 0 {

@@ -222,7 +222,7 @@ func FuzzResponsesToMessages(f *testing.F) {
 			return
 		}
 		// Whatever came through must become template values.
-		if _, err := messageValues(conv.Messages, nil); err != nil {
+		if _, err := messageValues(conv.Messages, ContentString, nil); err != nil {
 			t.Fatalf("messageValues: %v", err)
 		}
 		if b := appendToolsJSON(nil, conv.Tools); !json.Valid(b) {

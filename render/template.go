@@ -18,6 +18,8 @@ type compiledTemplate interface {
 	// execute renders v; with memo non-nil it records into *memo and replays from the memo it
 	// holds on entry (see jinja.Template.ExecuteMemo).
 	execute(v *templateVars, memo **templateMemo) (string, error)
+	// loopsOverContent reports whether vLLM would detect the openai content format.
+	loopsOverContent() bool
 }
 
 // templateMemo is what a render leaves for a later render of a longer conversation: the
@@ -26,6 +28,7 @@ type compiledTemplate interface {
 type templateMemo struct {
 	engine *jinja.Memo
 	msgs   []Message
+	format ContentFormat
 	values []jinja.Value
 }
 
@@ -84,6 +87,8 @@ func (c *valueCache) get(text []byte) (jinja.Value, error) {
 	return v, nil
 }
 
+func (j jinjaTemplate) loopsOverContent() bool { return j.t.LoopsOverMessageContent() }
+
 func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, error) {
 	vars := make(map[string]jinja.Value, 4+len(v.specials)+len(v.kwargs))
 	for _, s := range v.specials {
@@ -108,7 +113,7 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 	if memo != nil {
 		prev = *memo
 	}
-	values, err := messageValues(v.messages, prev)
+	values, err := messageValues(v.messages, v.format, prev)
 	if err != nil {
 		return "", err
 	}
@@ -134,20 +139,20 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 		engine = prev.engine
 	}
 	text, next, err := j.t.ExecuteMemo(vars, engine)
-	*memo = &templateMemo{engine: next, msgs: v.messages, values: values}
+	*memo = &templateMemo{engine: next, msgs: v.messages, format: v.format, values: values}
 	return text, err
 }
 
 // messageValues builds the template values of msgs, taking those of messages equal to prev's at
 // the same position from prev.
-func messageValues(msgs []Message, prev *templateMemo) ([]jinja.Value, error) {
+func messageValues(msgs []Message, format ContentFormat, prev *templateMemo) ([]jinja.Value, error) {
 	items := make([]jinja.Value, len(msgs))
 	for i := range msgs {
-		if prev != nil && i < len(prev.msgs) && sameMessage(&msgs[i], &prev.msgs[i]) {
+		if prev != nil && prev.format == format && i < len(prev.msgs) && sameMessage(&msgs[i], &prev.msgs[i]) {
 			items[i] = prev.values[i]
 			continue
 		}
-		v, err := messageValue(i, &msgs[i])
+		v, err := messageValue(i, &msgs[i], format)
 		if err != nil {
 			return nil, err
 		}
@@ -159,8 +164,10 @@ func messageValues(msgs []Message, prev *templateMemo) ([]jinja.Value, error) {
 // sameMessage reports whether a and b are equal (a content string shared between turns compares
 // by pointer).
 func sameMessage(a, b *Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && sameOptional(a.Reasoning, b.Reasoning) &&
-		sameOptional(a.ToolCallID, b.ToolCallID) && sameOptional(a.Name, b.Name) &&
+	return a.Role == b.Role && a.Content == b.Content && a.NullContent == b.NullContent &&
+		(a.Parts == nil) == (b.Parts == nil) && slices.Equal(a.Parts, b.Parts) &&
+		sameOptional(a.Reasoning, b.Reasoning) && sameOptional(a.ToolCallID, b.ToolCallID) &&
+		sameOptional(a.Name, b.Name) && sameOptional(a.Task, b.Task) &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y ToolCall) bool {
 			return x.ID == y.ID && x.Type == y.Type && x.Name == y.Name && bytes.Equal(x.Arguments, y.Arguments)
 		})
@@ -169,14 +176,19 @@ func sameMessage(a, b *Message) bool {
 func sameOptional(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }
 
 // messageValue builds messages[i] of the template's `messages` the way vLLM's
-// parse_chat_messages leaves them: {"role","content","tool_calls"?,"reasoning"?,
-// "reasoning_content"?,"tool_call_id"?,"name"?} in that key order; tool calls
+// parse_chat_messages leaves them (vllm/entrypoints/chat_utils.py _parse_chat_message_content,
+// _postprocess_messages): {"role","content","tool_calls"?,"reasoning"?,"reasoning_content"?,
+// "tool_call_id"?,"name"?,"task"?,"tools"? (developer)} in that key order; tool calls
 // {"id","function":{"arguments","name"},"type"}. Only tool-call arguments go through JSON
 // (templateArguments, FromJSON).
-func messageValue(i int, m *Message) (jinja.Value, error) {
+func messageValue(i int, m *Message, format ContentFormat) (jinja.Value, error) {
 	mp := jinja.NewMap()
 	mp.Set("role", jinja.String(m.Role))
-	mp.Set("content", jinja.String(m.Content))
+	content, err := contentValue(i, m, format)
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	mp.Set("content", content)
 	if m.Role == "assistant" {
 		// vLLM drops an empty tool_calls list so templates take the plain assistant path.
 		if len(m.ToolCalls) > 0 {
@@ -216,5 +228,48 @@ func messageValue(i int, m *Message) (jinja.Value, error) {
 	if m.Name != nil {
 		mp.Set("name", jinja.String(*m.Name))
 	}
+	if m.Task != nil {
+		mp.Set("task", jinja.String(*m.Task))
+	}
+	if m.Role == "developer" {
+		// vLLM sets a developer message's own tools (message.get("tools", None)); stitch
+		// does not read them, so the template sees None.
+		mp.Set("tools", jinja.None())
+	}
 	return jinja.MapValue(mp), nil
+}
+
+// contentValue is a message's content as the template sees it in format.
+func contentValue(i int, m *Message, format ContentFormat) (jinja.Value, error) {
+	switch {
+	case format != ContentOpenAI:
+		return jinja.String(m.Content), nil
+	case m.Role == "tool":
+		s, err := toolContent(m)
+		if err != nil {
+			return jinja.Value{}, invalid(fmt.Sprintf("messages[%d].content", i), "a tool message's text part is null")
+		}
+		return jinja.String(s), nil
+	case m.NullContent:
+		return jinja.List(), nil
+	case m.Parts == nil:
+		return jinja.List(textPart(jinja.String(m.Content))), nil
+	}
+	parts := make([]jinja.Value, len(m.Parts))
+	for j, p := range m.Parts {
+		text := jinja.String(p.Text)
+		if p.Null {
+			text = jinja.None()
+		}
+		parts[j] = textPart(text)
+	}
+	return jinja.List(parts...), nil
+}
+
+// textPart is vLLM's wrapped text part, {"type": "text", "text": text}.
+func textPart(text jinja.Value) jinja.Value {
+	mp := jinja.NewMap()
+	mp.Set("type", jinja.String("text"))
+	mp.Set("text", text)
+	return jinja.MapValue(mp)
 }

@@ -31,7 +31,14 @@ func TestSameMessageSeesEveryField(t *testing.T) {
 			f.SetString(f.String() + "x")
 		case reflect.Pointer:
 			f.Set(reflect.ValueOf(s("changed")))
-		case reflect.Slice: // ToolCalls: change each of its fields in turn
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
+		case reflect.Slice:
+			if mt.Field(i).Name == "Parts" {
+				c.Parts = append(c.Parts, Part{Text: "p"})
+				break
+			}
+			// ToolCalls: change each of its fields in turn
 			ct := reflect.TypeOf(ToolCall{})
 			for j := range ct.NumField() {
 				c := clone()

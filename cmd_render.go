@@ -15,16 +15,27 @@ import (
 
 // runRender reads chat requests as JSON lines on stdin and writes {"text","tokens"} per line:
 // the prompt vLLM's chat path would build (preprocessing, chat template, tokenizer with
-// add_special_tokens=false). The first bad line stops the run with its line number.
+// add_special_tokens=false). The first bad line stops the run with its line number. With
+// --text-only the tokenizer is not loaded and lines are {"text"}: any model directory whose
+// template loads renders, whatever its tokenizer.
 func runRender(ctx context.Context, env cliEnv, args []string) error {
-	fset := newFlagSet(env, "render", "[--model-dir DIR] [--chat-template FILE] < requests.jsonl")
+	fset := newFlagSet(env, "render", "[--model-dir DIR] [--chat-template FILE] [--text-only] [--content-format auto|string|openai] < requests.jsonl")
 	modelDir := fset.String("model-dir", "", "Hugging Face model directory (tokenizer.json, tokenizer_config.json); default: the embedded Qwen3 demo model")
 	templateFile := fset.String("chat-template", "", "Jinja chat template file that replaces the model's")
 	templateName := fset.String("template-name", "", "named template when tokenizer_config.json holds several (default \"default\")")
+	textOnly := fset.Bool("text-only", false, "render prompt text only, without loading tokenizer.json")
+	contentFormat := fset.String("content-format", "auto", "how message content reaches the template, as vLLM's --chat-template-content-format: auto (detected from the template), string or openai")
 	if err := parseFlags(env, fset, args); err != nil {
 		return err
 	}
 	opts := render.Options{TemplateName: *templateName}
+	switch *contentFormat {
+	case "auto":
+	case string(render.ContentString), string(render.ContentOpenAI):
+		opts.ContentFormat = render.ContentFormat(*contentFormat)
+	default:
+		return fmt.Errorf("--content-format %q: want auto, string or openai", *contentFormat)
+	}
 	if *templateFile != "" {
 		b, err := os.ReadFile(*templateFile)
 		if err != nil {
@@ -41,11 +52,38 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 			return err
 		}
 	}
+	if *textOnly {
+		ct, err := render.LoadChatTemplate(fsys, opts)
+		if err != nil {
+			return err
+		}
+		return renderLines(ctx, textRenderer(ct), env.stdin, env.stdout)
+	}
 	m, err := render.LoadModel(fsys, opts)
 	if err != nil {
 		return err
 	}
-	return renderLines(ctx, m, env.stdin, env.stdout)
+	return renderLines(ctx, modelRenderer(m), env.stdin, env.stdout)
+}
+
+// lineRenderer renders one request: the prompt text and its ids (nil ids: text only).
+type lineRenderer func(render.ChatRequest) (string, []uint32, error)
+
+func modelRenderer(m *render.Model) lineRenderer {
+	return func(req render.ChatRequest) (string, []uint32, error) {
+		text, ids, err := m.Render(req)
+		if err == nil && ids == nil {
+			ids = []uint32{}
+		}
+		return text, ids, err
+	}
+}
+
+func textRenderer(ct *render.ChatTemplate) lineRenderer {
+	return func(req render.ChatRequest) (string, []uint32, error) {
+		text, err := ct.RenderText(req)
+		return text, nil, err
+	}
 }
 
 type renderOutput struct {
@@ -53,7 +91,12 @@ type renderOutput struct {
 	Tokens []uint32 `json:"tokens"`
 }
 
-func renderLines(ctx context.Context, m *render.Model, in io.Reader, out io.Writer) error {
+// textOutput is a --text-only line.
+type textOutput struct {
+	Text string `json:"text"`
+}
+
+func renderLines(ctx context.Context, renderOne lineRenderer, in io.Reader, out io.Writer) error {
 	r := bufio.NewReaderSize(in, 1<<20)
 	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
@@ -76,15 +119,16 @@ func renderLines(ctx context.Context, m *render.Model, in io.Reader, out io.Writ
 				w.Flush()
 				return fmt.Errorf("line %d: %w", n, err)
 			}
-			text, ids, err := m.Render(req)
+			text, ids, err := renderOne(req)
 			if err != nil {
 				w.Flush()
 				return fmt.Errorf("line %d: %w", n, err)
 			}
+			var line any = renderOutput{Text: text, Tokens: ids}
 			if ids == nil {
-				ids = []uint32{}
+				line = textOutput{Text: text}
 			}
-			if err := enc.Encode(renderOutput{Text: text, Tokens: ids}); err != nil {
+			if err := enc.Encode(line); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
 		}

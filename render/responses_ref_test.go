@@ -154,7 +154,7 @@ func (b *refBuilder) addCall(item gjson.Result, param string) error {
 		return nil
 	}
 	b.conv.Messages = append(b.conv.Messages, Message{
-		Role: "assistant", ToolCalls: []ToolCall{call}, Reasoning: b.takeReasoning(),
+		Role: "assistant", NullContent: true, ToolCalls: []ToolCall{call}, Reasoning: b.takeReasoning(),
 	})
 	b.open, b.openSet = len(b.conv.Messages)-1, true
 	return nil

@@ -70,8 +70,8 @@ func TestFromResponses(t *testing.T) {
 				{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"}]`,
 			want: []Message{
 				{Role: "user", Content: "q"},
-				{Role: "assistant", Reasoning: ptr("sum"), ToolCalls: []ToolCall{{ID: "c1", Type: "function", Name: "f", Arguments: json.RawMessage(`"{}"`)}}},
-				{Role: "assistant", ToolCalls: []ToolCall{{ID: "c2", Type: "function", Name: "f", Arguments: json.RawMessage(`"{}"`)}}},
+				{Role: "assistant", NullContent: true, Reasoning: ptr("sum"), ToolCalls: []ToolCall{{ID: "c1", Type: "function", Name: "f", Arguments: json.RawMessage(`"{}"`)}}},
+				{Role: "assistant", NullContent: true, ToolCalls: []ToolCall{{ID: "c2", Type: "function", Name: "f", Arguments: json.RawMessage(`"{}"`)}}},
 			},
 		},
 		{

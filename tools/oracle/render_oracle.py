@@ -391,7 +391,11 @@ def load_template(template_file, config):
 
 
 def families(manifest_file, cases_file):
+    """Renders cases_file with every template of the manifest; entries with "responses": true
+    also render responses_cases.jsonl (next to the manifest) as responses-TEMPLATE.text.jsonl."""
     root = os.path.dirname(manifest_file)
+    with open(os.path.join(root, "responses_cases.jsonl"), "rb") as f:
+        responses_cases = read_cases(f.read().decode("utf-8"))
     with open(manifest_file, encoding="utf-8") as f:
         manifest = json.load(f)
     with open(cases_file, "rb") as f:
@@ -409,6 +413,11 @@ def families(manifest_file, cases_file):
             f.writelines(lines)
         with open(base + ".format", "w", encoding="ascii", newline="") as f:
             f.write(fmt + "\n")
+        if entry.get("responses"):
+            rlines = render_cases(env.from_string(source), fmt, special_tokens_map(config), responses_cases, True)
+            with open(os.path.join(fam, "responses-" + entry["template"] + ".text.jsonl"), "w", encoding="ascii",
+                      newline="") as f:
+                f.writelines(rlines)
         ok = sum(1 for l in lines if '"text":' in l)
         sys.stderr.write("%s/%s: %s, %d rendered, %d errors\n" % (
             entry["family"], entry["template"], fmt, ok, len(lines) - ok))

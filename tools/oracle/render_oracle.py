@@ -7,8 +7,11 @@ Usage: python3 tools/oracle/render_oracle.py TEMPLATE_NAME TEMPLATE_FILE TOKENIZ
        python3 tools/oracle/render_oracle.py --families testdata/render/families.json \\
            testdata/render/family_cases.jsonl
 
+       python3 tools/oracle/render_oracle.py --content-formats testdata/jinja/content_format.json
+
 The second form renders the family cases with every template of the manifest and writes
 testdata/render/FAMILY/TEMPLATE.text.jsonl and TEMPLATE.format (the content format vLLM detects).
+The third recomputes the content format of the small templates listed in content_format.json.
 
 With --responses the input lines are Responses requests {"name","instructions"?,"input","tools"?,
 "chat_template_kwargs"?} (responses_cases.jsonl): they are first mapped to chat messages the way
@@ -423,7 +426,21 @@ def families(manifest_file, cases_file):
             entry["family"], entry["template"], fmt, ok, len(lines) - ok))
 
 
+def content_formats(path):
+    """Recomputes the "openai" field of each {name, template} entry of path (rewritten in place)."""
+    with open(path, encoding="utf-8") as f:
+        cases = json.load(f)
+    env = make_env()
+    out = [{"name": c["name"], "template": c["template"], "openai": content_format(env, c["template"]) == "openai"}
+           for c in cases]
+    with open(path, "w", encoding="ascii", newline="") as f:
+        f.write("[\n" + ",\n".join(json.dumps(c, ensure_ascii=True) for c in out) + "\n]\n")
+
+
 def main():
+    if sys.argv[1] == "--content-formats":
+        content_formats(sys.argv[2])
+        return
     if sys.argv[1] == "--families":
         families(sys.argv[2], sys.argv[3])
         return

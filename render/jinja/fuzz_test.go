@@ -55,6 +55,7 @@ func FuzzParse(f *testing.F) {
 		if tpl == nil {
 			t.Fatal("nil template without error")
 		}
+		tpl.LoopsOverMessageContent() // the content-format walk takes any parsed tree
 	})
 }
 

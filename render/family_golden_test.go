@@ -187,3 +187,35 @@ func TestGoldenFamiliesResponses(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderTextMemoFamilies: replaying from the previous turn's memo gives the plain render's
+// text in both content formats (the memo keeps message values built for one format).
+func TestRenderTextMemoFamilies(t *testing.T) {
+	for _, f := range readFamilies(t) {
+		t.Run(f.Family+"/"+f.Template, func(t *testing.T) {
+			m := loadFamilyTemplate(t, f).m
+			for _, c := range loadGoldenFiles(t, "family_cases.jsonl", filepath.Join(f.Family, f.Template)) {
+				if c.err != "" || !strings.HasPrefix(c.name, "random_") {
+					continue
+				}
+				full, err := requestFromLine(c.line)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var memo *RenderMemo
+				for n := 1; n <= len(full.Messages); n++ {
+					req := full
+					req.Messages = full.Messages[:n]
+					want, wantErr := m.RenderText(req)
+					got, next, err := m.RenderTextMemo(req, memo)
+					if (err != nil) != (wantErr != nil) || got != want {
+						t.Fatalf("%s, %d messages: memo render %q (%v), plain %q (%v)", c.name, n, got, err, want, wantErr)
+					}
+					if err == nil {
+						memo = next
+					}
+				}
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ errors and the Go test expects an error there too.
 Usage: python3 tools/oracle/render_cases_families.py > testdata/render/family_cases.jsonl
 """
 import json
+import random
 import sys
 
 WEATHER = {"type": "function", "function": {
@@ -176,6 +177,51 @@ def main():
     out("newlines", [{"role": "user", "content": "\n\nline\r\nnext\n\n"}])
     out("names", [{"role": "user", "content": "hi", "name": "alice"}, {"role": "assistant", "content": "hello"},
                   {"role": "user", "content": "bye", "name": "alice"}])
+
+    # Seeded random conversations: alternating turns, text drawn from awkward pieces, content as a
+    # string or as parts, some assistant turns calling a tool whose result follows.
+    r = random.Random(20261202)
+    for i in range(40):
+        msgs, gen, extra = random_case(r)
+        out("random_%02d" % i, msgs, gen, **extra)
+
+
+PIECES = ["hello", "", " ", "\n", "\n\n", "\t", "café", "日本語", "🌍", "<b>&amp;</b>", "\"quoted\"",
+          "back\\slash", "{\"json\": 1}", "{{ not jinja }}", "{% raw %}", "  lead", "trail  ", "\u2028",
+          "\r\n", "[INST]", "<|im_start|>", "<think>", "</think>", "0.0", "1e-07"]
+
+
+def random_text(r):
+    return "".join(r.choice(PIECES) for _ in range(r.randint(1, 5)))
+
+
+def random_content(r):
+    if r.random() < 0.7:
+        return random_text(r)
+    return [r.choice([{"type": "text", "text": random_text(r)}, {"type": "text", "text": ""}, random_text(r)])
+            for _ in range(r.randint(1, 3))]
+
+
+def random_case(r):
+    msgs = []
+    if r.random() < 0.5:
+        msgs.append({"role": "system", "content": random_content(r)})
+    tools = TOOLS if r.random() < 0.5 else None
+    n = 0
+    for turn in range(r.randint(1, 4)):
+        msgs.append({"role": "user", "content": random_content(r)})
+        if tools and r.random() < 0.4:
+            n += 1
+            cid = "rnd%06d" % (r.randint(0, 999999))
+            args = json.dumps({"city": random_text(r)}, ensure_ascii=r.random() < 0.5)
+            msgs.append(calling(r.choice([None, "", random_text(r)]), call(cid, "get_weather", args)))
+            msgs.append(result(cid, random_content(r)))
+        msgs.append({"role": "assistant", "content": random_content(r)})
+    gen = r.random() < 0.7
+    if gen:
+        msgs.append({"role": "user", "content": random_content(r)})
+    extra = {"tools": tools} if tools else {}
+    return msgs, gen, extra
 
 
 if __name__ == "__main__":

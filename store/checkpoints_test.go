@@ -13,12 +13,6 @@ import (
 	"github.com/stitchllm/stitch/store/storetest"
 )
 
-var (
-	_ storetest.Checkpoints = (*store.Bolt)(nil)
-	_ storetest.Checkpoints = (*store.RedisCheckpoints)(nil)
-	_ storetest.Checkpoints = (*store.Memory)(nil)
-)
-
 func TestMemoryConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Checkpoints { return store.NewMemory() })
 }

@@ -426,6 +426,8 @@ func (s *Bolt) CheckpointStats() CheckpointStats { return s.counters.stats() }
 // storage errors are ErrUnavailable; our own sentinels pass through.
 func boltErr(err error) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid), errors.Is(err, ErrCorrupt):
 		return err
 	case errors.Is(err, bolt.ErrDatabaseNotOpen):

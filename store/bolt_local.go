@@ -126,6 +126,20 @@ func (s *Bolt) applyDeletions(ctx context.Context, dels []deletion, cursor strin
 	return nil
 }
 
+// markDeleted records a tombstone for tenant/id whether or not this store
+// holds it, so a re-publication after Redis lost its data re-posts it.
+func (s *Bolt) markDeleted(ctx context.Context, tenant, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	stamp := binary.BigEndian.AppendUint64(nil, uint64(s.now().Unix()))
+	err := s.db.Update(func(tx *bolt.Tx) error { return tombstone(tx, []byte(localKey(tenant, id)), stamp) })
+	if err != nil {
+		return fmt.Errorf("mark %q deleted: %w", truncate(id), boltErr(err))
+	}
+	return nil
+}
+
 // meta reads a Fallback cursor ("" when unset).
 func (s *Bolt) meta(key []byte) (string, error) {
 	var v string

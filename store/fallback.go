@@ -287,16 +287,15 @@ func (f *Fallback) DeleteResponse(ctx context.Context, tenant, id string) error 
 	held := lerr == nil
 	existed, err := f.shared.deleteResponse(ctx, tenant, id, held)
 	switch {
-	case err == nil:
-		if held {
-			if derr := f.local.delete(ctx, tenant, id, false); derr != nil && !errors.Is(derr, ErrNotFound) {
-				f.logger.Warn("local copy of a deleted response not dropped", "response_id", id, "err", derr)
-			}
-		}
-		if existed || held {
-			return nil
-		}
+	case err == nil && !existed && !held:
 		return fmt.Errorf("delete response %q: %w", truncate(id), ErrNotFound)
+	case err == nil:
+		// Tombstoned here too, held or not: if Redis later loses its data,
+		// this pod's re-publication re-posts the tombstone.
+		if derr := f.local.markDeleted(ctx, tenant, id); derr != nil {
+			f.logger.Warn("local tombstone not written", "response_id", id, "err", derr)
+		}
+		return nil
 	case errors.Is(err, ErrUnavailable) && held && ctx.Err() == nil:
 		if derr := f.local.delete(ctx, tenant, id, true); derr != nil {
 			return fmt.Errorf("%w; and the local store: %v", err, derr)

@@ -125,6 +125,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		fallback := store.NewFallback(store.NewRedisCheckpoints(rc, store.RedisCheckpointsOptions{TTL: cfg.Store.ResponseTTL, Sealer: checkpointSealer}), local, store.FallbackOptions{Logger: logger})
 		defer fallback.Close() // before local.Close and rc.Close (defers run last-first)
 		checkpoints = fallback
+		reg.MustRegister(store.NewCheckpointCollector(fallback))
 		portable = store.NewRedisArtifacts(rc, store.RedisArtifactsOptions{})
 		logger.Info("sharing responses and artifacts through Redis", "redis", ropts)
 	}

@@ -52,7 +52,6 @@ type BoltOptions struct {
 // Bolt is safe for concurrent use. Keys are tenant+"\x00"+id.
 type Bolt struct {
 	db        *bolt.DB
-	path      string
 	logger    *slog.Logger
 	retention time.Duration
 	now       func() time.Time
@@ -123,7 +122,7 @@ func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Bolt{db: db, path: path, logger: logger, retention: opts.Retention, now: opts.Now}, nil
+	return &Bolt{db: db, logger: logger, retention: opts.Retention, now: opts.Now}, nil
 }
 
 // Close closes the file. Calls after Close fail with ErrClosed.

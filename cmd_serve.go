@@ -96,6 +96,20 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		stopSweep()
 		<-swept
 	}()
+	sealKeys, err := loadSealKeys(cfg.Auth.SealKeysFile, cfg.Store.Redis != "", logger)
+	if err != nil {
+		return err
+	}
+	sealer, err := store.NewSealer(sealKeys, store.SealerOptions{})
+	if err != nil {
+		return fmt.Errorf("seal keys: %w", err)
+	}
+	// Checkpoints in Redis are sealed only with shared keys: a per-process key would make every
+	// other pod read them as corrupt.
+	var checkpointSealer *store.Sealer
+	if cfg.Auth.SealKeysFile != "" {
+		checkpointSealer = sealer
+	}
 	var checkpoints server.Checkpoints = local
 	var portable store.PortableCache
 	if cfg.Store.Redis != "" {
@@ -108,20 +122,12 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		redis.SetLogger(redisLogger{logger})
 		rc := store.NewRedisClient(ropts)
 		defer rc.Close()
-		checkpoints = &server.FallbackCheckpoints{
-			Primary: store.NewRedisCheckpoints(rc, store.RedisCheckpointsOptions{TTL: cfg.Store.ResponseTTL}),
-			Local:   local, Logger: logger,
-		}
+		fallback := store.NewFallback(store.NewRedisCheckpoints(rc, store.RedisCheckpointsOptions{TTL: cfg.Store.ResponseTTL, Sealer: checkpointSealer}), local, store.FallbackOptions{Logger: logger})
+		defer fallback.Close() // before local.Close and rc.Close (defers run last-first)
+		checkpoints = fallback
+		reg.MustRegister(store.NewCheckpointCollector(fallback))
 		portable = store.NewRedisArtifacts(rc, store.RedisArtifactsOptions{})
 		logger.Info("sharing responses and artifacts through Redis", "redis", ropts)
-	}
-	sealKeys, err := loadSealKeys(cfg.Auth.SealKeysFile, cfg.Store.Redis != "", logger)
-	if err != nil {
-		return err
-	}
-	sealer, err := store.NewSealer(sealKeys, store.SealerOptions{})
-	if err != nil {
-		return fmt.Errorf("seal keys: %w", err)
 	}
 	var artifacts *store.Tiered
 	var artifactMetrics *server.ArtifactMetrics

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -43,8 +44,10 @@ type BoltOptions struct {
 // are coalesced into shared transactions (one fsync for many writers).
 //
 // Records are kept until Sweep removes them (see BoltOptions.Retention);
-// DeleteResponse removes a checkpoint record but not its items, which later
-// checkpoints of the conversation may still reference.
+// DeleteResponse replaces a checkpoint record with a tombstone but keeps its
+// items, which later checkpoints of the conversation may still reference.
+// With a Fallback in front, the same file also holds the durable replay
+// queue (bolt_local.go).
 //
 // Bolt is safe for concurrent use. Keys are tenant+"\x00"+id.
 type Bolt struct {
@@ -52,6 +55,7 @@ type Bolt struct {
 	logger    *slog.Logger
 	retention time.Duration
 	now       func() time.Time
+	counters  checkpointCounters
 }
 
 var (
@@ -62,6 +66,15 @@ var (
 	boltTouched = []byte("items_touched")
 	// boltStored maps a response key to the unix second it was stored.
 	boltStored = []byte("responses_stored")
+	// boltTombstones maps a deleted response's key to the unix second of
+	// its deletion; swept after Retention like the responses.
+	boltTombstones = []byte("tombstones")
+	// boltReplay is the Fallback's replay queue: sequence number (8 bytes,
+	// big-endian) to operation (see bolt_local.go).
+	boltReplay = []byte("replay")
+	// boltMeta holds the Fallback's cursors (deletions seen, epoch
+	// re-published).
+	boltMeta = []byte("meta")
 )
 
 // OpenBolt opens (creating if needed, mode 0700/0600) the store in dir.
@@ -84,11 +97,16 @@ func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
 	}
 	path := filepath.Join(dir, opts.FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open bolt store %s: the file is locked by another process "+
+			"(another stitch using the same --data-dir? each process needs its own): "+
+			"gave up waiting for the lock after %v: %w", path, opts.OpenTimeout, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open bolt store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{boltResponses, boltItems, boltTouched, boltStored} {
+		for _, name := range [][]byte{boltResponses, boltItems, boltTouched, boltStored, boltTombstones, boltReplay, boltMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -116,41 +134,77 @@ func (s *Bolt) Close() error {
 }
 
 // PutResponse stores items and cp in one transaction and returns once it is
-// on disk. It replaces any checkpoint or item with the same tenant and id.
+// on disk. It replaces a checkpoint with the same tenant and id; items are
+// immutable (see Checkpoints). A deleted id fails with ErrDeleted.
 func (s *Bolt) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) error {
+	return s.put(ctx, cp, items, false)
+}
+
+// PutResponseHistory is PutResponse: the store already holds the history.
+func (s *Bolt) PutResponseHistory(ctx context.Context, cp *Checkpoint, items, _ []Item) error {
+	return s.put(ctx, cp, items, false)
+}
+
+// put is PutResponse that, with queue, also appends the write to the replay
+// queue in the same transaction (see Fallback).
+func (s *Bolt) put(ctx context.Context, cp *Checkpoint, items []Item, queue bool) error {
 	if err := checkPut(cp, items); err != nil {
-		return err
-	}
-	rec, err := encodeCheckpoint(cp)
-	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put response %q: %w", cp.ID, err)
 	}
-	// Batch coalesces concurrent writers; it may run the function more than
-	// once if a batch partner fails, which is fine: puts are idempotent.
 	var stamp []byte
 	if s.retention > 0 {
 		stamp = binary.BigEndian.AppendUint64(nil, uint64(s.now().Unix()))
 	}
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	// Batch coalesces concurrent writers; it may run the function more than
+	// once if a batch partner fails, so it starts from the caller's values
+	// every time.
+	var diverted int
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		diverted = 0
+		key := []byte(localKey(cp.Tenant, cp.ID))
+		if tx.Bucket(boltTombstones).Get(key) != nil {
+			return ErrDeleted
+		}
 		ib := tx.Bucket(boltItems)
-		for _, it := range items {
-			if err := ib.Put([]byte(localKey(cp.Tenant, it.ID)), it.Data); err != nil {
+		renamed := map[int]string{}
+		for i, it := range items {
+			if cur := ib.Get([]byte(localKey(cp.Tenant, it.ID))); cur != nil && !bytes.Equal(cur, it.Data) {
+				renamed[i] = divertedID(it.ID, it.Data)
+			}
+		}
+		c, its := cp, items
+		if len(renamed) > 0 {
+			c, its = divert(cp, items, renamed)
+			diverted = len(renamed)
+		}
+		rec, err := encodeCheckpoint(c)
+		if err != nil {
+			return err
+		}
+		for _, it := range its {
+			if err := ib.Put([]byte(localKey(c.Tenant, it.ID)), it.Data); err != nil {
 				return fmt.Errorf("item %q: %w", it.ID, err)
 			}
 		}
 		if stamp != nil {
-			if err := s.touch(tx, cp, items, stamp); err != nil {
+			if err := s.touch(tx, c, its, stamp); err != nil {
 				return err
 			}
 		}
-		return tx.Bucket(boltResponses).Put([]byte(localKey(cp.Tenant, cp.ID)), rec)
+		if queue {
+			if err := enqueue(tx, opPut, c.Tenant, c.ID); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(boltResponses).Put(key, rec)
 	})
 	if err != nil {
 		return fmt.Errorf("put response %q: %w", cp.ID, boltErr(err))
 	}
+	s.counters.diverted.Add(uint64(diverted))
 	return nil
 }
 
@@ -164,7 +218,7 @@ func (s *Bolt) touch(tx *bolt.Tx, cp *Checkpoint, items []Item, stamp []byte) er
 		}
 	}
 	for _, id := range cp.ConversationItemIDs {
-		if validID(id) {
+		if validStoredID(id) {
 			if err := tb.Put([]byte(localKey(cp.Tenant, id)), stamp); err != nil {
 				return err
 			}
@@ -184,7 +238,7 @@ func (s *Bolt) Sweep(ctx context.Context) (int, error) {
 	}
 	cutoff := uint64(s.now().Add(-s.retention).Unix())
 	total := 0
-	for _, pair := range [][2][]byte{{boltStored, boltResponses}, {boltTouched, boltItems}} {
+	for _, pair := range [][2][]byte{{boltStored, boltResponses}, {boltTouched, boltItems}, {boltTombstones, boltTombstones}} {
 		for {
 			if err := ctx.Err(); err != nil {
 				return total, fmt.Errorf("sweep: %w", err)
@@ -230,36 +284,49 @@ func (s *Bolt) sweepBatch(stamps, data []byte, cutoff uint64, limit int) (int, e
 }
 
 // GetResponse returns the checkpoint stored for tenant and id, or an error
-// wrapping ErrNotFound (also for another tenant's id or a malformed id).
+// wrapping ErrNotFound (also for another tenant's id, a malformed id, a
+// deleted one (ErrDeleted) and a corrupt record (ErrCorrupt, counted)).
 func (s *Bolt) GetResponse(ctx context.Context, tenant, id string) (*Checkpoint, error) {
+	op := fmt.Sprintf("get response %q", truncate(id))
 	if checkKey(tenant, id) != nil {
-		return nil, fmt.Errorf("get response %q: %w", truncate(id), ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("get response %q: %w", id, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	var rec []byte
+	deleted := false
 	err := s.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(boltResponses).Get([]byte(localKey(tenant, id))); v != nil {
+		k := []byte(localKey(tenant, id))
+		if v := tx.Bucket(boltResponses).Get(k); v != nil {
 			rec = append([]byte(nil), v...)
+		} else {
+			deleted = tx.Bucket(boltTombstones).Get(k) != nil
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("get response %q: %w", id, boltErr(err))
-	}
-	if rec == nil {
-		return nil, fmt.Errorf("get response %q: %w", id, ErrNotFound)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", op, boltErr(err))
+	case deleted:
+		return nil, fmt.Errorf("%s: %w", op, ErrDeleted)
+	case rec == nil:
+		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
 	}
 	cp, err := decodeCheckpoint(rec)
+	if err == nil && (cp.ID != id || cp.Tenant != tenant) {
+		err = fmt.Errorf("record is for %q/%q", truncate(cp.Tenant), truncate(cp.ID))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("get response %q: %w", id, err)
+		s.counters.corrupt.Add(1)
+		return nil, corrupt(op, err)
 	}
 	return cp, nil
 }
 
 // GetItems returns the items with the given ids, in the order of ids
-// (duplicates repeated). A missing id fails the whole call with an error
+// (duplicates repeated). A missing id, or one whose stored bytes are not
+// valid JSON (counted as corrupt), fails the whole call with an error
 // wrapping ErrNotFound that names it.
 func (s *Bolt) GetItems(ctx context.Context, tenant string, ids []string) ([]Item, error) {
 	if err := ctx.Err(); err != nil {
@@ -272,46 +339,67 @@ func (s *Bolt) GetItems(ctx context.Context, tenant string, ids []string) ([]Ite
 		return nil, fmt.Errorf("get item %q: %w", truncate(ids[0]), ErrNotFound)
 	}
 	items := make([]Item, len(ids))
+	var bad error
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(boltItems)
 		for i, id := range ids {
 			var v []byte
-			if validID(id) {
+			if validStoredID(id) {
 				v = b.Get([]byte(localKey(tenant, id)))
 			}
 			if v == nil {
 				return fmt.Errorf("get item %q: %w", truncate(id), ErrNotFound)
 			}
+			if !validItemData(v) {
+				bad = corrupt(fmt.Sprintf("get item %q", truncate(id)), errors.New("stored bytes are not valid JSON"))
+				return bad
+			}
 			items[i] = Item{ID: id, Data: append([]byte(nil), v...)}
 		}
 		return nil
 	})
+	if bad != nil {
+		s.counters.corrupt.Add(1)
+	}
 	if err != nil {
 		return nil, boltErr(err)
 	}
 	return items, nil
 }
 
-// DeleteResponse removes the checkpoint record for tenant and id. Deleting
-// an unknown id returns an error wrapping ErrNotFound. Items are kept: later
-// checkpoints may reference them.
+// DeleteResponse replaces the checkpoint record for tenant and id with a
+// tombstone (see Checkpoints). Deleting an unknown id returns an error
+// wrapping ErrNotFound. Items are kept: later checkpoints may reference them.
 func (s *Bolt) DeleteResponse(ctx context.Context, tenant, id string) error {
+	return s.delete(ctx, tenant, id, false)
+}
+
+// delete is DeleteResponse that, with queue, also appends the delete to the
+// replay queue in the same transaction (see Fallback).
+func (s *Bolt) delete(ctx context.Context, tenant, id string, queue bool) error {
 	if checkKey(tenant, id) != nil {
 		return fmt.Errorf("delete response %q: %w", truncate(id), ErrNotFound)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete response %q: %w", id, err)
 	}
+	stamp := binary.BigEndian.AppendUint64(nil, uint64(s.now().Unix()))
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(boltResponses)
 		k := []byte(localKey(tenant, id))
 		if b.Get(k) == nil {
+			if tx.Bucket(boltTombstones).Get(k) != nil {
+				return ErrDeleted
+			}
 			return ErrNotFound
 		}
-		if err := tx.Bucket(boltStored).Delete(k); err != nil {
+		if err := tombstone(tx, k, stamp); err != nil {
 			return err
 		}
-		return b.Delete(k)
+		if queue {
+			return enqueue(tx, opDelete, tenant, id)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("delete response %q: %w", id, boltErr(err))
@@ -319,11 +407,27 @@ func (s *Bolt) DeleteResponse(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
+// tombstone deletes the record under k and records its deletion.
+func tombstone(tx *bolt.Tx, k, stamp []byte) error {
+	if err := tx.Bucket(boltStored).Delete(k); err != nil {
+		return err
+	}
+	if err := tx.Bucket(boltResponses).Delete(k); err != nil {
+		return err
+	}
+	return tx.Bucket(boltTombstones).Put(k, stamp)
+}
+
+// CheckpointStats returns the store's counters (Corrupt, Diverted).
+func (s *Bolt) CheckpointStats() CheckpointStats { return s.counters.stats() }
+
 // boltErr classifies bolt failures: a closed database is ErrClosed, other
 // storage errors are ErrUnavailable; our own sentinels pass through.
 func boltErr(err error) error {
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid):
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid), errors.Is(err, ErrCorrupt):
 		return err
 	case errors.Is(err, bolt.ErrDatabaseNotOpen):
 		return fmt.Errorf("%w: %w", ErrClosed, err)

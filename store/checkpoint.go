@@ -11,11 +11,12 @@ import (
 // Item is one Responses API item (message, function_call, reasoning, …)
 // stored once by id and referenced by id from checkpoints.
 type Item struct {
-	// ID is the item id (msg_…, fc_…, rs_…); unique within a tenant. Storing
-	// an item with an existing id replaces it, so the caller must give every
-	// distinct item a distinct id.
+	// ID is the item id (msg_…, fc_…, rs_…). Items are immutable: storing
+	// other bytes under an id already stored keeps the first and stores the
+	// new item under a derived id (see Checkpoints).
 	ID string
-	// Data is the item's JSON as the Responses API shows it. Stored verbatim.
+	// Data is the item's JSON as the Responses API shows it. Stored verbatim;
+	// it must be valid JSON.
 	Data json.RawMessage
 }
 
@@ -198,8 +199,8 @@ func checkPut(cp *Checkpoint, items []Item) error {
 		if !validID(it.ID) {
 			return fmt.Errorf("put response %q: item id %q: %w", cp.ID, truncate(it.ID), ErrInvalidKey)
 		}
-		if len(it.Data) == 0 {
-			return fmt.Errorf("put response %q: item %q: empty data", cp.ID, it.ID)
+		if !validItemData(it.Data) {
+			return fmt.Errorf("put response %q: item %q: data is not valid JSON", cp.ID, it.ID)
 		}
 	}
 	return nil

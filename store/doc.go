@@ -8,12 +8,21 @@
 // of truth. Items are stored once by id; a checkpoint lists the item ids of
 // its conversation in order, so continuing never copies or walks history.
 //
-// Three stores share one contract (PutResponse, GetResponse, GetItems,
-// DeleteResponse), checked by [github.com/stitchllm/stitch/store/storetest]:
+// The contract is [Checkpoints] (PutResponse, PutResponseHistory, GetResponse,
+// GetItems, DeleteResponse), checked by
+// [github.com/stitchllm/stitch/store/storetest.Run] against every
+// implementation:
 //   - [Bolt]: embedded bbolt file, single process, fsync'd writes (default);
-//   - [RedisCheckpoints]: Redis for multi-pod deployments, with TTL;
+//   - [RedisCheckpoints]: Redis for multi-pod deployments, with TTL, sealed
+//     records and items;
+//   - [Fallback]: Redis in front of the pod's Bolt file, with a durable replay
+//     queue, re-publication when Redis loses its data, and deletions
+//     followed across pods (the storage policy of `stitch serve --redis`);
 //   - [Memory]: in-process, for tests.
 //
+// Items are immutable per response (a reused id with other bytes is stored
+// under a derived id), deletes are tombstones ([ErrDeleted]), and a corrupt
+// record reads as not found ([ErrCorrupt]), counted in [CheckpointStats].
 // Every key includes the tenant; another tenant's id reads as [ErrNotFound].
 //
 // # Artifacts
@@ -36,12 +45,14 @@
 // # Errors
 //
 // Errors wrap the sentinels in errors.go ([ErrNotFound], [ErrInvalid],
-// [ErrExpired], [ErrUnavailable], [ErrInvalidKey], [ErrClosed]); a cancelled
+// [ErrExpired], [ErrUnavailable], [ErrInvalidKey], [ErrClosed], [ErrDeleted],
+// [ErrCorrupt]); a cancelled
 // or expired caller context is returned as the context's error.
 //
 // # Metrics
 //
 // The package registers no metrics: [L1.Stats] and [Tiered.Stats] return
 // counter snapshots, and [Collector] exports them (stitch_artifact_*) on a
-// registry the caller passes in.
+// registry the caller passes in; [CheckpointCollector] does the same for
+// checkpoint stores (stitch_checkpoint_*).
 package store

@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Match them with errors.Is; every error returned by this
 // package wraps at most one of them plus the operation and key that failed.
@@ -36,4 +39,27 @@ var (
 
 	// ErrClosed reports use of a store after Close. A shutdown-ordering bug.
 	ErrClosed = errors.New("store: closed")
+
+	// ErrDeleted reports a response that was deleted and whose tombstone is
+	// still kept (at least as long as the response would have lived). It
+	// wraps ErrNotFound, so a caller answering 404 needs nothing more; the
+	// Fallback uses it to tell "deleted" (never serve the local copy, never
+	// replay it) from "forgotten" (Redis lost its data: re-publish it).
+	// PutResponse of a deleted id fails with it: a delete is never undone.
+	ErrDeleted = fmt.Errorf("%w (deleted)", ErrNotFound)
+
+	// ErrCorrupt reports a stored record or item that failed to decode or
+	// verify: garbage or a foreign value in Redis, a MAC mismatch, a damaged
+	// file, an item whose bytes are not valid JSON. Every error wrapping it
+	// also wraps ErrNotFound: such a record is answered as absent (404, or
+	// previous_response_not_found), never as a 500, and never emitted. Stores
+	// count these reads (CheckpointStats.Corrupt) so an operator sees them.
+	ErrCorrupt = errors.New("store: corrupt stored record")
 )
+
+// corrupt wraps cause as a read of a corrupt record: ErrCorrupt and
+// ErrNotFound, with the cause as text only (it may wrap ErrInvalid, which
+// callers must not mistake for a sealed artifact's rejection).
+func corrupt(op string, cause error) error {
+	return fmt.Errorf("%s: %w: %w: %v", op, ErrCorrupt, ErrNotFound, cause)
+}

@@ -30,6 +30,15 @@ func validID(id string) bool {
 	return id != "" && len(id) <= MaxIDLen && !strings.Contains(id, "\x00")
 }
 
+// maxStoredIDLen bounds ids read back: a diverted item id is the item's id
+// plus "~" and 16 hex digits (see divertedID).
+const maxStoredIDLen = MaxIDLen + 17
+
+// validStoredID is validID for ids a store may have written itself.
+func validStoredID(id string) bool {
+	return id != "" && len(id) <= maxStoredIDLen && !strings.Contains(id, "\x00")
+}
+
 func checkKey(tenant, id string) error {
 	if !validTenant(tenant) {
 		return fmt.Errorf("tenant %q: %w", truncate(tenant), ErrInvalidKey)

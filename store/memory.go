@@ -1,34 +1,34 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
 )
 
 // Memory is an in-process checkpoint store for tests and for running without
-// persistence. It keeps everything until deleted and is safe for concurrent
-// use. It stores the same encoded records as Bolt, so round-trip behaviour
-// (copies, precision) matches the durable stores. The zero value is not
-// usable; call NewMemory.
+// persistence. It keeps everything until deleted (tombstones forever) and is
+// safe for concurrent use. It stores the same encoded records as Bolt, so
+// round-trip behaviour (copies, precision) matches the durable stores. The
+// zero value is not usable; call NewMemory.
 type Memory struct {
-	mu        sync.RWMutex
-	responses map[string][]byte
-	items     map[string][]byte
+	mu         sync.RWMutex
+	responses  map[string][]byte
+	items      map[string][]byte
+	tombstones map[string]bool
+	counters   checkpointCounters
 }
 
 // NewMemory returns an empty Memory store.
 func NewMemory() *Memory {
-	return &Memory{responses: make(map[string][]byte), items: make(map[string][]byte)}
+	return &Memory{responses: make(map[string][]byte), items: make(map[string][]byte), tombstones: make(map[string]bool)}
 }
 
-// PutResponse stores items and cp atomically (copies of both).
+// PutResponse stores items and cp atomically (copies of both), keeping
+// items immutable (see Checkpoints).
 func (m *Memory) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) error {
 	if err := checkPut(cp, items); err != nil {
-		return err
-	}
-	rec, err := encodeCheckpoint(cp)
-	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -36,6 +36,23 @@ func (m *Memory) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.tombstones[localKey(cp.Tenant, cp.ID)] {
+		return fmt.Errorf("put response %q: %w", cp.ID, ErrDeleted)
+	}
+	renamed := map[int]string{}
+	for i, it := range items {
+		if cur, ok := m.items[localKey(cp.Tenant, it.ID)]; ok && !bytes.Equal(cur, it.Data) {
+			renamed[i] = divertedID(it.ID, it.Data)
+		}
+	}
+	if len(renamed) > 0 {
+		cp, items = divert(cp, items, renamed)
+		m.counters.diverted.Add(uint64(len(renamed)))
+	}
+	rec, err := encodeCheckpoint(cp)
+	if err != nil {
+		return err
+	}
 	for _, it := range items {
 		m.items[localKey(cp.Tenant, it.ID)] = append([]byte(nil), it.Data...)
 	}
@@ -43,18 +60,37 @@ func (m *Memory) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) 
 	return nil
 }
 
-// GetResponse returns a fresh copy of the checkpoint, or ErrNotFound.
+// PutResponseHistory is PutResponse: the store already holds the history.
+func (m *Memory) PutResponseHistory(ctx context.Context, cp *Checkpoint, items, _ []Item) error {
+	return m.PutResponse(ctx, cp, items)
+}
+
+// GetResponse returns a fresh copy of the checkpoint, or ErrNotFound
+// (ErrDeleted after a delete).
 func (m *Memory) GetResponse(ctx context.Context, tenant, id string) (*Checkpoint, error) {
+	op := fmt.Sprintf("get response %q", truncate(id))
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("get response %q: %w", truncate(id), err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
+	k := localKey(tenant, id)
 	m.mu.RLock()
-	rec, ok := m.responses[localKey(tenant, id)]
+	rec, ok := m.responses[k]
+	deleted := m.tombstones[k]
 	m.mu.RUnlock()
-	if !ok || checkKey(tenant, id) != nil {
-		return nil, fmt.Errorf("get response %q: %w", truncate(id), ErrNotFound)
+	switch {
+	case checkKey(tenant, id) != nil:
+		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+	case deleted:
+		return nil, fmt.Errorf("%s: %w", op, ErrDeleted)
+	case !ok:
+		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
 	}
-	return decodeCheckpoint(rec)
+	cp, err := decodeCheckpoint(rec)
+	if err != nil {
+		m.counters.corrupt.Add(1)
+		return nil, corrupt(op, err)
+	}
+	return cp, nil
 }
 
 // GetItems returns copies of the items in the order of ids; a missing id
@@ -68,7 +104,7 @@ func (m *Memory) GetItems(ctx context.Context, tenant string, ids []string) ([]I
 	defer m.mu.RUnlock()
 	for i, id := range ids {
 		v, ok := m.items[localKey(tenant, id)]
-		if !ok || checkKey(tenant, id) != nil {
+		if !ok || !validTenant(tenant) || !validStoredID(id) {
 			return nil, fmt.Errorf("get item %q: %w", truncate(id), ErrNotFound)
 		}
 		items[i] = Item{ID: id, Data: append([]byte(nil), v...)}
@@ -76,7 +112,8 @@ func (m *Memory) GetItems(ctx context.Context, tenant string, ids []string) ([]I
 	return items, nil
 }
 
-// DeleteResponse removes the checkpoint record (not its items).
+// DeleteResponse replaces the checkpoint record with a tombstone (items
+// stay).
 func (m *Memory) DeleteResponse(ctx context.Context, tenant, id string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete response %q: %w", truncate(id), err)
@@ -88,5 +125,9 @@ func (m *Memory) DeleteResponse(ctx context.Context, tenant, id string) error {
 		return fmt.Errorf("delete response %q: %w", truncate(id), ErrNotFound)
 	}
 	delete(m.responses, k)
+	m.tombstones[k] = true
 	return nil
 }
+
+// CheckpointStats returns the store's counters (Diverted; Corrupt stays 0).
+func (m *Memory) CheckpointStats() CheckpointStats { return m.counters.stats() }

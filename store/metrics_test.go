@@ -91,3 +91,48 @@ func TestCollectorGolden(t *testing.T) {
 		t.Errorf("metrics mismatch (-golden +got; -update to accept):\n%s", diff)
 	}
 }
+
+// TestCheckpointCollector: the checkpoint counters move when the events
+// happen (here an item diverted by a reused id).
+func TestCheckpointCollector(t *testing.T) {
+	m := store.NewMemory()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(store.NewCheckpointCollector(m))
+	cp1, items1 := storetest.Sample("acme", "resp_1")
+	cp2, items2 := storetest.Sample("acme", "resp_2")
+	items2[0].ID, cp2.InputItemIDs[0] = items1[0].ID, items1[0].ID
+	cp2.ConversationItemIDs[0] = items1[0].ID
+	items2[0].Data = []byte(`{"other":true}`)
+	for _, p := range []struct {
+		cp    *store.Checkpoint
+		items []store.Item
+	}{{cp1, items1}, {cp2, items2}} {
+		if err := m.PutResponse(t.Context(), p.cp, p.items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			v := mt.GetCounter().GetValue() + mt.GetGauge().GetValue()
+			name := f.GetName()
+			for _, l := range mt.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = v
+		}
+	}
+	want := map[string]float64{
+		"stitch_checkpoint_corrupt_total": 0, "stitch_checkpoint_items_diverted_total": 1,
+		"stitch_checkpoint_replay_queued": 0, "stitch_checkpoint_replayed_total/ok": 0,
+		"stitch_checkpoint_replayed_total/dropped": 0, "stitch_checkpoint_republished_total": 0,
+		"stitch_checkpoint_local_reads_total": 0,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("checkpoint metrics (-want +got):\n%s", diff)
+	}
+}

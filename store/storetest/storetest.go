@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,13 +16,8 @@ import (
 	"github.com/stitchllm/stitch/store"
 )
 
-// Checkpoints is the checkpoint-store contract the suite checks.
-type Checkpoints interface {
-	PutResponse(ctx context.Context, cp *store.Checkpoint, items []store.Item) error
-	GetResponse(ctx context.Context, tenant, id string) (*store.Checkpoint, error)
-	GetItems(ctx context.Context, tenant string, ids []string) ([]store.Item, error)
-	DeleteResponse(ctx context.Context, tenant, id string) error
-}
+// Checkpoints is the contract the suite checks: [store.Checkpoints].
+type Checkpoints = store.Checkpoints
 
 // Run checks a checkpoint store. newStore returns a fresh, empty store for
 // each subtest (register its cleanup on t).
@@ -36,7 +32,10 @@ func Run(t *testing.T, newStore func(t *testing.T) Checkpoints) {
 		{"Conversation", testConversation},
 		{"GetItemsOrderAndMissing", testGetItems},
 		{"Overwrite", testOverwrite},
+		{"ImmutableItems", testImmutableItems},
+		{"History", testHistory},
 		{"Delete", testDelete},
+		{"DeleteIsTombstone", testTombstone},
 		{"InvalidKeys", testInvalidKeys},
 		{"Ownership", testOwnership},
 		{"CancelledContext", testCancelled},
@@ -197,17 +196,129 @@ func testGetItems(t *testing.T, s Checkpoints) {
 func testOverwrite(t *testing.T, s Checkpoints) {
 	cp, items := Sample("acme", "resp_1")
 	mustPut(t, s, cp, items)
+	// Re-putting a response (a retry, a replay) with the same items replaces
+	// the record and keeps the items.
 	cp.Status = "incomplete"
-	items[0].Data = json.RawMessage(`{"replaced":true}`)
-	mustPut(t, s, cp, items[:1])
+	mustPut(t, s, cp, items)
 	got, err := s.GetResponse(t.Context(), "acme", "resp_1")
 	if err != nil || got.Status != "incomplete" {
-		t.Errorf("GetResponse after overwrite = %+v, %v; want status incomplete", got, err)
+		t.Fatalf("GetResponse after overwrite = %+v, %v; want status incomplete", got, err)
 	}
-	gotItems, err := s.GetItems(t.Context(), "acme", []string{items[0].ID})
-	if err != nil || string(gotItems[0].Data) != `{"replaced":true}` {
-		t.Errorf("GetItems after overwrite = %v, %v; want replaced item", gotItems, err)
+	if diff := cmpDiff(cp.ConversationItemIDs, got.ConversationItemIDs); diff != "" {
+		t.Errorf("identical items were renamed (-put +got):\n%s", diff)
 	}
+	gotItems, err := s.GetItems(t.Context(), "acme", got.ConversationItemIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmpDiff(items, gotItems); diff != "" {
+		t.Errorf("items after overwrite (-put +got):\n%s", diff)
+	}
+}
+
+// testImmutableItems: a response reusing another response's item ids with
+// other bytes leaves the first response's history exactly as it was, and
+// reads its own.
+func testImmutableItems(t *testing.T, s Checkpoints) {
+	cp1, items1 := Sample("acme", "resp_1")
+	mustPut(t, s, cp1, items1)
+	cp2, _ := Sample("acme", "resp_2")
+	cp2.PreviousID = ""
+	rewritten := store.Item{ID: items1[0].ID, Data: json.RawMessage(`{"type":"message","role":"user","content":"rewritten"}`)}
+	fresh := store.Item{ID: "msg_out_2", Data: json.RawMessage(`{"type":"message","role":"assistant","content":"ok"}`)}
+	cp2.InputItemIDs = []string{rewritten.ID}
+	cp2.OutputItemIDs = []string{fresh.ID}
+	cp2.ConversationItemIDs = []string{rewritten.ID, fresh.ID}
+	mustPut(t, s, cp2, []store.Item{rewritten, fresh})
+
+	got1, err := s.GetResponse(t.Context(), "acme", "resp_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist1, err := s.GetItems(t.Context(), "acme", got1.ConversationItemIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmpDiff(items1, hist1); diff != "" {
+		t.Errorf("resp_1's history was rewritten by resp_2 (-want +got):\n%s", diff)
+	}
+	got2, err := s.GetResponse(t.Context(), "acme", "resp_2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist2, err := s.GetItems(t.Context(), "acme", got2.ConversationItemIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist2) != 2 || string(hist2[0].Data) != string(rewritten.Data) || string(hist2[1].Data) != string(fresh.Data) {
+		t.Errorf("resp_2's history = %v, want its own items", hist2)
+	}
+	if got2.InputItemIDs[0] == rewritten.ID || got2.ConversationItemIDs[0] != got2.InputItemIDs[0] {
+		t.Errorf("resp_2 ids = %q / %q; want its input item under a derived id in both", got2.InputItemIDs, got2.ConversationItemIDs)
+	}
+	if got2.OutputItemIDs[0] != fresh.ID {
+		t.Errorf("an item with a fresh id was renamed: %q", got2.OutputItemIDs)
+	}
+	// The same rewrite again is stable (content-addressed), and a third
+	// response continuing resp_2 reads resp_2's history.
+	cp3, _ := Sample("acme", "resp_3")
+	cp3.InputItemIDs = []string{"msg_in_3"}
+	cp3.OutputItemIDs = nil
+	cp3.ConversationItemIDs = append(slices.Clone(got2.ConversationItemIDs), "msg_in_3")
+	mustPut(t, s, cp3, []store.Item{{ID: "msg_in_3", Data: json.RawMessage(`{"n":3}`)}})
+	got3, err := s.GetResponse(t.Context(), "acme", "resp_3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist3, err := s.GetItems(t.Context(), "acme", got3.ConversationItemIDs)
+	if err != nil || string(hist3[0].Data) != string(rewritten.Data) {
+		t.Errorf("resp_3's history = %v, %v; want resp_2's rewritten item first", hist3, err)
+	}
+}
+
+// testHistory: PutResponseHistory stores a continuation whose earlier items
+// are passed along; the whole conversation reads back.
+func testHistory(t *testing.T, s Checkpoints) {
+	cp1, items1 := Sample("acme", "resp_1")
+	mustPut(t, s, cp1, items1)
+	cp2, items2 := Sample("acme", "resp_2")
+	cp2.PreviousID = "resp_1"
+	cp2.ConversationItemIDs = append(slices.Clone(cp1.ConversationItemIDs), cp2.ConversationItemIDs...)
+	if err := s.PutResponseHistory(t.Context(), cp2, items2, items1); err != nil {
+		t.Fatalf("PutResponseHistory = %v", err)
+	}
+	got, err := s.GetResponse(t.Context(), "acme", "resp_2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.GetItems(t.Context(), "acme", got.ConversationItemIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmpDiff(append(slices.Clone(items1), items2...), all); diff != "" {
+		t.Errorf("conversation after PutResponseHistory (-want +got):\n%s", diff)
+	}
+}
+
+// testTombstone: a deleted id stays deleted; a put cannot bring it back.
+func testTombstone(t *testing.T, s Checkpoints) {
+	cp, items := Sample("acme", "resp_1")
+	mustPut(t, s, cp, items)
+	if err := s.DeleteResponse(t.Context(), "acme", "resp_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetResponse(t.Context(), "acme", "resp_1"); !errors.Is(err, store.ErrDeleted) {
+		t.Errorf("GetResponse(deleted) = %v, want ErrDeleted", err)
+	}
+	if err := s.PutResponse(t.Context(), cp, items); !errors.Is(err, store.ErrDeleted) {
+		t.Errorf("PutResponse(deleted id) = %v, want ErrDeleted", err)
+	}
+	if _, err := s.GetResponse(t.Context(), "acme", "resp_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetResponse after re-put of a deleted id = %v, want not found", err)
+	}
+	// Another tenant's same id is unaffected.
+	cp2, items2 := Sample("other", "resp_1")
+	mustPut(t, s, cp2, items2)
 }
 
 func testDelete(t *testing.T, s Checkpoints) {

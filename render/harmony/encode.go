@@ -96,7 +96,7 @@ func (e *Encoder) RenderConversation(msgs []Message, opts RenderOptions) (Prompt
 
 // writer accumulates ids and text.
 type writer struct {
-	enc  *Encoder
+	enc *Encoder
 	ids []uint32
 	buf strings.Builder
 }

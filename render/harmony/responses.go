@@ -353,8 +353,13 @@ func messageItem(it gjson.Result, param string, opts Options) (Message, bool, er
 		if text == nil || *text == "" {
 			return Message{}, false, nil
 		}
-		if role == "system" && opts.InstructionsInSystem {
-			return systemMessage(opts, "", text), true, nil
+		if opts.InstructionsInSystem {
+			if role == "system" {
+				return systemMessage(opts, "", text), true, nil
+			}
+			// vLLM's get_developer_message drops instructions in this mode, so a developer
+			// item renders as an empty developer message.
+			return Message{Role: RoleDeveloper, Developer: &DeveloperContent{}}, true, nil
 		}
 		return Message{Role: RoleDeveloper, Developer: &DeveloperContent{Instructions: text}}, true, nil
 	case "user", "assistant":

@@ -323,3 +323,34 @@ func FuzzHarmonyParser(f *testing.F) {
 		}
 	})
 }
+
+// TestHarmonyEmitter runs a typical gpt-oss tool turn (analysis, preamble, call) through the
+// Emitter: three items in order, the call's arguments exactly as written.
+func TestHarmonyEmitter(t *testing.T) {
+	tok := gptossTok(t)
+	out := "<|channel|>analysis<|message|>Need weather.<|end|>" +
+		"<|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>" +
+		"<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"location\": \"Paris\"}<|call|>"
+	p := stream.NewHarmonyParser(tok.NewDecodeStream(), stream.HarmonyOptions{})
+	e := stream.NewEmitter(stream.EmitterOptions{Response: stream.Response{Model: "gpt-oss"}, NewID: counterIDs(), Now: fixedNow})
+	events := e.Start(nil)
+	var pieces []stream.Piece
+	for _, id := range tok.Encode(out) {
+		pieces = p.Append(pieces[:0], id)
+		events = e.Apply(events, pieces...)
+	}
+	events = e.Complete(events, stream.FinishStop, nil, p.Finish(nil)...)
+	r := e.Response()
+	var got []string
+	for i := range r.Output {
+		it := &r.Output[i]
+		got = append(got, it.Type+"|"+it.Status+"|"+it.Name+"|"+it.Arguments+"|"+it.Text())
+	}
+	want := []string{"reasoning|completed|||Need weather.", "message|completed|||Checking.", `function_call|completed|get_weather|{"location": "Paris"}|`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("output items (-want +got):\n%s", diff)
+	}
+	if r.Status != stream.StatusCompleted || len(events) == 0 {
+		t.Errorf("status %s after %d events", r.Status, len(events))
+	}
+}

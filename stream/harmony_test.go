@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stitchllm/stitch/render/bpe"
+	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/stream"
 )
 
@@ -352,5 +353,46 @@ func TestHarmonyEmitter(t *testing.T) {
 	}
 	if r.Status != stream.StatusCompleted || len(events) == 0 {
 		t.Errorf("status %s after %d events", r.Status, len(events))
+	}
+}
+
+// TestHarmonyRoundTrip renders assistant turns with render/harmony and parses them back: the
+// parser recovers every message the renderer wrote (what exact mode relies on when it replays
+// the model's own tokens).
+func TestHarmonyRoundTrip(t *testing.T) {
+	tok := gptossTok(t)
+	enc, err := harmony.NewEncoder(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := [][]harmony.Message{
+		{{Role: harmony.RoleAssistant, Channel: "analysis", Parts: []string{"Think\n\n  twice 👀"}}, {Role: harmony.RoleAssistant, Channel: "final", Parts: []string{"Answer: 42.\n"}}},
+		{{Role: harmony.RoleAssistant, Channel: "commentary", Parts: []string{"Let me look."}}, {Role: harmony.RoleAssistant, Channel: "commentary", Recipient: "functions.lookup", ContentType: "<|constrain|>json", Parts: []string{`{"q": "日本", "n": [1, 2.5e3]}`}}},
+		{{Role: harmony.RoleAssistant, Channel: "analysis", Parts: []string{"call"}}, {Role: harmony.RoleAssistant, Channel: "commentary", Recipient: "functions.f", ContentType: "json", Parts: []string{"{}"}}},
+	}
+	for i, msgs := range turns {
+		p, err := enc.RenderConversation(msgs, harmony.RenderOptions{KeepAnalysis: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := p.IDs[2:] // the prompt ends in <|start|>assistant
+		if last := len(ids) - 1; ids[last] == stream.HarmonyEnd {
+			ids[last] = stream.HarmonyReturn
+		}
+		got, parser := parse(t, tok, ids, stream.HarmonyOptions{})
+		var want []string
+		for _, m := range msgs {
+			switch {
+			case m.Recipient != "":
+				want = append(want, "call "+strings.TrimPrefix(m.Recipient, "functions.")+":"+m.Parts[0])
+			case m.Channel == "analysis":
+				want = append(want, "reasoning:"+m.Parts[0])
+			default:
+				want = append(want, "text:"+m.Parts[0])
+			}
+		}
+		if diff := cmp.Diff(want, summary(got)); diff != "" || parser.Malformed() {
+			t.Errorf("turn %d (malformed %v):\n%s", i, parser.Malformed(), diff)
+		}
 	}
 }

@@ -66,7 +66,7 @@ type goldenRender struct {
 	Text string   `json:"text"`
 }
 
-func readJSON(t *testing.T, name string, v any) {
+func readJSON(t testing.TB, name string, v any) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "harmony", name))
 	if err != nil {

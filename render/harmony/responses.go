@@ -76,8 +76,10 @@ const maxDepth = 128
 //     then consumed; they go to a developer message ("# Instructions") with the function tools,
 //     which exists only when there are instructions or function tools;
 //   - message items: user and assistant content parts one by one (assistant → final channel);
-//     a later system or developer item becomes a developer message with its text (a system
-//     message with InstructionsInSystem), skipped when it has no text;
+//     a later system or developer item becomes a developer message with its text, skipped when
+//     it has no text (with InstructionsInSystem: a system item becomes a second system message,
+//     and a developer item an empty developer message, because vLLM's get_developer_message
+//     drops instructions in that mode);
 //   - reasoning items → assistant analysis (content texts joined with "\n"; none → skipped);
 //   - function_call → assistant to=functions.NAME on commentary with content type json;
 //   - function_call_output → a message from functions.NAME (the name of the latest earlier call

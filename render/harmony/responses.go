@@ -153,7 +153,7 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	return conv, nil
 }
 
-// Render maps req with [FromResponses] and renders the prompt for the model's next turn, as vLLM
+// RenderResponses maps req with [FromResponses] and renders the prompt for the model's next turn, as vLLM
 // prompts gpt-oss on /v1/responses.
 func (e *Encoder) RenderResponses(req Request, opts Options) (*Conversation, Prompt, error) {
 	conv, err := FromResponses(req, opts)

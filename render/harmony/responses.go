@@ -1,0 +1,440 @@
+package harmony
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/tidwall/gjson"
+)
+
+// Request is what one Responses request contributes to a Harmony prompt.
+type Request struct {
+	// Instructions is the request's `instructions`; nil when absent or null. An empty string is
+	// kept (vLLM then renders no developer message unless there are function tools, and an empty
+	// "# Instructions" section if there are).
+	Instructions *string
+	// Effort is `reasoning.effort`: "", "low", "medium" or "high" ("" states medium).
+	Effort string
+	// Items are the conversation's Responses items as raw JSON objects, in order: earlier turns'
+	// items (from the store, on a continuation), then this request's `input`. A plain string
+	// input is passed as {"role":"user","content":<string>}.
+	Items []json.RawMessage
+	// ItemParam returns the OpenAI param path of Items[i] for errors; nil means "input[i]".
+	ItemParam func(i int) string
+	// Tools is the raw `tools` array; nil or null means none.
+	Tools json.RawMessage
+}
+
+// Options are the deployment's Harmony settings (vLLM's environment).
+type Options struct {
+	// StartDate is the conversation start date, "YYYY-MM-DD". vLLM uses VLLM_SYSTEM_START_DATE
+	// when set and otherwise today's date, so an unpinned server changes every prompt's first
+	// tokens (and misses the prefix cache) when the day rolls over; see [StartDate].
+	StartDate string
+	// InstructionsInSystem is VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS: instructions (and system
+	// messages in the input) join the model identity in the system message instead of the
+	// developer message's "# Instructions".
+	InstructionsInSystem bool
+	// ModelIdentity and KnowledgeCutoff override openai_harmony's defaults when non-empty.
+	ModelIdentity   string
+	KnowledgeCutoff string
+}
+
+// StartDate returns the conversation start date vLLM uses: pinned (the VLLM_SYSTEM_START_DATE
+// value or a flag) when non-empty, else now's date in now's location, as "YYYY-MM-DD".
+func StartDate(pinned string, now time.Time) string {
+	if pinned != "" {
+		return pinned
+	}
+	return now.Format("2006-01-02")
+}
+
+// Conversation is the Harmony form of a Responses request.
+type Conversation struct {
+	Messages []Message
+	// FunctionNames are the declared function tools, in request order (a stream parser can
+	// accept a call whose recipient lacks the "functions." prefix when its name is one of them).
+	FunctionNames []string
+	// SkippedTools names tools that are not functions (web_search, file_search, mcp …): they are
+	// not shown to the model. The caller should log them.
+	SkippedTools []string
+}
+
+// maxDepth bounds JSON nesting in tool schemas and items: serde_json refuses deeper input, and
+// gjson's walk recurses.
+const maxDepth = 128
+
+// FromResponses maps a Responses request to Harmony messages as vLLM's /v1/responses does for
+// gpt-oss (build_harmony_preamble, then response_input_to_harmony for each item):
+//
+//   - the system message: identity, knowledge cutoff, the start date, the effort (medium when
+//     none), the three channels;
+//   - instructions: the request's, else the text of a leading system or developer item, which is
+//     then consumed; they go to a developer message ("# Instructions") with the function tools,
+//     which exists only when there are instructions or function tools;
+//   - message items: user and assistant content parts one by one (assistant → final channel);
+//     a later system or developer item becomes a developer message with its text, skipped when
+//     it has no text (with InstructionsInSystem: a system item becomes a second system message,
+//     and a developer item an empty developer message, because vLLM's get_developer_message
+//     drops instructions in that mode);
+//   - reasoning items → assistant analysis (content texts joined with "\n"; none → skipped);
+//   - function_call → assistant to=functions.NAME on commentary with content type json;
+//   - function_call_output → a message from functions.NAME (the name of the latest earlier call
+//     with that call_id) to=assistant on commentary.
+//
+// Errors are *render.InputError values carrying the OpenAI param.
+func FromResponses(req Request, opts Options) (*Conversation, error) {
+	if opts.StartDate == "" {
+		return nil, fmt.Errorf("harmony: Options.StartDate is required")
+	}
+	if depth(req.Tools) >= maxDepth {
+		return nil, invalid("tools", "nested deeper than %d levels", maxDepth-1)
+	}
+	tools, skipped, err := render.ParseResponsesTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	conv := &Conversation{SkippedTools: skipped}
+	descs := make([]ToolDescription, 0, len(tools))
+	for _, t := range tools {
+		d := ToolDescription{Name: t.Name}
+		if t.Description != nil {
+			d.Description = *t.Description
+		}
+		if p := t.Parameters; len(p) > 0 && string(p) != "null" {
+			d.Parameters = p
+		}
+		descs = append(descs, d)
+		conv.FunctionNames = append(conv.FunctionNames, t.Name)
+	}
+	effort, err := parseEffort(req.Effort)
+	if err != nil {
+		return nil, err
+	}
+
+	items := make([]gjson.Result, len(req.Items))
+	for i, raw := range req.Items {
+		if depth(raw) >= maxDepth || !gjson.ValidBytes(raw) {
+			return nil, invalid(itemParam(req, i), "not a valid JSON object")
+		}
+		items[i] = gjson.ParseBytes(raw)
+		if !items[i].IsObject() {
+			return nil, invalid(itemParam(req, i), "must be an object")
+		}
+	}
+	instructions := req.Instructions
+	first := 0
+	if instructions == nil && len(items) > 0 && isInstructionItem(items[0]) {
+		c, _ := field(items[0], "content")
+		instructions = flattenText(c)
+		first = 1
+	}
+
+	conv.Messages = append(conv.Messages, systemMessage(opts, effort, instructions))
+	if !opts.InstructionsInSystem && instructions != nil && *instructions != "" || len(descs) > 0 {
+		dev := &DeveloperContent{Tools: descs}
+		if !opts.InstructionsInSystem {
+			dev.Instructions = instructions
+		}
+		conv.Messages = append(conv.Messages, Message{Role: RoleDeveloper, Developer: dev})
+	}
+	for i := first; i < len(items); i++ {
+		m, ok, err := itemMessage(req, opts, items, i)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			conv.Messages = append(conv.Messages, m)
+		}
+	}
+	return conv, nil
+}
+
+// RenderResponses maps req with [FromResponses] and renders the prompt for the model's next turn, as vLLM
+// prompts gpt-oss on /v1/responses.
+func (e *Encoder) RenderResponses(req Request, opts Options) (*Conversation, Prompt, error) {
+	conv, err := FromResponses(req, opts)
+	if err != nil {
+		return nil, Prompt{}, err
+	}
+	p, err := e.Render(conv.Messages, RenderOptions{})
+	if err != nil {
+		return nil, Prompt{}, err
+	}
+	return conv, p, nil
+}
+
+func parseEffort(s string) (Effort, error) {
+	switch Effort(s) {
+	case "":
+		return "", nil
+	case EffortLow, EffortMedium, EffortHigh:
+		return Effort(s), nil
+	}
+	return "", &render.InputError{Param: "reasoning.effort", Message: fmt.Sprintf("%q is not supported by gpt-oss (Harmony): use low, medium or high", s), Err: render.ErrUnsupported}
+}
+
+// systemMessage is vLLM's get_system_message for a request.
+func systemMessage(opts Options, effort Effort, instructions *string) Message {
+	sys := DefaultSystemContent()
+	if opts.ModelIdentity != "" {
+		sys.ModelIdentity = opts.ModelIdentity
+	}
+	if opts.KnowledgeCutoff != "" {
+		sys.KnowledgeCutoff = opts.KnowledgeCutoff
+	}
+	if instructions != nil && opts.InstructionsInSystem {
+		if sys.ModelIdentity != "" {
+			sys.ModelIdentity += "\n" + *instructions
+		} else {
+			sys.ModelIdentity = *instructions
+		}
+	}
+	if effort != "" {
+		sys.Effort = effort
+	}
+	sys.StartDate = opts.StartDate
+	return Message{Role: RoleSystem, System: &sys}
+}
+
+func itemParam(req Request, i int) string {
+	if req.ItemParam != nil {
+		return req.ItemParam(i)
+	}
+	return fmt.Sprintf("input[%d]", i)
+}
+
+func invalid(param, format string, args ...any) error {
+	return &render.InputError{Param: param, Message: fmt.Sprintf(format, args...), Err: render.ErrInvalidInput}
+}
+
+func unsupported(param, format string, args ...any) error {
+	return &render.InputError{Param: param, Message: fmt.Sprintf(format, args...), Err: render.ErrUnsupported}
+}
+
+// itemType is an item's "type" ("message" when absent).
+func itemType(it gjson.Result) string {
+	if t, ok := fieldString(it, "type"); ok {
+		return t
+	}
+	return "message"
+}
+
+func isInstructionItem(it gjson.Result) bool {
+	if itemType(it) != "message" {
+		return false
+	}
+	role, _ := fieldString(it, "role")
+	return role == "system" || role == "developer"
+}
+
+// flattenText is vLLM's flatten_input_text_content: a string as is; a list's strings and "text"
+// values joined with nothing; nil when there is no text.
+func flattenText(c gjson.Result) *string {
+	if c.Type == gjson.String {
+		s := c.Str
+		return &s
+	}
+	if !c.IsArray() {
+		return nil
+	}
+	var texts []string
+	for _, p := range c.Array() {
+		switch {
+		case p.Type == gjson.String:
+			texts = append(texts, p.Str)
+		case p.IsObject():
+			if t, ok := fieldString(p, "text"); ok {
+				texts = append(texts, t)
+			}
+		}
+	}
+	if texts == nil {
+		return nil
+	}
+	s := strings.Join(texts, "")
+	return &s
+}
+
+// itemMessage maps items[i]; ok is false for an item vLLM skips.
+func itemMessage(req Request, opts Options, items []gjson.Result, i int) (Message, bool, error) {
+	it, param := items[i], itemParam(req, i)
+	switch typ := itemType(it); typ {
+	case "message":
+		return messageItem(it, param, opts)
+	case "reasoning":
+		c, _ := field(it, "content")
+		if !c.IsArray() || len(c.Array()) == 0 {
+			return Message{}, false, nil
+		}
+		var texts []string
+		for j, p := range c.Array() {
+			t, ok := fieldString(p, "text")
+			if !ok {
+				return Message{}, false, invalid(fmt.Sprintf("%s.content[%d].text", param, j), "must be a string")
+			}
+			texts = append(texts, t)
+		}
+		return Message{Role: RoleAssistant, Channel: ChannelAnalysis, Parts: []string{strings.Join(texts, "\n")}}, true, nil
+	case "function_call":
+		name, ok := fieldString(it, "name")
+		if !ok {
+			return Message{}, false, invalid(param+".name", "must be a string")
+		}
+		args, ok := fieldString(it, "arguments")
+		if !ok {
+			return Message{}, false, invalid(param+".arguments", "must be a string")
+		}
+		return Message{Role: RoleAssistant, Channel: ChannelCommentary, Recipient: "functions." + name, ContentType: "json", Parts: []string{args}}, true, nil
+	case "function_call_output":
+		id, ok := fieldString(it, "call_id")
+		if !ok {
+			return Message{}, false, invalid(param+".call_id", "must be a string")
+		}
+		name, found := callName(items[:i], id)
+		if !found {
+			return Message{}, false, invalid(param+".call_id", "no function_call with call_id %q precedes this output", id)
+		}
+		out, err := outputText(it, param)
+		if err != nil {
+			return Message{}, false, err
+		}
+		return Message{Role: RoleTool, Name: "functions." + name, Recipient: "assistant", Channel: ChannelCommentary, Parts: []string{out}}, true, nil
+	default:
+		return Message{}, false, unsupported(param+".type", "item type %q is not supported for gpt-oss", typ)
+	}
+}
+
+// callName is the name of the latest function_call among items with call_id id.
+func callName(items []gjson.Result, id string) (string, bool) {
+	for j := len(items) - 1; j >= 0; j-- {
+		if itemType(items[j]) != "function_call" {
+			continue
+		}
+		if cid, _ := fieldString(items[j], "call_id"); cid == id {
+			name, _ := fieldString(items[j], "name")
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// outputText is a function_call_output's output: a string, or (a stitch extension; vLLM accepts
+// only strings here) the texts of input_text parts joined with nothing.
+func outputText(it gjson.Result, param string) (string, error) {
+	out, _ := field(it, "output")
+	if out.Type == gjson.String {
+		return out.Str, nil
+	}
+	if !out.IsArray() {
+		return "", invalid(param+".output", "must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for j, p := range out.Array() {
+		t, err := partText(p, fmt.Sprintf("%s.output[%d]", param, j))
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(t)
+	}
+	return b.String(), nil
+}
+
+func messageItem(it gjson.Result, param string, opts Options) (Message, bool, error) {
+	role, ok := fieldString(it, "role")
+	if !ok {
+		return Message{}, false, invalid(param+".role", "must be a string")
+	}
+	content, _ := field(it, "content")
+	switch role {
+	case "system", "developer":
+		text := flattenText(content)
+		if text == nil || *text == "" {
+			return Message{}, false, nil
+		}
+		if opts.InstructionsInSystem {
+			if role == "system" {
+				return systemMessage(opts, "", text), true, nil
+			}
+			// vLLM's get_developer_message drops instructions in this mode, so a developer
+			// item renders as an empty developer message.
+			return Message{Role: RoleDeveloper, Developer: &DeveloperContent{}}, true, nil
+		}
+		return Message{Role: RoleDeveloper, Developer: &DeveloperContent{Instructions: text}}, true, nil
+	case "user", "assistant":
+	default:
+		return Message{}, false, invalid(param+".role", "unknown role %q", role)
+	}
+	m := Message{Role: Role(role)}
+	if role == "assistant" {
+		m.Channel = ChannelFinal
+	}
+	switch {
+	case content.Type == gjson.String:
+		m.Parts = []string{content.Str}
+	case content.IsArray():
+		for j, p := range content.Array() {
+			t, err := partText(p, fmt.Sprintf("%s.content[%d]", param, j))
+			if err != nil {
+				return Message{}, false, err
+			}
+			m.Parts = append(m.Parts, t)
+		}
+	default:
+		return Message{}, false, invalid(param+".content", "must be a string or an array of content parts")
+	}
+	return m, true, nil
+}
+
+// partText is a content part's text as vLLM takes it (part.get("text", "")): text parts give
+// their text, refusals "" (vLLM's TODO); images, files and audio are not supported.
+func partText(p gjson.Result, param string) (string, error) {
+	if !p.IsObject() {
+		return "", invalid(param, "must be an object")
+	}
+	typ, _ := fieldString(p, "type")
+	switch typ {
+	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
+		t, ok := fieldString(p, "text")
+		if !ok {
+			return "", invalid(param+".text", "must be a string")
+		}
+		return t, nil
+	case "refusal":
+		return "", nil
+	case "input_image", "input_file", "input_audio":
+		return "", unsupported(param+".type", "%s content is not supported for gpt-oss", typ)
+	}
+	return "", invalid(param+".type", "unknown content part type %q", typ)
+}
+
+// depth returns the deepest nesting of arrays and objects in raw JSON (strings skipped).
+func depth(raw []byte) int {
+	d, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			d++
+			deepest = max(deepest, d)
+		case '}', ']':
+			d--
+		}
+	}
+	return deepest
+}

@@ -1,0 +1,197 @@
+package bpe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// splitPatternJSON is one entry of testdata/pretok/patterns.json.
+type splitPatternJSON struct {
+	Name          string  `json:"name"`
+	Pattern       *string `json:"pattern"`
+	PatternString *string `json:"pattern_string"`
+	Behavior      string  `json:"behavior"`
+	Invert        bool    `json:"invert"`
+}
+
+// piecesText writes pieces as tools/oracle/split_patterns.js does: "start:end" joined by ",".
+func piecesText(b *strings.Builder, spans []span) {
+	for i, sp := range spans {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(sp.start))
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(sp.end))
+	}
+}
+
+// TestSplitPatternsGolden runs every Split of testdata/pretok/patterns.json over the pre-tokenizer
+// corpora (100k lines) on the general engine, and on the hand-written scanner where one exists, and
+// compares the SHA-256 of each chunk of 1000 lines' pieces with the Rust oracle's
+// (tools/oracle/split_patterns.js).
+func TestSplitPatternsGolden(t *testing.T) {
+	var patterns []splitPatternJSON
+	data, err := os.ReadFile(filepath.Join(pretokDir(), "patterns.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &patterns); err != nil {
+		t.Fatal(err)
+	}
+	var golden map[string]map[string][]string
+	data, err = os.ReadFile(filepath.Join(pretokDir(), "patterns.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &golden); err != nil {
+		t.Fatal(err)
+	}
+	corpora := map[string][]string{}
+	for _, c := range []string{"edge", "alphabet", "corpus"} {
+		corpora[c] = readJSONLines[string](t, filepath.Join(pretokDir(), c+".jsonl.gz"))
+	}
+	for _, p := range patterns {
+		behavior, ok := parseBehavior(p.Behavior)
+		if !ok {
+			t.Fatalf("%s: behavior %q", p.Name, p.Behavior)
+		}
+		engines := map[string]splitFunc{}
+		if p.Pattern != nil {
+			split, err := regexSplitter(*p.Pattern, behavior, p.Invert)
+			if err != nil {
+				t.Fatalf("%s: %v", p.Name, err)
+			}
+			engines["general"] = split
+			if scanner, ok := splitterFor(*p.Pattern); ok && behavior == behaviorIsolated && !p.Invert {
+				engines["scanner"] = scanner
+			}
+		} else {
+			c := componentJSON{Type: "Split", Pattern: &patternJSON{String: p.PatternString}, Behavior: p.Behavior, Invert: p.Invert}
+			split, _, err := splitStep(c)
+			if err != nil {
+				t.Fatalf("%s: %v", p.Name, err)
+			}
+			engines["string"] = split
+		}
+		for engine, split := range engines {
+			t.Run(p.Name+"/"+engine, func(t *testing.T) {
+				if testing.Short() && engine == "general" && p.Name != "deepseek_main" {
+					t.Skip("general engine sweep skipped in -short mode")
+				}
+				for _, c := range []string{"edge", "alphabet", "corpus"} {
+					want := golden[p.Name][c]
+					lines := corpora[c]
+					if len(want) != (len(lines)+999)/1000 {
+						t.Fatalf("%s: %d digests for %d lines", c, len(want), len(lines))
+					}
+					var spans []span
+					for k := range want {
+						var b strings.Builder
+						chunk := lines[k*1000 : min(len(lines), (k+1)*1000)]
+						for i, s := range chunk {
+							if i > 0 {
+								b.WriteByte('\n')
+							}
+							spans = split(spans[:0], s)
+							piecesText(&b, spans)
+						}
+						sum := sha256.Sum256([]byte(b.String()))
+						if got := hex.EncodeToString(sum[:])[:16]; got != want[k] {
+							t.Errorf("%s lines %d-%d: pieces differ from the oracle's (node tools/oracle/split_patterns.js --dump %s %s)",
+								c, k*1000+1, k*1000+len(chunk), p.Name, c)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRegexRefuses(t *testing.T) {
+	for _, pattern := range []string{
+		`^a`, `a$`, `\d+`, `\w`, `\b`, `(?<=a)b`, `(?<!a)b`, `(?<n>a)`, `\1`, `(?m:a)`, `[[:alpha:]]`,
+		`[a[b]]`, `[a&&b]`, `(?i:k)`, `(?i:\p{L})`, `(?i:[a-z])`, `(?i:ss)`, `(?i:st)`, `\p{Greek}`,
+		`(a*)*`, `(?:x?)+`, `a{2,1}`, `a{`, `a**`, `(`, `)`, `[a`, `\`, `a{1,2}+`, `\p{Han}`,
+	} {
+		if _, err := compileRegex(pattern); err == nil {
+			t.Errorf("compileRegex(%q) = nil error, want a refusal", pattern)
+		}
+	}
+	// Through Load: the error wraps ErrUnsupported and names the pattern.
+	in := strings.Replace(string(readModel(t, "qwen3")), `\\s+(?!\\S)|\\s+"`, `\\s+(?!\\S)|\\w+"`, 1)
+	if _, err := Load([]byte(in)); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `\\w`) {
+		t.Errorf("Load with \\w: %v", err)
+	}
+}
+
+func TestRegexExamples(t *testing.T) {
+	tests := []struct {
+		pattern, in string
+		want        []span
+	}{
+		{`a|ab`, "ab", []span{{0, 1}}},
+		{`a+?`, "aaa", []span{{0, 1}, {1, 2}, {2, 3}}},
+		{`\s+(?!\S)|\s+`, "   x", []span{{0, 2}, {2, 3}}},
+		{`\p{N}{1,3}`, "12345", []span{{0, 3}, {3, 5}}},
+		{`x*`, "axx", []span{{0, 0}, {1, 3}}},
+		{`(?i:'s)`, "'S'ſ's", []span{{0, 2}, {2, 5}, {5, 7}}},
+		{`[一-龥]+`, "a中文b", []span{{1, 7}}},
+	}
+	for _, tt := range tests {
+		re, err := compileRegex(tt.pattern)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.pattern, err)
+		}
+		got := re.findAll(nil, tt.in)
+		if len(got) != len(tt.want) {
+			t.Errorf("%q on %q: %v, want %v", tt.pattern, tt.in, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("%q on %q: %v, want %v", tt.pattern, tt.in, got, tt.want)
+				break
+			}
+		}
+	}
+}
+
+// FuzzRegexSplit: the general engine agrees with the hand-written scanners on any input.
+func FuzzRegexSplit(f *testing.F) {
+	for _, s := range []string{"Hello world", "  a\n\n b", "don't 123456 中文", "x'S  \t\r\n"} {
+		f.Add(s)
+	}
+	type pair struct {
+		general, scanner splitFunc
+	}
+	var pairs []pair
+	for _, p := range []string{patternQwen, patternO200k, patternGPT2Split, patternLlama3, patternTekken} {
+		g, err := regexSplitter(p, behaviorIsolated, false)
+		if err != nil {
+			f.Fatal(err)
+		}
+		s, _ := splitterFor(p)
+		pairs = append(pairs, pair{g, s})
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for i, p := range pairs {
+			a, b := p.general(nil, s), p.scanner(nil, s)
+			if len(a) != len(b) {
+				t.Fatalf("pattern %d on %q: general %v, scanner %v", i, s, a, b)
+			}
+			for k := range a {
+				if a[k] != b[k] {
+					t.Fatalf("pattern %d on %q: general %v, scanner %v", i, s, a, b)
+				}
+			}
+		}
+	})
+}

@@ -182,7 +182,11 @@ func (l *loader) parsePreTokenizer(raw string) error {
 	}
 	// Splits (any pattern and behavior) in sequence, then one ByteLevel, which splits with the
 	// GPT-2 pattern itself when use_regex is true (the default) and maps bytes to its alphabet.
-	var splits []splitFunc
+	var (
+		splits   []splitFunc
+		isolated []string // the patterns, while every step so far is an Isolated regex Split
+		notes    []string
+	)
 	byteLevel := false
 	for _, st := range steps {
 		if byteLevel {
@@ -195,9 +199,12 @@ func (l *loader) parsePreTokenizer(raw string) error {
 				return err
 			}
 			if note != "" {
-				l.notes = append(l.notes, note)
+				notes = append(notes, note)
 			}
 			splits = append(splits, split)
+			if st.Pattern != nil && st.Pattern.Regex != nil && st.Behavior == "Isolated" && !st.Invert {
+				isolated = append(isolated, *st.Pattern.Regex)
+			}
 		case "ByteLevel":
 			if st.AddPrefixSpace {
 				return unsupported("pre_tokenizer ByteLevel add_prefix_space=true")
@@ -213,6 +220,11 @@ func (l *loader) parsePreTokenizer(raw string) error {
 	if !byteLevel {
 		return unsupported("pre_tokenizer without ByteLevel (byte-level BPE needs one)")
 	}
+	if fused, ok := fusedScanner(isolated); ok && len(isolated) == len(splits) {
+		l.split = fused
+		return nil
+	}
+	l.notes = append(l.notes, notes...)
 	if len(splits) > 0 {
 		l.split = chainSplits(splits)
 	}

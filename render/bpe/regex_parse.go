@@ -155,7 +155,9 @@ func (p *reParser) atom() (*reNode, error) {
 		return &reNode{kind: reClass, cls: cls}, nil
 	case '.':
 		p.pos++
-		return &reNode{kind: reClass, cls: &runeClass{neg: true, items: []classItem{{lo: '\n', hi: '\n'}}}}, nil
+		cls := &runeClass{neg: true, items: []classItem{{lo: '\n', hi: '\n'}}}
+		cls.finish()
+		return &reNode{kind: reClass, cls: cls}, nil
 	case '^', '$':
 		return nil, p.errorf("anchor %q", c)
 	case '*', '+', '?':

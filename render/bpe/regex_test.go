@@ -195,3 +195,64 @@ func FuzzRegexSplit(f *testing.F) {
 		}
 	})
 }
+
+// deepSeekGeneral is DeepSeek's Sequence of three Splits on the general engine.
+func deepSeekGeneral(t testing.TB) splitFunc {
+	var steps []splitFunc
+	for _, p := range []string{patternDeepSeekDigits, patternDeepSeekCJK, patternDeepSeekMain} {
+		s, err := regexSplitter(p, behaviorIsolated, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, s)
+	}
+	return chainSplits(steps)
+}
+
+// TestDeepSeekScanner: the fused scanner equals the general engine's Sequence (whose patterns are
+// checked against the oracle by TestSplitPatternsGolden) on the pre-tokenizer corpora.
+func TestDeepSeekScanner(t *testing.T) {
+	general := deepSeekGeneral(t)
+	for _, c := range []string{"edge", "alphabet", "corpus"} {
+		if testing.Short() && c != "edge" {
+			continue
+		}
+		bad := 0
+		var a, b []span
+		for i, s := range readJSONLines[string](t, filepath.Join(pretokDir(), c+".jsonl.gz")) {
+			a, b = general(a[:0], s), splitDeepSeek(b[:0], s)
+			if !slicesEqual(a, b) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s line %d %+q: general %v, scanner %v", c, i+1, s, a, b)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d lines differ", c, bad)
+		}
+	}
+}
+
+func slicesEqual(a, b []span) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzDeepSeekSplit(f *testing.F) {
+	for _, s := range []string{"Hello, world! 12345 中文ひらがなカタカナ", " !!\n\n a", "\t\u0301x", "゠・ー゙"} {
+		f.Add(s)
+	}
+	general := deepSeekGeneral(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		if a, b := general(nil, s), splitDeepSeek(nil, s); !slicesEqual(a, b) {
+			t.Fatalf("%+q: general %v, scanner %v", s, a, b)
+		}
+	})
+}

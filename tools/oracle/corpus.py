@@ -315,8 +315,13 @@ def documents():
 # ---------------------------------------------------------------- output
 
 def gzip_over(rel):
-    """Files of the first two models keep the 5 MB rule; the others are compressed from 256 KiB."""
-    return GZIP_OVER if rel.split(os.sep)[0] in ("qwen3", "gptoss") or os.sep not in rel else 256 * 1024
+    """The shared corpus and the first two models' shared-set ids keep the 5 MB rule; every other
+    per-model file is compressed from 256 KiB."""
+    parts = rel.split(os.sep)
+    if len(parts) == 1 or (parts[0] in ("qwen3", "gptoss") and parts[1].split(".")[0] in ("fuzz", "edge", "docs", "mixed")
+                           and ".ids." in parts[1]):
+        return GZIP_OVER
+    return 256 * 1024
 
 
 def write_lines(name, items):
@@ -521,9 +526,10 @@ def main():
         for model in MODELS:
             if only and model not in only[0]:
                 continue
-            for s in ("fuzz", "edge", "docs"):
-                run_oracle(model, names[s], f"{s}.ids.jsonl")
-            run_oracle(model, "mixed.txt", "mixed.ids.jsonl", whole=True)
+            if "--sets-only" not in sys.argv:  # --sets-only: only the per-model sets
+                for s in ("fuzz", "edge", "docs"):
+                    run_oracle(model, names[s], f"{s}.ids.jsonl")
+                run_oracle(model, "mixed.txt", "mixed.ids.jsonl", whole=True)
             family_sets(model)
 
 

@@ -1,6 +1,8 @@
 package bpe
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -200,5 +202,25 @@ func TestGoldenCounts(t *testing.T) {
 			t.Errorf("%s: %d strings with reference ids, want >= 60000", m, n)
 		}
 		t.Log(fmt.Sprintf("%s: %d strings", m, n))
+	}
+}
+
+// TestModelFiles: the family model files are the ones testdata/models/README.md lists (sha256 of
+// the uncompressed tokenizer.json).
+func TestModelFiles(t *testing.T) {
+	want := map[string]string{
+		"qwen2_5":      "c0382117ea329cdf097041132f6d735924b697924d6f6fc3945713e96ce87539",
+		"llama3_1":     "e134af98b985517b4f068e3755ae90d4e9cd2d45d328325dc503f1c6b2d06cc7",
+		"llama3_2":     "6b9e4e7fb171f92fd137b777cc2714bf87d11576700a1dcd7a399e7bbe39537b",
+		"deepseek_v3":  "621ac2e32d0dba658404412318818aaa8ce8cda492e59830109d8da6b517fb41",
+		"deepseek_v4":  "8f9f37ca37fdc4f5fd36d5cf4d3b0e8392edb4e894fd10cc0d70b4957c8633cf",
+		"mistral_nemo": "e11c71726323d33da7b8d6f6f269f1988931c0a52b7122bcdd8c05042974e0db",
+		"gptoss":       "0614fe83cadab421296e664e1f48f4261fa8fef6e03e63bb75c20f38e37d07d3",
+	}
+	for name, sum := range want {
+		got := sha256.Sum256(readModel(t, name))
+		if hex.EncodeToString(got[:]) != sum {
+			t.Errorf("%s: tokenizer.json sha256 %x, want %s", name, got, sum)
+		}
 	}
 }

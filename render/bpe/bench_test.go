@@ -74,7 +74,7 @@ func TestRSSAfterLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
-	for _, name := range []string{"qwen3", "gptoss"} {
+	for _, name := range goldenFamilies {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRSSAfterLoad$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "BPE_RSS_CHILD="+name)
 		out, err := cmd.CombinedOutput()

@@ -173,13 +173,11 @@ func readCorpusFile(t testing.TB, name string) []byte {
 // TestBoundaryIndependence checks the property the certified suffix relies on (DESIGN.md): at the
 // start or end of an added-token match, Encode(text) == Encode(text[:o]) ++ Encode(text[o:]).
 func TestBoundaryIndependence(t *testing.T) {
-	for _, m := range []struct {
-		name string
-		tok  func(testing.TB) *Tokenizer
-	}{{"qwen3", qwen}, {"gptoss", gptoss}} {
-		tok := m.tok(t)
+	for _, name := range goldenFamilies {
+		m := struct{ name string }{name}
+		tok := family(t, name)
 		checked := 0
-		for _, set := range []string{"edge", "fuzz"} {
+		for _, set := range []string{"edge", name + "/added", "fuzz"} {
 			for _, c := range loadGolden(t, m.name, set) {
 				spans := tok.AddedTokenSpans(c.text)
 				if len(spans) == 0 {

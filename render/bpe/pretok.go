@@ -86,6 +86,9 @@ func qwenNext(s string, i, digits int) int {
 	}
 	// \p{N} or \p{N}{1,3}
 	if p&propN != 0 {
+		if digits == 1 {
+			return i + n
+		}
 		return digitsEnd(s, i+n, digits-1)
 	}
 	// ` ?[^\s\p{L}\p{N}]+[\r\n]*`

@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -294,4 +296,44 @@ func FuzzRegexCompile(f *testing.F) {
 			prev = m.end
 		}
 	})
+}
+
+// TestGeneralEngineTokenizer loads Qwen3 with its Split pattern wrapped in a group, which no scanner
+// knows, so the whole tokenizer runs on the general engine (Notes says so); its ids must still be
+// the oracle's. Four goroutines share it (run with -race).
+func TestGeneralEngineTokenizer(t *testing.T) {
+	base := string(readModel(t, "qwen3"))
+	old := `"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|`
+	in := strings.Replace(base, old, `"Regex": "(?:(?i:'s|'t|'re|'ve|'m|'ll|'d))|`, 1)
+	if in == base {
+		t.Fatal("test input unchanged")
+	}
+	tok, err := Load([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok.Notes()) != 1 || !strings.Contains(tok.Notes()[0], "general regex engine") {
+		t.Errorf("Notes() = %q, want one note about the general engine", tok.Notes())
+	}
+	cases := loadGolden(t, "qwen3", "edge")
+	if !testing.Short() {
+		cases = append(cases, loadGolden(t, "qwen3", "fuzz")[:8000]...)
+	}
+	errs := make(chan string, 4)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := g; i < len(cases); i += 4 {
+				if got := tok.Encode(cases[i].text); !equalIDs(got, cases[i].want) {
+					errs <- fmt.Sprintf("%s: %.60q: %v, want %v", cases[i].name, cases[i].text, got, cases[i].want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }

@@ -26,14 +26,25 @@ func runTokenize(ctx context.Context, env cliEnv, args []string) error {
 	fset := newFlagSet(env, "tokenize", "[--model-dir DIR] [--decode] < lines.jsonl")
 	modelDir := fset.String("model-dir", "", "Hugging Face model directory with tokenizer.json (or tokenizer.json.gz); default: the embedded Qwen3 demo model")
 	decode := fset.Bool("decode", false, "decode: read JSON arrays of ids, write JSON strings")
+	special := fset.Bool("add-special-tokens", false, "encode with add_special_tokens=true (the post-processor's BOS/EOS; vLLM's chat path does not)")
 	if err := parseFlags(env, fset, args); err != nil {
 		return err
+	}
+	if *decode && *special {
+		return fmt.Errorf("--decode and --add-special-tokens cannot be combined")
 	}
 	tok, err := loadModelTokenizer(*modelDir)
 	if err != nil {
 		return err
 	}
-	return tokenizeLines(ctx, tok, *decode, env.stdin, env.stdout)
+	for _, note := range tok.Notes() {
+		fmt.Fprintf(env.stderr, "stitch tokenize: note: %s\n", note)
+	}
+	encode := tok.AppendEncode
+	if *special {
+		encode = func(dst []uint32, s string) []uint32 { return append(dst, tok.EncodeWithSpecialTokens(s)...) }
+	}
+	return tokenizeLines(ctx, tok, *decode, encode, env.stdin, env.stdout)
 }
 
 // loadModelTokenizer loads tokenizer.json (or tokenizer.json.gz) from dir, or from the embedded demo
@@ -55,6 +66,12 @@ func loadModelTokenizer(dir string) (*bpe.Tokenizer, error) {
 			data, err = gunzip(gz)
 		}
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, terr := fs.Stat(fsys, "tiktoken.model"); terr == nil {
+			// Kimi K2 (and other tiktoken models with custom tokenizer code) ship no tokenizer.json.
+			return nil, fmt.Errorf("read tokenizer.json: %w: the model directory has tiktoken.model (a tiktoken tokenizer with custom Python code, as Kimi K2 ships) and no Hugging Face tokenizer.json; stitch only reproduces tokenizer.json tokenizers exactly, so serve this model without stitch's token path", err)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read tokenizer.json: %w", err)
 	}
@@ -73,7 +90,7 @@ func gunzip(b []byte) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, in io.Reader, out io.Writer) error {
+func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, encode func([]uint32, string) []uint32, in io.Reader, out io.Writer) error {
 	r := bufio.NewReaderSize(in, 1<<20)
 	w := bufio.NewWriterSize(out, 1<<16)
 	var (
@@ -100,7 +117,7 @@ func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, in io.R
 			} else {
 				var s string
 				if err = json.Unmarshal(line, &s); err == nil {
-					ids = tok.AppendEncode(ids[:0], s)
+					ids = encode(ids[:0], s)
 					buf = appendIDs(buf[:0], ids)
 				}
 			}

@@ -14,13 +14,14 @@ import (
 )
 
 // Benchmarks (single core: go test -run '^$' -bench . -cpu 1 ./render/bpe/):
-//   - BenchmarkLoad: Load of each model's tokenizer.json (bytes already in memory);
+//   - BenchmarkLoad: Load of each model's tokenizer.json (bytes already in memory; every model of
+//     goldenFamilies);
 //   - BenchmarkEncodeCold: 1 MiB of mixed text with an empty word cache (a fresh tokenizer);
 //   - BenchmarkEncodeWarm: the same text again with the cache filled by earlier iterations.
 // tools/oracle/bench_oracle.js measures the Rust crate on the same text for the ratio.
 
 func BenchmarkLoad(b *testing.B) {
-	for _, name := range []string{"qwen3", "gptoss"} {
+	for _, name := range goldenFamilies {
 		data := readModel(b, name)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -36,12 +37,9 @@ func BenchmarkLoad(b *testing.B) {
 
 func benchEncode(b *testing.B, warm bool) {
 	text := string(readCorpusFile(b, "mixed.txt"))
-	for _, m := range []struct {
-		name string
-		tok  func(testing.TB) *Tokenizer
-	}{{"qwen3", qwen}, {"gptoss", gptoss}} {
-		b.Run(m.name, func(b *testing.B) {
-			tok := m.tok(b)
+	for _, name := range goldenFamilies {
+		b.Run(name, func(b *testing.B) {
+			tok := family(b, name)
 			dst := make([]uint32, 0, len(text))
 			tok.cache = newWordCache(defaultCacheWords)
 			if warm {
@@ -76,7 +74,7 @@ func TestRSSAfterLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
-	for _, name := range []string{"qwen3", "gptoss"} {
+	for _, name := range goldenFamilies {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRSSAfterLoad$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "BPE_RSS_CHILD="+name)
 		out, err := cmd.CombinedOutput()

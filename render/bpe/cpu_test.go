@@ -3,6 +3,7 @@ package bpe
 import (
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,11 +27,13 @@ func TestCPUThroughput(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	text := string(readCorpusFile(t, "mixed.txt"))
-	for _, m := range []struct {
-		name string
-		tok  *Tokenizer
-	}{{"qwen3", qwen(t)}, {"gptoss", gptoss(t)}} {
-		tok := m.tok
+	only := os.Getenv("BPE_MODELS") // comma-separated subset; default every model
+	for _, name := range goldenFamilies {
+		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
+			continue
+		}
+		m := struct{ name string }{name}
+		tok := family(t, name)
 		var dst []uint32
 		cold, warm := time.Duration(1<<62), time.Duration(1<<62)
 		for range 3 { // best of 3: the machine is shared
@@ -54,7 +57,11 @@ func TestCPULoad(t *testing.T) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for _, name := range []string{"qwen3", "gptoss"} {
+	only := os.Getenv("BPE_MODELS")
+	for _, name := range goldenFamilies {
+		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
+			continue
+		}
 		data := readModel(t, name)
 		best := time.Duration(1 << 62)
 		for range 5 {

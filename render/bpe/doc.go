@@ -5,16 +5,23 @@
 //
 // [Tokenizer.Encode] runs the stages of the Rust crate, in order:
 //
-//  1. Added tokens are found in the raw text first, leftmost-longest ([Tokenizer.AddedTokenSpans]);
-//     each becomes its id as is.
-//  2. Every segment between them is normalized (NFC with the crate's Unicode 9 behaviour, when the
-//     file asks for it),
-//  3. pre-tokenized by the file's split pattern (hand-written scanners with Oniguruma's semantics),
+//  1. Added tokens with normalized=false are found in the raw text first, leftmost-longest
+//     ([Tokenizer.AddedTokenSpans]); each becomes its id as is.
+//  2. Every segment between them is normalized (NFC with the crate's Unicode 9 behaviour, or a
+//     Sequence of normalizers, when the file asks for it); added tokens with normalized=true are then
+//     found in the normalized segment the same way,
+//  3. pre-tokenized by the file's pre-tokenizer: Splits (any behavior, invert, in a Sequence) then
+//     ByteLevel. Split patterns of Qwen, Llama 3, o200k (gpt-oss), tekken (Mistral), GPT-2 and
+//     DeepSeek's three Splits have hand-written scanners with Oniguruma's semantics; any other
+//     pattern runs on a general backtracking engine over the same Unicode tables (exact, slower;
+//     [Tokenizer.Notes] says so), which refuses the constructs whose meaning was not extracted from
+//     the oracle (regex_parse.go),
 //  4. spelled in the byte-level alphabet and merged by BPE rank (lowest rank first, leftmost among
 //     equals; with ignore_merges a pre-token that is a vocab token is taken whole).
 //
 // Encoding never adds BOS/EOS: it is the crate's encode(text, add_special_tokens=false), which is
-// what vLLM's chat path uses.
+// what vLLM's chat path uses. [Tokenizer.EncodeWithSpecialTokens] applies the post-processor
+// (TemplateProcessing, Sequence, ByteLevel) as add_special_tokens=true does.
 //
 // # Decoding
 //
@@ -24,10 +31,11 @@
 //
 // # Refused features
 //
-// [Load] supports what Qwen3 and gpt-oss (o200k) use and refuses everything else with
-// [ErrUnsupported], naming the feature: other models, normalizers, pre-tokenizers and decoders, byte
-// fallback, unknown tokens, dropout, and added tokens with lstrip, rstrip, single_word or normalized.
-// It never approximates.
+// [Load] supports what the byte-level BPE families use (Qwen2.5/3, gpt-oss, Llama 3.x, DeepSeek
+// V3/V4, Mistral tekken) and refuses everything else with [ErrUnsupported], naming the feature:
+// other models, normalizers, pre-tokenizers, post-processors and decoders, Split patterns outside
+// the engine's subset, byte fallback, unknown tokens, dropout, and added tokens with lstrip, rstrip
+// or single_word. It never approximates.
 //
 // # Exactness
 //

@@ -87,7 +87,7 @@ func loadGolden(t testing.TB, model, set string) []goldenCase {
 			texts = append(texts, s)
 		}
 	}
-	idLines := readLines(t, filepath.Join(model, set+".ids.jsonl"))
+	idLines := readLines(t, filepath.Join(model, filepath.Base(set)+".ids.jsonl"))
 	if len(idLines) != len(texts) {
 		t.Fatalf("%s/%s: %d reference lines for %d inputs", model, set, len(idLines), len(texts))
 	}
@@ -103,19 +103,16 @@ func loadGolden(t testing.TB, model, set string) []goldenCase {
 }
 
 func TestGolden(t *testing.T) {
-	models := []struct {
-		name string
-		tok  func(testing.TB) *Tokenizer
-	}{{"qwen3", qwen}, {"gptoss", gptoss}}
 	sets := []string{"edge", "fuzz", "docs", "mixed"}
-	for _, m := range models {
+	for _, name := range goldenFamilies {
+		m := struct{ name string }{name}
 		for _, set := range sets {
 			t.Run(m.name+"/"+set, func(t *testing.T) {
 				t.Parallel() // the tokenizers are safe for concurrent use
 				if testing.Short() && set != "edge" {
 					t.Skip("golden sweep skipped in -short mode")
 				}
-				tok := m.tok(t)
+				tok := family(t, m.name)
 				bad := 0
 				cases := loadGolden(t, m.name, set)
 				for _, c := range cases {
@@ -176,13 +173,11 @@ func readCorpusFile(t testing.TB, name string) []byte {
 // TestBoundaryIndependence checks the property the certified suffix relies on (DESIGN.md): at the
 // start or end of an added-token match, Encode(text) == Encode(text[:o]) ++ Encode(text[o:]).
 func TestBoundaryIndependence(t *testing.T) {
-	for _, m := range []struct {
-		name string
-		tok  func(testing.TB) *Tokenizer
-	}{{"qwen3", qwen}, {"gptoss", gptoss}} {
-		tok := m.tok(t)
+	for _, name := range goldenFamilies {
+		m := struct{ name string }{name}
+		tok := family(t, name)
 		checked := 0
-		for _, set := range []string{"edge", "fuzz"} {
+		for _, set := range []string{"edge", name + "/added", "fuzz"} {
 			for _, c := range loadGolden(t, m.name, set) {
 				spans := tok.AddedTokenSpans(c.text)
 				if len(spans) == 0 {

@@ -85,6 +85,8 @@ type loader struct {
 	added        []addedTokenJSON
 	normalizeNFC bool
 	split        splitFunc // nil: the whole segment is one pre-token
+	notes        []string  // what Load wants the operator to know (Tokenizer.Notes)
+	post         *postProcessor
 	model        modelJSON
 	vocab        string // raw JSON of model.vocab
 	merges       string // raw JSON of model.merges
@@ -152,10 +154,6 @@ func (l *loader) parseAddedTokens(raw string) error {
 		return err
 	}
 	for _, a := range l.added {
-		normalized := !a.Special
-		if a.Normalized != nil {
-			normalized = *a.Normalized
-		}
 		switch {
 		case a.Content == "":
 			return fmt.Errorf("%w: added token %d has empty content", ErrInvalid, a.ID)
@@ -165,25 +163,8 @@ func (l *loader) parseAddedTokens(raw string) error {
 			return unsupported("added token %q (id %d): lstrip=true", a.Content, a.ID)
 		case a.RStrip:
 			return unsupported("added token %q (id %d): rstrip=true", a.Content, a.ID)
-		case normalized:
-			return unsupported("added token %q (id %d): normalized=true", a.Content, a.ID)
 		}
 	}
-	return nil
-}
-
-func (l *loader) parseNormalizer(raw string) error {
-	if raw == "null" {
-		return nil
-	}
-	var c componentJSON
-	if err := decodeStrict(raw, &c, "normalizer"); err != nil {
-		return err
-	}
-	if c.Type != "NFC" {
-		return unsupported("normalizer %q", c.Type)
-	}
-	l.normalizeNFC = true
 	return nil
 }
 
@@ -199,78 +180,53 @@ func (l *loader) parsePreTokenizer(raw string) error {
 	if c.Type == "Sequence" {
 		steps = c.Pretokenizers
 	}
-	// Supported shapes: [Split(regex, Isolated)] then ByteLevel without its own regex, or a ByteLevel
-	// that splits with the GPT-2 pattern itself.
-	switch {
-	case len(steps) == 2 && steps[0].Type == "Split" && steps[1].Type == "ByteLevel":
-		split, err := splitStep(steps[0])
-		if err != nil {
-			return err
+	// Splits (any pattern and behavior) in sequence, then one ByteLevel, which splits with the
+	// GPT-2 pattern itself when use_regex is true (the default) and maps bytes to its alphabet.
+	var (
+		splits   []splitFunc
+		isolated []string // the patterns, while every step so far is an Isolated regex Split
+		notes    []string
+	)
+	byteLevel := false
+	for _, st := range steps {
+		if byteLevel {
+			return unsupported("pre_tokenizer %s after ByteLevel", st.Type)
 		}
-		if err := byteLevelStep(steps[1], false); err != nil {
-			return err
-		}
-		l.split = split
-	case len(steps) == 1 && steps[0].Type == "ByteLevel":
-		if err := byteLevelStep(steps[0], true); err != nil {
-			return err
-		}
-		if steps[0].UseRegex == nil || *steps[0].UseRegex {
-			split, ok := splitterFor(patternGPT2Split)
-			if !ok {
-				return unsupported("pre_tokenizer ByteLevel with use_regex=true (GPT-2 pattern)")
+		switch st.Type {
+		case "Split":
+			split, note, err := splitStep(st)
+			if err != nil {
+				return err
 			}
-			l.split = split
+			if note != "" {
+				notes = append(notes, note)
+			}
+			splits = append(splits, split)
+			if st.Pattern != nil && st.Pattern.Regex != nil && st.Behavior == "Isolated" && !st.Invert {
+				isolated = append(isolated, *st.Pattern.Regex)
+			}
+		case "ByteLevel":
+			if st.AddPrefixSpace {
+				return unsupported("pre_tokenizer ByteLevel add_prefix_space=true")
+			}
+			if st.UseRegex == nil || *st.UseRegex {
+				splits = append(splits, splitGPT2)
+			}
+			byteLevel = true
+		default:
+			return unsupported("pre_tokenizer %s", st.Type)
 		}
-	default:
-		names := make([]string, len(steps))
-		for i, s := range steps {
-			names[i] = s.Type
-		}
-		return unsupported("pre_tokenizer %s[%s]", c.Type, strings.Join(names, ", "))
 	}
-	return nil
-}
-
-func splitStep(c componentJSON) (splitFunc, error) {
-	if c.Pattern == nil || c.Pattern.Regex == nil {
-		return nil, unsupported("pre_tokenizer Split with a String pattern")
+	if !byteLevel {
+		return unsupported("pre_tokenizer without ByteLevel (byte-level BPE needs one)")
 	}
-	if c.Behavior != "Isolated" {
-		return nil, unsupported("pre_tokenizer Split behavior %q", c.Behavior)
-	}
-	if c.Invert {
-		return nil, unsupported("pre_tokenizer Split invert=true")
-	}
-	split, ok := splitterFor(*c.Pattern.Regex)
-	if !ok {
-		return nil, unsupported("pre_tokenizer Split regex %q", *c.Pattern.Regex)
-	}
-	return split, nil
-}
-
-func byteLevelStep(c componentJSON, regexAllowed bool) error {
-	if c.AddPrefixSpace {
-		return unsupported("pre_tokenizer ByteLevel add_prefix_space=true")
-	}
-	if !regexAllowed && (c.UseRegex == nil || *c.UseRegex) {
-		return unsupported("pre_tokenizer ByteLevel use_regex=true after a Split")
-	}
-	return nil
-}
-
-func (l *loader) parsePostProcessor(raw string) error {
-	if raw == "null" {
+	if fused, ok := fusedScanner(isolated); ok && len(isolated) == len(splits) {
+		l.split = fused
 		return nil
 	}
-	var c componentJSON
-	if err := decodeStrict(raw, &c, "post_processor"); err != nil {
-		return err
-	}
-	// ByteLevel post-processing only adjusts offsets, and stitch encodes with
-	// add_special_tokens=false, so it never changes ids.
-	if c.Type != "ByteLevel" {
-		return unsupported("post_processor %q", c.Type)
+	l.notes = append(l.notes, notes...)
+	if len(splits) > 0 {
+		l.split = chainSplits(splits)
 	}
 	return nil
 }

@@ -18,6 +18,11 @@ type splitFunc func(dst []span, s string) []span
 const (
 	patternQwen  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	patternO200k = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// patternLlama3 is Llama 3.x's: patternQwen with \p{N}{1,3}.
+	patternLlama3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// patternTekken is Mistral's tekken (Nemo, Small 3.x): patternO200k without contractions and
+	// with a single \p{N}.
+	patternTekken = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// patternGPT2Split is the pattern of a ByteLevel pre-tokenizer with use_regex=true.
 	patternGPT2Split = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 )
@@ -29,6 +34,10 @@ func splitterFor(pattern string) (splitFunc, bool) {
 		return splitQwen, true
 	case patternO200k:
 		return splitO200k, true
+	case patternLlama3:
+		return splitLlama3, true
+	case patternTekken:
+		return splitTekken, true
 	case patternGPT2Split:
 		return splitGPT2, true
 	}
@@ -38,15 +47,26 @@ func splitterFor(pattern string) (splitFunc, bool) {
 // splitQwen splits s with patternQwen (Qwen2/Qwen3, cl100k-like).
 func splitQwen(dst []span, s string) []span {
 	for i := 0; i < len(s); {
-		e := qwenNext(s, i)
+		e := qwenNext(s, i, 1)
 		dst = append(dst, span{i, e})
 		i = e
 	}
 	return dst
 }
 
-// qwenNext returns the end of the patternQwen match starting at s[i].
-func qwenNext(s string, i int) int {
+// splitLlama3 splits s with patternLlama3.
+func splitLlama3(dst []span, s string) []span {
+	for i := 0; i < len(s); {
+		e := qwenNext(s, i, 3)
+		dst = append(dst, span{i, e})
+		i = e
+	}
+	return dst
+}
+
+// qwenNext returns the end of the patternQwen match starting at s[i], or of patternLlama3's when
+// digits is 3 (\p{N}{1,3} instead of \p{N}).
+func qwenNext(s string, i, digits int) int {
 	c := s[i]
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
 	if c == '\'' {
@@ -64,9 +84,12 @@ func qwenNext(s string, i int) int {
 	if p&propL != 0 {
 		return runEnd(s, i+n, propL)
 	}
-	// \p{N}
+	// \p{N} or \p{N}{1,3}
 	if p&propN != 0 {
-		return i + n
+		if digits == 1 {
+			return i + n
+		}
+		return digitsEnd(s, i+n, digits-1)
 	}
 	// ` ?[^\s\p{L}\p{N}]+[\r\n]*`
 	if p&propOther != 0 {
@@ -84,46 +107,52 @@ func qwenNext(s string, i int) int {
 // splitO200k splits s with patternO200k (gpt-oss, o200k_harmony).
 func splitO200k(dst []span, s string) []span {
 	for i := 0; i < len(s); {
-		e := o200kNext(s, i)
+		e := o200kNext(s, i, true)
 		dst = append(dst, span{i, e})
 		i = e
 	}
 	return dst
 }
 
-// o200kNext returns the end of the patternO200k match starting at s[i].
-func o200kNext(s string, i int) int {
+// splitTekken splits s with patternTekken.
+func splitTekken(dst []span, s string) []span {
+	for i := 0; i < len(s); {
+		e := o200kNext(s, i, false)
+		dst = append(dst, span{i, e})
+		i = e
+	}
+	return dst
+}
+
+// o200kNext returns the end of the patternO200k match starting at s[i], or, with o200k false, of
+// patternTekken's (no contraction suffixes, \p{N} instead of \p{N}{1,3}).
+func o200kNext(s string, i int, o200k bool) int {
 	p, n := propsAt(s, i)
 	prefixed := p&propPrefix != 0 && i+n < len(s)
 	// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|…)?
 	if prefixed {
-		if e := o200kLowerWord(s, i+n); e > 0 {
+		if e := o200kLowerWord(s, i+n, o200k); e > 0 {
 			return e
 		}
 	}
-	if e := o200kLowerWord(s, i); e > 0 {
+	if e := o200kLowerWord(s, i, o200k); e > 0 {
 		return e
 	}
 	// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|…)?
 	if prefixed {
 		if q, m := propsAt(s, i+n); q&propUpper != 0 {
-			return withContraction(s, runEnd(s, runEnd(s, i+n+m, propUpper), propLower))
+			return maybeContraction(s, runEnd(s, runEnd(s, i+n+m, propUpper), propLower), o200k)
 		}
 	}
 	if p&propUpper != 0 {
-		return withContraction(s, runEnd(s, runEnd(s, i+n, propUpper), propLower))
+		return maybeContraction(s, runEnd(s, runEnd(s, i+n, propUpper), propLower), o200k)
 	}
-	// \p{N}{1,3}
+	// \p{N}{1,3} (o200k) or \p{N} (tekken)
 	if p&propN != 0 {
-		j := i + n
-		for k := 0; k < 2 && j < len(s); k++ {
-			q, m := propsAt(s, j)
-			if q&propN == 0 {
-				break
-			}
-			j += m
+		if !o200k {
+			return i + n
 		}
-		return j
+		return digitsEnd(s, i+n, 2)
 	}
 	// ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
 	if p&propOther != 0 {
@@ -142,13 +171,13 @@ func o200kNext(s string, i int) int {
 // returning its end, or -1. The greedy "upper" run U* is followed by the longest "lower" run when the
 // code point after U* is lower; otherwise U* gives back code points up to the last one that is also
 // lower (Lm, Lo, M belong to both classes), which then forms W+ alone.
-func o200kLowerWord(s string, a int) int {
+func o200kLowerWord(s string, a int, contractions bool) int {
 	lastLower := -1 // end of the last code point of the upper run that is also lower
 	for j := a; j < len(s); {
 		q, m := propsAt(s, j)
 		if q&propUpper == 0 {
 			if q&propLower != 0 {
-				return withContraction(s, runEnd(s, j+m, propLower))
+				return maybeContraction(s, runEnd(s, j+m, propLower), contractions)
 			}
 			break
 		}
@@ -160,7 +189,7 @@ func o200kLowerWord(s string, a int) int {
 	if lastLower < 0 {
 		return -1
 	}
-	return withContraction(s, lastLower)
+	return maybeContraction(s, lastLower, contractions)
 }
 
 // splitGPT2 splits s with patternGPT2Split (ByteLevel use_regex=true).
@@ -242,6 +271,26 @@ func withContraction(s string, e int) int {
 		return e + contractionLen(s, e)
 	}
 	return e
+}
+
+// maybeContraction is withContraction when contractions, else e.
+func maybeContraction(s string, e int, contractions bool) int {
+	if !contractions {
+		return e
+	}
+	return withContraction(s, e)
+}
+
+// digitsEnd returns the end of up to more further \p{N} code points starting at s[j].
+func digitsEnd(s string, j, more int) int {
+	for k := 0; k < more && j < len(s); k++ {
+		q, m := propsAt(s, j)
+		if q&propN == 0 {
+			break
+		}
+		j += m
+	}
+	return j
 }
 
 // runEnd returns the end of the run of code points with any of bits starting at s[j].

@@ -29,7 +29,11 @@ type Tokenizer struct {
 
 	added          []addedToken
 	addedByContent map[string]uint32
-	matcher        *addedMatcher
+	matcher        *addedMatcher // added tokens with normalized=false, found in the raw text
+	normMatcher    *addedMatcher // normalized=true ones, found in each normalized segment; nil if none
+
+	post  *postProcessor // nil: none (EncodeWithSpecialTokens only)
+	notes []string
 
 	cache   *wordCache
 	scratch sync.Pool // *encodeScratch
@@ -93,6 +97,14 @@ func (t *Tokenizer) appendSegment(dst []uint32, sc *encodeScratch, seg string) [
 	if t.normalize {
 		seg = normalizeNFC(seg)
 	}
+	if t.normMatcher != nil {
+		return t.appendNormalizedSegment(dst, sc, seg)
+	}
+	return t.appendPretokens(dst, sc, seg)
+}
+
+// appendPretokens encodes normalized text that contains no added token.
+func (t *Tokenizer) appendPretokens(dst []uint32, sc *encodeScratch, seg string) []uint32 {
 	if t.split == nil {
 		return t.appendWord(dst, &sc.w, seg)
 	}
@@ -111,8 +123,13 @@ type Span struct {
 
 // AddedTokenSpans returns every added-token match of text in order: the same matches Encode splits
 // on. Tokenization is independent across these boundaries: for an offset o that is the Start or End
-// of a span, Encode(text) equals Encode(text[:o]) followed by Encode(text[o:]).
+// of a span, Encode(text) equals Encode(text[:o]) followed by Encode(text[o:]). Added tokens with
+// normalized=true are included when the normalizer is the identity; after NFC their matches are in
+// normalized text, so only the others are reported (still boundaries Encode splits on).
 func (t *Tokenizer) AddedTokenSpans(text string) []Span {
+	if t.normMatcher != nil && !t.normalize {
+		return t.addedSpansTwoPass(text)
+	}
 	var out []Span
 	for pos := 0; pos < len(text); {
 		start, end, id := t.matcher.next(text, pos)
@@ -129,11 +146,15 @@ func (t *Tokenizer) AddedTokenSpans(text string) []Span {
 // the added-token matcher reads to decide whether a token starts there.
 func (t *Tokenizer) MaxAddedTokenLen() int {
 	n := 0
-	for _, tok := range t.matcher.tokens {
+	for _, tok := range t.added {
 		n = max(n, len(tok.content))
 	}
 	return n
 }
+
+// Notes returns what Load wants the operator to know about this tokenizer, for the log: for example
+// a Split pattern that runs on the general regex engine.
+func (t *Tokenizer) Notes() []string { return t.notes }
 
 // TokenID returns the id of an added token's content or of a vocab token's tokenizer.json spelling
 // (for example "Ġthe"), and whether there is one. Added tokens take precedence.

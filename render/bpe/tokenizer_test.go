@@ -139,11 +139,10 @@ func TestLoadRefuses(t *testing.T) {
 	}{
 		{"byte fallback", `"byte_fallback": false`, `"byte_fallback": true`, ErrUnsupported, "byte_fallback"},
 		{"lstrip", `"lstrip": false`, `"lstrip": true`, ErrUnsupported, "lstrip"},
-		{"normalized", `"normalized": false`, `"normalized": true`, ErrUnsupported, "normalized"},
 		{"normalizer", `"normalizer": {
     "type": "NFC"
   }`, `"normalizer": {"type": "NFKC"}`, ErrUnsupported, "NFKC"},
-		{"regex", `\\s+(?!\\S)|\\s+"`, `\\s+"`, ErrUnsupported, "regex"},
+		{"regex", `\\s+(?!\\S)|\\s+"`, `\\s+(?<!\\S)|\\s+"`, ErrUnsupported, "lookbehind"},
 		{"decoder", `"decoder": {
     "type": "ByteLevel"`, `"decoder": {
     "type": "Metaspace"`, ErrUnsupported, "Metaspace"},

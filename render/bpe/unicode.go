@@ -24,3 +24,16 @@ func propsAt(s string, i int) (uint16, int) {
 	r, n := utf8.DecodeRuneInString(s[i:])
 	return propsOf(r), n
 }
+
+// xpropsOf returns the extra property bits (xprop* constants, unicode_tables.go) of r, with the
+// same treatment of values outside the Unicode range as propsOf.
+func xpropsOf(r rune) uint8 {
+	if uint32(r) < utf8.RuneSelf {
+		return xpropASCII[r]
+	}
+	if uint32(r) > utf8.MaxRune {
+		r = utf8.RuneError
+	}
+	blk := int(xpropIndex[r>>propBlockBits])
+	return xpropBlocks[blk<<propBlockBits|int(r)&(1<<propBlockBits-1)]
+}

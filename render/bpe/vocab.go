@@ -21,6 +21,8 @@ func (l *loader) build() (*Tokenizer, error) {
 		split:        l.split,
 		normalize:    l.normalizeNFC,
 		ignoreMerges: l.model.IgnoreMerges,
+		post:         l.post,
+		notes:        l.notes,
 	}
 	// Pass 1: copy every vocab token's bytes into one arena. Raw bytes are never longer than the
 	// JSON that spells them, so the arena never grows and its final size is known up front.
@@ -169,12 +171,16 @@ func (t *Tokenizer) buildAdded(added []addedTokenJSON, addedStart int) error {
 		t.tokSpans[2*a.ID], t.tokSpans[2*a.ID+1] = off, off+size
 		off += size
 		t.addedByContent[a.Content] = a.ID
-		t.added = append(t.added, addedToken{content: a.Content, id: a.ID, special: a.Special})
+		normalized := !a.Special // the crate's default
+		if a.Normalized != nil {
+			normalized = *a.Normalized
+		}
+		t.added = append(t.added, addedToken{content: a.Content, id: a.ID, special: a.Special, normalized: normalized})
 		if a.Special {
 			t.setSpecial(a.ID)
 		}
 	}
-	t.matcher = newAddedMatcher(t.added)
+	t.buildAddedMatchers()
 	return nil
 }
 
@@ -249,9 +255,10 @@ func (t *Tokenizer) lookupSpelling(s string) (uint32, bool) {
 
 // addedToken is one entry of added_tokens.
 type addedToken struct {
-	content string
-	id      uint32
-	special bool
+	content    string
+	id         uint32
+	special    bool
+	normalized bool // matched in the normalized text, after the others
 }
 
 // addedMatcher finds added tokens in raw text, leftmost-longest, like the Rust crate's

@@ -77,6 +77,7 @@ const classes = {
   L: String.raw`\p{L}`, N: String.raw`\p{N}`, M: String.raw`\p{M}`,
   Lu: String.raw`\p{Lu}`, Ll: String.raw`\p{Ll}`, Lt: String.raw`\p{Lt}`, Lm: String.raw`\p{Lm}`, Lo: String.raw`\p{Lo}`,
   space: String.raw`\s`,
+  P: String.raw`\p{P}`, S: String.raw`\p{S}`,
 };
 const sets = {};
 for (const [name, pat] of Object.entries(classes)) {

@@ -4,13 +4,20 @@
     python3 tools/oracle/corpus.py          # corpus only (deterministic: fixed seed, sorted sources)
     python3 tools/oracle/corpus.py --ids    # corpus + reference ids from the Rust oracle (needs
                                             # `npm ci` in tools/oracle)
+    python3 tools/oracle/corpus.py --ids --only=llama3_2,qwen2_5 --keep-corpus   # some models' ids only
 
 Files (one JSON string per line, split on "\\n" only; gzip when larger than 5 MB):
   fuzz.jsonl[.gz]   seeded generated strings (>= 50,000)
   edge.jsonl        hand-written edge cases
   docs.jsonl[.gz]   real multilingual documents from this machine; provenance in docs.sources.txt
   mixed.txt         1 MiB of mixed text (raw UTF-8), for the exactness test and the benchmarks
-  <model>/<set>.ids.jsonl[.gz]  reference ids, line N for input line N (model: qwen3, gptoss)
+  <model>/<set>.ids.jsonl[.gz]  reference ids, line N for input line N (model: every key of MODELS)
+  <model>/added.jsonl           per model: strings built around each of its added tokens (seeded)
+  <model>/decode.jsonl          per model: seeded random id arrays (any id, cut UTF-8 sequences)
+  <model>/<set>.decoded.jsonl[.gz]  the oracle's decode of the reference ids, only where it differs
+                                from the input text: [line, text] (set: fuzz, edge, docs, added);
+                                for decode.jsonl, decode.decoded.jsonl has every line
+  <model>/edge.special.ids.jsonl  the edge set encoded with add_special_tokens=true
 """
 import glob
 import gzip
@@ -34,6 +41,11 @@ MODELS = {
     "qwen3": os.path.join(ROOT, "testdata", "models", "qwen3", "tokenizer.json"),
     "gptoss": os.path.join(ROOT, "testdata", "models", "gptoss", "tokenizer.json.gz"),
 }
+# Byte-level BPE families (issue 15); their model files are gzip-compressed.
+for _name in ["llama3_1", "llama3_2", "deepseek_v3", "deepseek_v4", "mistral_nemo", "qwen2_5"]:
+    MODELS[_name] = os.path.join(ROOT, "testdata", "models", _name, "tokenizer.json.gz")
+ADDED_COUNT = 4000  # random strings mixing a model's added tokens into text, besides 4 per token
+DECODE_COUNT = 3000
 
 # ---------------------------------------------------------------- building blocks
 
@@ -292,19 +304,32 @@ def documents():
     for p in sorted(glob.glob("/usr/lib/python3.11/*.py"))[::8][:25]:
         add(p, read_text(p))
     # The models' own text.
+    # (the first two models only: the corpus predates the others and stays as it was)
     for p in sorted(glob.glob(os.path.join(ROOT, "testdata", "models", "*", "tokenizer_config.json"))):
+        if p.split(os.sep)[-2] not in ("qwen3", "gptoss"):
+            continue
         add(os.path.relpath(p, ROOT), read_text(p))
     return docs
 
 
 # ---------------------------------------------------------------- output
 
+def gzip_over(rel):
+    """The shared corpus and the first two models' shared-set ids keep the 5 MB rule; every other
+    per-model file is compressed from 256 KiB."""
+    parts = rel.split(os.sep)
+    if len(parts) == 1 or (parts[0] in ("qwen3", "gptoss") and parts[1].split(".")[0] in ("fuzz", "edge", "docs", "mixed")
+                           and ".ids." in parts[1]):
+        return GZIP_OVER
+    return 256 * 1024
+
+
 def write_lines(name, items):
     data = "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in items).encode("utf-8")
     for stale in (name, name + ".gz"):
         if os.path.exists(os.path.join(OUT, stale)):
             os.remove(os.path.join(OUT, stale))
-    if len(data) > GZIP_OVER:
+    if len(data) > gzip_over(name):
         name += ".gz"
         with open(os.path.join(OUT, name), "wb") as f:
             with gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as z:
@@ -349,7 +374,7 @@ def run_oracle(model, src_name, out_name, whole=False):
     for stale in (name, name + ".gz"):
         if os.path.exists(os.path.join(OUT, stale)):
             os.remove(os.path.join(OUT, stale))
-    if len(out) > GZIP_OVER:
+    if len(out) > gzip_over(name):
         name += ".gz"
         with open(os.path.join(OUT, name), "wb") as f:
             with gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as z:
@@ -360,25 +385,152 @@ def run_oracle(model, src_name, out_name, whole=False):
     print(f"wrote {name}")
 
 
+def read_model(model):
+    with open(MODELS[model], "rb") as f:
+        data = f.read()
+    if MODELS[model].endswith(".gz"):
+        data = gzip.decompress(data)
+    return json.loads(data)
+
+
+def added_cases(model, rng):
+    """Strings around each added token of model: alone, inside text, cut short, doubled, in a mix."""
+    tj = read_model(model)
+    tokens = [t["content"] for t in tj["added_tokens"]]
+    cases = []
+    for t in tokens:
+        k = rng.randrange(1, len(t)) if len(t) > 1 else 1
+        cases += [t, rng.choice(WORDS) + t + rng.choice(WORDS), t[:k] + " " + t[k:], t + t + "\n" + t[:k]]
+    for _ in range(ADDED_COUNT):
+        parts = []
+        for _ in range(rng.randint(1, 8)):
+            r = rng.random()
+            if r < 0.4:
+                parts.append(rng.choice(tokens))
+            elif r < 0.5:
+                t = rng.choice(tokens)
+                parts.append(t[:rng.randrange(1, len(t) + 1)])
+            else:
+                parts.append(gen_atom(rng))
+            parts.append(rng.choice(["", "", " ", "\n", "\n\n", "  "]))
+        cases.append("".join(parts))
+    return cases
+
+
+def decode_cases(model, rng):
+    """Random id arrays: any id of the vocab, added tokens, and runs of byte tokens (cut UTF-8)."""
+    tj = read_model(model)
+    vocab = tj["model"]["vocab"]
+    n = max(max(vocab.values()), max([t["id"] for t in tj["added_tokens"]] or [0])) + 1
+    added = [t["id"] for t in tj["added_tokens"]]
+    alpha = [vocab[c] for c in byte_alphabet() if c in vocab]
+    out = []
+    for _ in range(DECODE_COUNT):
+        ids = []
+        for _ in range(rng.randint(1, 16)):
+            r = rng.random()
+            if r < 0.5:
+                ids.append(rng.randrange(n))
+            elif r < 0.6 and added:
+                ids.append(rng.choice(added))
+            else:
+                ids.append(rng.choice(alpha))
+        out.append(ids)
+    return out
+
+
+def byte_alphabet():
+    """The 256 characters of the GPT-2 byte-level alphabet."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    cs, k = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + k)
+            k += 1
+    return [chr(c) for c in cs]
+
+
+def write_out(rel, out):
+    for stale in (rel, rel + ".gz"):
+        if os.path.exists(os.path.join(OUT, stale)):
+            os.remove(os.path.join(OUT, stale))
+    if len(out) > gzip_over(rel):
+        rel += ".gz"
+        with open(os.path.join(OUT, rel), "wb") as f:
+            with gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as z:
+                z.write(out)
+    else:
+        with open(os.path.join(OUT, rel), "wb") as f:
+            f.write(out)
+    print(f"wrote {rel}")
+
+
+def oracle(model, data, *flags):
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokenize.js")
+    res = subprocess.run(["node", script, MODELS[model], *flags], input=data, capture_output=True, check=True)
+    if res.stdout.count(b"\n") != data.count(b"\n"):
+        sys.exit(f"oracle: {model} {flags}: line count mismatch")
+    return res.stdout
+
+
+def read_set(name):
+    path = os.path.join(OUT, name)
+    if not os.path.exists(path):
+        path += ".gz"
+    with open(path, "rb") as f:
+        data = f.read()
+    return gzip.decompress(data) if path.endswith(".gz") else data
+
+
+def family_sets(model):
+    """The per-model sets: added strings, decode arrays, decoded texts, special-token ids."""
+    rng = random.Random(f"{SEED}-{model}")
+    os.makedirs(os.path.join(OUT, model), exist_ok=True)
+    added = write_lines(os.path.join(model, "added.jsonl"), added_cases(model, rng))
+    run_oracle(model, added, "added.ids.jsonl")
+    arrays = decode_cases(model, rng)
+    data = "".join(json.dumps(a) + "\n" for a in arrays).encode("utf-8")
+    write_out(os.path.join(model, "decode.jsonl"), data)
+    write_out(os.path.join(model, "decode.decoded.jsonl"), oracle(model, data, "--decode"))
+    for s in ("fuzz", "edge", "docs", "added"):
+        src = s + ".jsonl" if s != "added" else os.path.join(model, "added.jsonl")
+        texts = [json.loads(l) for l in read_set(src).decode("utf-8").split("\n") if l]
+        ids = read_set(os.path.join(model, s + ".ids.jsonl"))
+        decoded = oracle(model, ids, "--decode").decode("utf-8").split("\n")
+        diff = [json.dumps([i + 1, json.loads(d)], ensure_ascii=False)
+                for i, (t, d) in enumerate(zip(texts, decoded)) if json.loads(d) != t]
+        write_out(os.path.join(model, s + ".decoded.jsonl"), "".join(l + "\n" for l in diff).encode("utf-8"))
+    write_out(os.path.join(model, "edge.special.ids.jsonl"), oracle(model, read_set("edge.jsonl"), "--special"))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
-    rng = random.Random(SEED)
-    fuzz = [gen_string(rng) for _ in range(FUZZ_COUNT)]
-    names = {"fuzz": write_lines("fuzz.jsonl", fuzz), "edge": write_lines("edge.jsonl", edge_cases())}
-    docs = documents()
-    names["docs"] = write_lines("docs.jsonl", [t for _, t in docs])
-    with open(os.path.join(OUT, "docs.sources.txt"), "w", encoding="utf-8", newline="\n") as f:
-        for i, (src, t) in enumerate(docs):
-            f.write(f"{i + 1}\t{len(t.encode('utf-8'))}\t{src}\n")
-    mixed = mixed_text(random.Random(SEED + 1), docs, fuzz)
-    with open(os.path.join(OUT, "mixed.txt"), "wb") as f:
-        f.write(mixed.encode("utf-8"))
-    print(f"fuzz {len(fuzz)}, edge {len(edge_cases())}, docs {len(docs)}, mixed {len(mixed.encode('utf-8'))} bytes")
+    if "--keep-corpus" in sys.argv:  # ids only: the committed corpus as it is (parallel runs)
+        names = {"fuzz": "fuzz.jsonl.gz", "edge": "edge.jsonl", "docs": "docs.jsonl"}
+    else:
+        rng = random.Random(SEED)
+        fuzz = [gen_string(rng) for _ in range(FUZZ_COUNT)]
+        names = {"fuzz": write_lines("fuzz.jsonl", fuzz), "edge": write_lines("edge.jsonl", edge_cases())}
+        docs = documents()
+        names["docs"] = write_lines("docs.jsonl", [t for _, t in docs])
+        with open(os.path.join(OUT, "docs.sources.txt"), "w", encoding="utf-8", newline="\n") as f:
+            for i, (src, t) in enumerate(docs):
+                f.write(f"{i + 1}\t{len(t.encode('utf-8'))}\t{src}\n")
+        mixed = mixed_text(random.Random(SEED + 1), docs, fuzz)
+        with open(os.path.join(OUT, "mixed.txt"), "wb") as f:
+            f.write(mixed.encode("utf-8"))
+        print(f"fuzz {len(fuzz)}, edge {len(edge_cases())}, docs {len(docs)}, mixed {len(mixed.encode('utf-8'))} bytes")
     if "--ids" in sys.argv:
+        only = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")]
         for model in MODELS:
-            for s in ("fuzz", "edge", "docs"):
-                run_oracle(model, names[s], f"{s}.ids.jsonl")
-            run_oracle(model, "mixed.txt", "mixed.ids.jsonl", whole=True)
+            if only and model not in only[0]:
+                continue
+            if "--sets-only" not in sys.argv:  # --sets-only: only the per-model sets
+                for s in ("fuzz", "edge", "docs"):
+                    run_oracle(model, names[s], f"{s}.ids.jsonl")
+                run_oracle(model, "mixed.txt", "mixed.ids.jsonl", whole=True)
+            family_sets(model)
 
 
 if __name__ == "__main__":

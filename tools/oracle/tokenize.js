@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // Reference ids from the real Rust tokenizers (npm @anush008/tokenizers 0.6.0 = tokenizers 0.22.2).
 //
-// Usage: node tokenize.js TOKENIZER_JSON[.gz] [--decode] < in.jsonl > out.jsonl
+// Usage: node tokenize.js TOKENIZER_JSON[.gz] [--decode | --special] < in.jsonl > out.jsonl
 //
 // Encode (default): each input line is a JSON string; each output line is the JSON array of its ids,
 // encoded with add_special_tokens=false, in input order. Decode: each input line is a JSON array of
-// ids; each output line is the JSON string of decode(ids, skip_special_tokens=false).
+// ids; each output line is the JSON string of decode(ids, skip_special_tokens=false). --special encodes
+// with add_special_tokens=true (the post-processor's template applied).
 // Inputs are never re-serialized: output line N belongs to input line N, and that is the only key.
 'use strict';
 const fs = require('fs');
@@ -22,9 +23,10 @@ function loadTokenizer(path) {
 async function main() {
   const args = process.argv.slice(2);
   const decode = args.includes('--decode');
+  const special = args.includes('--special');
   const files = args.filter((a) => !a.startsWith('--'));
   if (files.length !== 1) {
-    process.stderr.write('usage: node tokenize.js TOKENIZER_JSON[.gz] [--decode] < in.jsonl > out.jsonl\n');
+    process.stderr.write('usage: node tokenize.js TOKENIZER_JSON[.gz] [--decode | --special] < in.jsonl > out.jsonl\n');
     process.exit(2);
   }
   const tok = loadTokenizer(files[0]);
@@ -37,7 +39,7 @@ async function main() {
       const texts = await tok.decodeBatch(batch, false);
       for (const t of texts) out.push(JSON.stringify(t));
     } else {
-      const encs = await tok.encodeBatch(batch, { addSpecialTokens: false });
+      const encs = await tok.encodeBatch(batch, { addSpecialTokens: special });
       for (const e of encs) out.push(JSON.stringify(e.getIds()));
     }
     process.stdout.write(out.join('\n') + '\n');

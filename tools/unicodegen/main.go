@@ -201,6 +201,9 @@ func run(in, out string) error {
 	fmt.Fprintf(&buf, "\n\n// propBlocks holds %d blocks of %d class numbers, one byte per code point.\nconst propBlocks = \"\" +", len(blockOf), blockSize)
 	writeBytes(&buf, blocks)
 	fmt.Fprintf(&buf, "\n")
+	if err := writeExtra(&buf, in); err != nil {
+		return err
+	}
 	src, err := format.Source(buf.Bytes())
 	if err != nil {
 		return fmt.Errorf("format generated source: %w", err)
@@ -263,3 +266,61 @@ func writeBytes(buf *bytes.Buffer, b []byte) {
 
 // assigned9 returns the code points assigned in Unicode 9.0.
 func assigned9() *unicode.RangeTable { return rangetable.Assigned("9.0.0") }
+
+// Extra property bits, in a second table (the first one's 16 bits are all taken): classes that only
+// the general Split engine and the DeepSeek scanner read.
+var extraBits = []struct{ file, name, doc string }{
+	{"P", "xpropP", `\p{P}`},
+	{"S", "xpropS", `\p{S}`},
+}
+
+// writeExtra appends the extra table: xpropASCII, xpropIndex and xpropBlocks, one byte of bits each.
+func writeExtra(buf *bytes.Buffer, in string) error {
+	props := make([]byte, maxRune+1)
+	for i, e := range extraBits {
+		cps, err := readSet(filepath.Join(in, e.file+".txt"))
+		if err != nil {
+			return err
+		}
+		for _, r := range cps {
+			props[r] |= 1 << i
+		}
+	}
+	blockSize := 1 << blockBits
+	blockOf := map[string]int{}
+	var blocks, stage1 []byte
+	for start := 0; start < len(props); start += blockSize {
+		blk := string(props[start : start+blockSize])
+		n, ok := blockOf[blk]
+		if !ok {
+			n = len(blockOf)
+			blockOf[blk] = n
+			blocks = append(blocks, blk...)
+		}
+		if n > 255 {
+			return fmt.Errorf("extra table: more than 256 distinct blocks")
+		}
+		stage1 = append(stage1, byte(n))
+	}
+	fmt.Fprintf(buf, "\n// Extra property bits of a code point (second table, read by xpropsOf).\nconst (\n")
+	for i, e := range extraBits {
+		if i == 0 {
+			fmt.Fprintf(buf, "\t%s uint8 = 1 << iota // %s\n", e.name, e.doc)
+		} else {
+			fmt.Fprintf(buf, "\t%s // %s\n", e.name, e.doc)
+		}
+	}
+	fmt.Fprintf(buf, ")\n\n// xpropASCII holds the extra bits of U+0000..U+007F.\nvar xpropASCII = [128]uint8{")
+	for r := 0; r < 128; r++ {
+		if r%16 == 0 {
+			buf.WriteString("\n")
+		}
+		fmt.Fprintf(buf, "%d, ", props[r])
+	}
+	fmt.Fprintf(buf, "\n}\n\n// xpropIndex maps r>>propBlockBits to a block number of xpropBlocks.\nconst xpropIndex = \"\" +")
+	writeBytes(buf, stage1)
+	fmt.Fprintf(buf, "\n\n// xpropBlocks holds %d blocks of %d bit bytes, one per code point.\nconst xpropBlocks = \"\" +", len(blockOf), blockSize)
+	writeBytes(buf, blocks)
+	fmt.Fprintf(buf, "\n")
+	return nil
+}

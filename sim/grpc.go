@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/stitchllm/stitch/upstream/vllmgrpc/enginepb"
@@ -116,6 +117,11 @@ func (e *engineService) Generate(req *pb.GenerateRequest, stream grpc.ServerStre
 		e.mu.Unlock()
 	}()
 
+	// Headers go out once the request is accepted, so the client tells a refusal (trailers only)
+	// from a request waiting for its first token.
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
 	g := s.startGeneration(p)
 	defer s.logRequest(ctx, g)
 	defer g.end()

@@ -68,6 +68,7 @@ type Stream struct {
 	cancel    context.CancelFunc
 	stopAbort func() bool
 	received  int // output ids so far, to split GenerateComplete's output_ids
+	peeked    *pb.GenerateResponse
 
 	mu       sync.Mutex
 	finished bool
@@ -100,6 +101,22 @@ func (c *Client) generate(ctx context.Context, greq *pb.GenerateRequest) (*Strea
 		return nil, mapError("generate", err)
 	}
 	st.stream = gs
+	// Surface a refused request (validation, context length) here, as the HTTP client does with a
+	// non-2xx status: a refusal is a trailers-only response, which has no header metadata.
+	md, err := gs.Header()
+	if err == nil && md == nil {
+		msg, rerr := gs.Recv()
+		if rerr != nil {
+			err = rerr
+		} else {
+			st.peeked = msg
+		}
+	}
+	if err != nil {
+		st.stopAbort()
+		cancel()
+		return nil, mapError("generate", err)
+	}
 	return st, nil
 }
 
@@ -111,7 +128,12 @@ func (s *Stream) Recv() (Chunk, error) {
 	if done {
 		return Chunk{}, io.EOF
 	}
-	msg, err := s.stream.Recv()
+	msg, err := s.peeked, error(nil)
+	if msg != nil {
+		s.peeked = nil
+	} else {
+		msg, err = s.stream.Recv()
+	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return Chunk{}, fmt.Errorf("vllmgrpc generate %s: %w", s.requestID, io.ErrUnexpectedEOF)

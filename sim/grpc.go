@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -85,8 +86,8 @@ func (e *engineService) Abort(_ context.Context, req *pb.AbortRequest) (*pb.Abor
 	return &pb.AbortResponse{}, nil
 }
 
-// Generate runs one request, sending Options.StreamInterval ids per chunk and a GenerateComplete
-// at the end. An aborted request ends with finish_reason "abort" while the caller still listens.
+// Generate runs one request: a chunk with the first id, then chunks of Options.StreamInterval ids,
+// then a GenerateComplete carrying the ids not sent yet. An aborted request ends with finish_reason "abort" while the caller still listens.
 func (e *engineService) Generate(req *pb.GenerateRequest, stream grpc.ServerStreamingServer[pb.GenerateResponse]) error {
 	s := e.s
 	p, aerr := s.grpcParams(req)
@@ -137,7 +138,8 @@ func (e *engineService) Generate(req *pb.GenerateRequest, stream grpc.ServerStre
 			break // aborted: finish is "abort"
 		}
 		pending = append(pending, tok)
-		if len(pending) < interval && g.finish == "" {
+		// vLLM emits the first output at once and then every interval ids (and the last at the end).
+		if len(g.out) > 1 && len(pending) < interval && g.finish == "" {
 			continue
 		}
 		if g.finish != "" {
@@ -214,8 +216,29 @@ func (s *Server) grpcParams(req *pb.GenerateRequest) (genParams, *apiError) {
 		if in.PromptLogprobs != nil {
 			sp.readCache = false
 		}
+		sp.constraint = grpcConstraint(in)
 	}
 	return s.genParamsFor(sp, prompt, grpcEndpoint)
+}
+
+// grpcConstraint reads the SamplingParams constraint oneof (the interface holds at most one, so
+// vLLM's two-constraints rule cannot be broken over gRPC).
+func grpcConstraint(in *pb.SamplingParams) constraint {
+	switch c := in.GetConstraint().(type) {
+	case *pb.SamplingParams_JsonSchema:
+		return constraint{kind: "json", schema: gjson.Parse(c.JsonSchema)}
+	case *pb.SamplingParams_Regex:
+		return constraint{kind: "regex"}
+	case *pb.SamplingParams_Grammar:
+		return constraint{kind: "grammar"}
+	case *pb.SamplingParams_StructuralTag:
+		return constraint{kind: "structural_tag"}
+	case *pb.SamplingParams_JsonObject:
+		return constraint{kind: "json_object"}
+	case *pb.SamplingParams_Choice:
+		return constraint{kind: "choice", choices: c.Choice.GetChoices()}
+	}
+	return constraint{}
 }
 
 // checkIDs applies the HTTP path's token id rule to a tokenized prompt.

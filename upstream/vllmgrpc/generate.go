@@ -281,10 +281,10 @@ func setConstraint(sp *pb.SamplingParams, raw []byte) error {
 		case "structural_tag":
 			sp.Constraint = &pb.SamplingParams_StructuralTag{StructuralTag: v.String()}
 		case "json_object":
-			if !v.Bool() {
-				return true
+			// false is still a constraint field set (vLLM counts "not None"); it forces nothing.
+			if v.Bool() {
+				sp.Constraint = &pb.SamplingParams_JsonObject{JsonObject: true}
 			}
-			sp.Constraint = &pb.SamplingParams_JsonObject{JsonObject: true}
 		case "choice":
 			var choices []string
 			for _, x := range v.Array() {

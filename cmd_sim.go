@@ -22,6 +22,8 @@ import (
 // simFlags are `stitch sim`'s flags; the defaults model a mid-size model on one GPU.
 type simFlags struct {
 	listen, modelDir, name, record, logLevel string
+	grpcListen                               string
+	streamInterval                           int
 	loraModules                              string
 	maxModelLen, blockSize, kvBlocks         int
 	seed                                     int64
@@ -45,6 +47,8 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs := newFlagSet(env, "sim", "[--listen ADDR] [--model-dir DIR] [--served-model-name NAME] [flags]")
 	var f simFlags
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "`address` to serve the vLLM API on")
+	fs.StringVar(&f.grpcListen, "grpc-listen", "", "`address` to serve vLLM's gRPC engine API on as well (vllm serve --grpc); empty: HTTP only")
+	fs.IntVar(&f.streamInterval, "stream-interval", 1, "generated `ids` per stream chunk (vLLM's --stream-interval)")
 	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory` (tokenizer.json, tokenizer_config.json); empty: the bundled Qwen3 demo model")
 	fs.StringVar(&f.name, "served-model-name", "", "model id clients must send (default: the model directory's base name, or "+demomodel.Name+")")
 	fs.StringVar(&f.loraModules, "lora-modules", "", "comma-separated LoRA adapter `names` (vLLM's name=path also accepted; the path is ignored): requests may name them as model; they never share KV blocks with the base")
@@ -89,6 +93,14 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	}
 	logger.Info("vLLM simulator listening", "addr", ln.Addr().String(), "model", opts.ServedModelName,
 		"max_model_len", opts.MaxModelLen, "kv_blocks", opts.KVBlocks, "fast", opts.Fast, "chat", opts.Renderer != nil)
+	if f.grpcListen != "" {
+		stop, err := serveSimGRPC(logger, s, f.grpcListen)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
@@ -103,7 +115,7 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		Seed: f.seed, OutputLen: f.outputLen, Drift: f.drift, Fast: f.fast, TTFTBase: f.ttftBase,
 		PrefillPerToken: microseconds(f.prefillUS), DecodePerToken: microseconds(f.decodeUS),
 		FailRate: f.failRate, DropAfter: f.dropAfter, DropRate: f.dropRate, FirstByteDelay: f.firstByteDelay,
-		Logger: logger,
+		StreamInterval: f.streamInterval, Logger: logger,
 	}
 	for _, m := range strings.Split(f.loraModules, ",") {
 		if name, _, _ := strings.Cut(strings.TrimSpace(m), "="); name != "" {

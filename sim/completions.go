@@ -144,15 +144,25 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 	g := s.startGeneration(p)
 	defer s.logRequest(ctx, g)
 	defer g.end()
+	interval := s.opts.StreamInterval
+	var ids []uint32
+	var text string
+	sentFirst := false
 	for g.finish == "" {
 		if g.dropNow() {
 			s.abortConnection(sw)
 		}
-		id, text, err := g.next(ctx)
+		id, t, err := g.next(ctx)
 		if err != nil {
 			return g.usage(), err
 		}
-		first := len(g.out) == 1
+		ids, text = append(ids, id), text+t
+		// vLLM's --stream-interval: the first output at once, then every interval ids, and the last.
+		if sentFirst && len(ids) < interval && g.finish == "" {
+			continue
+		}
+		first := !sentFirst
+		sentFirst = true
 		err = sw.event(func(dst []byte) []byte {
 			dst = hdr.append(dst)
 			dst = append(dst, `,"choices":[{"index":`...)
@@ -171,7 +181,7 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 			}
 			dst = append(dst, `,"token_ids":`...)
 			if sp.returnTokenIDs {
-				dst = appendIDs(dst, []uint32{id})
+				dst = appendIDs(dst, ids)
 			} else {
 				dst = append(dst, "null"...)
 			}
@@ -184,6 +194,7 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 			}
 			return append(dst, '}')
 		})
+		ids, text = ids[:0], ""
 		if err != nil {
 			return g.usage(), err // end() marks an unfinished request as aborted
 		}

@@ -31,6 +31,8 @@ type genParams struct {
 	// readCache is false when the request asked for prompt_logprobs, which bypasses prefix-cache
 	// reads in vLLM.
 	readCache bool
+	// constraint is the structured-outputs constraint the answer satisfies.
+	constraint constraint
 }
 
 // generation is one running request: it owns its cache lease and emits the scripted tokens one at
@@ -67,7 +69,12 @@ func (s *Server) startGeneration(p genParams) *generation {
 		g.maxStop = max(g.maxStop, len(st))
 	}
 	r := modelRand(p.seed, p.prompt)
-	text, chat := s.model.answer(s.tok.Decode(p.prompt), r)
+	decoded := s.tok.Decode(p.prompt)
+	text, chat := s.model.answer(decoded, r)
+	if p.constraint.kind != "" {
+		conv := parseConversation(decoded)
+		text = applyConstraint(text, p.constraint, r, conv.lastUserText())
+	}
 	g.script = s.tok.Encode(text)
 	if s.opts.Drift > 0 && r.Float64() < s.opts.Drift {
 		g.script, _ = drift(s.tok, g.script, r)

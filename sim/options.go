@@ -110,6 +110,10 @@ type Options struct {
 	// Fast: it is a fault, not latency).
 	FirstByteDelay time.Duration
 
+	// StreamInterval is the number of generated ids per stream chunk (vLLM's --stream-interval;
+	// speculative decoding batches ids too). Default 1.
+	StreamInterval int
+
 	// Record, when set, receives one JSON line per generation request: endpoint,
 	// prompt_token_ids, cache_salt, max_tokens, cached_tokens, output_token_ids, finish_reason.
 	// Writes are serialized by the Server; it never closes the writer.
@@ -138,6 +142,9 @@ func (o *Options) applyDefaults() {
 	if o.OutputLen == 0 {
 		o.OutputLen = 64
 	}
+	if o.StreamInterval == 0 {
+		o.StreamInterval = 1
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -163,6 +170,7 @@ func (o *Options) validate() error {
 	}{{"drift", o.Drift}, {"fail rate", o.FailRate}, {"drop rate", o.DropRate}} {
 		check(p.v >= 0 && p.v <= 1, "%s %v must be within [0, 1]", p.name, p.v)
 	}
+	check(o.StreamInterval > 0, "stream interval %d must be positive", o.StreamInterval)
 	check(o.DropAfter >= 0, "drop after %d must not be negative", o.DropAfter)
 	check(o.TTFTBase >= 0 && o.PrefillPerToken >= 0 && o.DecodePerToken >= 0 && o.FirstByteDelay >= 0,
 		"durations must not be negative")

@@ -22,6 +22,7 @@ type sampling struct {
 	includeUsage    bool
 	continuousUsage bool
 	returnTokenIDs  bool
+	constraint      constraint
 }
 
 // parseSampling reads and validates the sampling fields of body. maxKeys are the fields that may
@@ -138,6 +139,11 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		}
 		sp.readCache = false // vLLM skips prefix-cache reads to compute every prompt logprob
 	}
+	c, aerr := parseConstraint(gjson.GetBytes(body, "structured_outputs"))
+	if aerr != nil {
+		return sp, aerr
+	}
+	sp.constraint = c
 	if gjson.GetBytes(body, "echo").Bool() {
 		return sp, badRequest("echo", "echo is not supported by the simulator")
 	}
@@ -263,5 +269,6 @@ func (s *Server) genParamsFor(sp sampling, prompt []uint32, endpoint string) (ge
 		ignoreEOS:   sp.ignoreEOS,
 		skipSpecial: sp.skipSpecial,
 		readCache:   sp.readCache,
+		constraint:  sp.constraint,
 	}, nil
 }

@@ -1,0 +1,199 @@
+package vllmgrpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
+	"github.com/stitchllm/stitch/upstream"
+)
+
+// Completions has the HTTP client's signature: body is an encoded upstream.CompletionRequest (in
+// parts), and the answer is the SSE stream vLLM's /v1/completions sends for it, built from the gRPC
+// chunks: one event per chunk with choices[0].token_ids (and prompt_token_ids on the first when
+// return_token_ids is set), finish_reason and stop_reason on the last, a usage event when
+// stream_options.include_usage is set, then [DONE]. "text" is always "" (the engine does not
+// detokenize). Closing the reader before the end aborts the request.
+//
+// A non-stream body is answered as a stream all the same; the server's token path always streams.
+func (c *Client) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
+	req, opts, err := parseCompletionBody(bytes.Join(body, nil))
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &sseReader{st: st, model: req.Model, prompt: req.Prompt, opts: opts}, nil
+}
+
+// sseOptions are the request fields that shape the SSE answer.
+type sseOptions struct {
+	includeUsage   bool
+	returnTokenIDs bool
+}
+
+// parseCompletionBody reads the fields of a /v1/completions body that the token path sends.
+func parseCompletionBody(body []byte) (*upstream.CompletionRequest, sseOptions, error) {
+	var opts sseOptions
+	if !gjson.ValidBytes(body) {
+		return nil, opts, badRequest("", "JSON decode error: the body must be a JSON object")
+	}
+	root := gjson.ParseBytes(body)
+	req := &upstream.CompletionRequest{Model: root.Get("model").String(), Stream: true}
+	prompt := root.Get("prompt")
+	if !prompt.IsArray() {
+		return nil, opts, badRequest("prompt", "the gRPC upstream takes the prompt as a list of token ids")
+	}
+	var bad bool
+	prompt.ForEach(func(_, v gjson.Result) bool {
+		n := v.Uint()
+		if v.Type != gjson.Number || n > math.MaxUint32 || v.Raw != strconv.FormatUint(n, 10) {
+			bad = true
+			return false
+		}
+		req.Prompt = append(req.Prompt, uint32(n))
+		return true
+	})
+	if bad {
+		return nil, opts, badRequest("prompt", "prompt token ids must be non-negative integers")
+	}
+	req.MaxTokens = int(root.Get("max_tokens").Int())
+	if v := root.Get("temperature"); v.Type == gjson.Number {
+		req.Temperature = json.RawMessage(v.Raw)
+	}
+	if v := root.Get("top_p"); v.Type == gjson.Number {
+		req.TopP = json.RawMessage(v.Raw)
+	}
+	for _, v := range root.Get("stop_token_ids").Array() {
+		req.StopTokenIDs = append(req.StopTokenIDs, uint32(v.Uint()))
+	}
+	req.CacheSalt = root.Get("cache_salt").String()
+	if v := root.Get("structured_outputs"); v.IsObject() {
+		req.StructuredOutputs = json.RawMessage(v.Raw)
+	}
+	if v := root.Get("seed"); v.Type == gjson.Number {
+		seed := v.Int()
+		req.Seed = &seed
+	}
+	opts.includeUsage = root.Get("stream_options.include_usage").Bool()
+	opts.returnTokenIDs = root.Get("return_token_ids").Bool()
+	return req, opts, nil
+}
+
+// sseReader renders a Stream as vLLM's SSE bytes, one event per Read refill.
+type sseReader struct {
+	st     *Stream
+	model  string
+	prompt []uint32
+	opts   sseOptions
+
+	buf     []byte
+	off     int
+	started bool // the first chunk event was written
+	final   Chunk
+	state   int // 0 streaming, 1 usage/done pending, 2 all written
+}
+
+func (r *sseReader) Read(p []byte) (int, error) {
+	for r.off == len(r.buf) {
+		if r.state == 2 {
+			return 0, io.EOF
+		}
+		if err := r.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.buf[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *sseReader) Close() error { return r.st.Close() }
+
+// fill writes the next event(s) into buf.
+func (r *sseReader) fill() error {
+	r.buf, r.off = r.buf[:0], 0
+	if r.state == 1 {
+		if r.opts.includeUsage {
+			r.buf = append(r.buf, "data: "...)
+			r.buf = r.appendHead(r.buf)
+			r.buf = append(r.buf, `,"choices":[],"usage":`...)
+			r.buf = appendUsage(r.buf, r.final)
+			r.buf = append(r.buf, "}\n\n"...)
+		}
+		r.buf = append(r.buf, "data: [DONE]\n\n"...)
+		r.state = 2
+		return nil
+	}
+	ch, err := r.st.Recv()
+	if err != nil {
+		return err
+	}
+	r.buf = append(r.buf, "data: "...)
+	r.buf = r.appendHead(r.buf)
+	r.buf = append(r.buf, `,"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":`...)
+	if ch.FinishReason == "" {
+		r.buf = append(r.buf, "null"...)
+	} else {
+		r.buf = jsonappend.String(r.buf, ch.FinishReason)
+	}
+	r.buf = append(r.buf, `,"stop_reason":`...)
+	switch {
+	case ch.StopTokenID != nil:
+		r.buf = strconv.AppendUint(r.buf, uint64(*ch.StopTokenID), 10)
+	case ch.StopString != nil:
+		r.buf = jsonappend.String(r.buf, *ch.StopString)
+	default:
+		r.buf = append(r.buf, "null"...)
+	}
+	if r.opts.returnTokenIDs {
+		if !r.started {
+			r.buf = append(r.buf, `,"prompt_token_ids":`...)
+			r.buf = jsonappend.Uint32s(r.buf, nonNil(r.prompt))
+		}
+		r.buf = append(r.buf, `,"token_ids":`...)
+		r.buf = jsonappend.Uint32s(r.buf, nonNil(ch.TokenIDs))
+	}
+	r.buf = append(r.buf, "}]}\n\n"...)
+	r.started = true
+	if ch.FinishReason != "" {
+		r.final = ch
+		r.state = 1
+	}
+	return nil
+}
+
+func (r *sseReader) appendHead(dst []byte) []byte {
+	dst = append(dst, `{"id":"cmpl-`...)
+	dst = append(dst, r.st.requestID...)
+	dst = append(dst, `","object":"text_completion","model":`...)
+	return jsonappend.String(dst, r.model)
+}
+
+// appendUsage writes vLLM's UsageInfo with prompt_tokens_details, as newest vLLM reports it.
+func appendUsage(dst []byte, c Chunk) []byte {
+	dst = append(dst, `{"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(c.PromptTokens), 10)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(c.PromptTokens+c.CompletionTokens), 10)
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(c.CompletionTokens), 10)
+	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(c.CachedTokens), 10)
+	return append(dst, "}}"...)
+}
+
+func nonNil(ids []uint32) []uint32 {
+	if ids == nil {
+		return []uint32{}
+	}
+	return ids
+}

@@ -74,8 +74,10 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		logger.Info("no --upstream given: running the built-in simulator with the bundled demo model (not a real LLM)",
 			"sim", upstreamURL, "model", first.Name)
 	}
-	up := upstream.New(upstream.Options{BaseURL: upstreamURL, APIKey: string(cfg.Upstream.APIKey)})
+	applyMemoryLimit(logger, cfg.Server.MemoryLimitMB)
+	up := upstream.New(upstreamOptions(cfg, upstreamURL))
 	maxLens := upstreamMaxModelLens(ctx, logger, up, cfg.Upstream.MaxModelLen)
+	checkTokenIDs(ctx, logger, up, cfg.Models[0].Name)
 
 	// The embedded store keeps responses as long as Redis would (--response-ttl); an hourly sweep
 	// deletes older ones so --data-dir does not grow without bound.
@@ -161,7 +163,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 			maxLen = 32768
 			logger.Warn("upstream did not report max_model_len; assuming 32768", "model", p.Name)
 		}
-		salt := cacheSalter(sealKeys[0].Secret, p.Name, p.CacheSalt)
+		salt := cacheSalter(saltSecret(cfg, sealKeys[0].Secret), p.Name, p.CacheSalt)
 		rt := server.NewModelRuntime(server.ModelConfig{
 			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
 			ChatTemplateKwargs: p.ChatTemplateKwargs, CacheSalt: salt,
@@ -187,6 +189,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	srv, err := server.New(server.Options{
 		Logger: logger, Registry: reg, Upstream: up, Models: runtimes, Checkpoints: checkpoints, Auth: auth, Reseed: reseed,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, MaxInputItems: cfg.Server.MaxInputItems,
+		Limits: serverLimits(cfg, models), CacheSalt: passthroughSalter(saltSecret(cfg, sealKeys[0].Secret), cfg.Models),
 	})
 	if err != nil {
 		return err

@@ -31,6 +31,23 @@ type Server struct {
 	MaxInputItems int `yaml:"max_input_items"`
 	// ShutdownTimeout is how long a graceful shutdown waits for streams to finish. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// MaxJSONDepth bounds the nesting of request bodies (arrays and objects), checked by a linear
+	// scan before any recursive parse. Default 128.
+	MaxJSONDepth int `yaml:"max_json_depth"`
+	// MaxConcurrentResponses bounds generations in flight (POST /v1/responses and pass-through
+	// chat/completions and completions); beyond it requests get 429 with Retry-After before any
+	// work. 0: unbounded. Default 512.
+	MaxConcurrentResponses int `yaml:"max_concurrent_responses"`
+	// BodyReadTimeout bounds the time a client may take to send its request body. Default 60s.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// MaxInflightBodyMB bounds the request body bytes all running requests hold together, in MiB;
+	// beyond it requests get 429. 0: unbounded. Default 256.
+	MaxInflightBodyMB int `yaml:"max_inflight_body_mb"`
+	// WriteTimeout bounds each write to a client; a client that stops reading is dropped. Default 60s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// MemoryLimitMB is the Go runtime's soft memory limit in MiB (debug.SetMemoryLimit). 0: 90 %
+	// of the cgroup's memory limit when there is one, else none (GOMEMLIMIT, when set, wins).
+	MemoryLimitMB int `yaml:"memory_limit_mb"`
 }
 
 // Upstream configures the vLLM server stitch sends completions to.
@@ -42,6 +59,12 @@ type Upstream struct {
 	APIKey Secret `yaml:"api_key"`
 	// MaxModelLen overrides the context length read from the upstream's /v1/models. 0: ask upstream.
 	MaxModelLen int `yaml:"max_model_len"`
+	// Timeout bounds the wait for a generation's first byte (vLLM streams nothing before the first
+	// token, so it covers queueing and prefill), and for any pass-through response's headers except
+	// non-streamed generations. Default 120s.
+	Timeout time.Duration `yaml:"timeout"`
+	// IdleTimeout bounds the gap between two chunks of a generation's stream. Default 60s.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // Model is one served model profile.
@@ -106,6 +129,9 @@ type Auth struct {
 	// SealKeysFile is a JSON list [{"id":…,"secret":"<base64>"}]; the first signs, all verify.
 	// Empty: a random key per process (artifacts then do not survive a restart or cross pods).
 	SealKeysFile string `yaml:"seal_keys_file"`
+	// CacheSaltSecret keys the per-tenant cache_salt derivation. Empty: the first seal key's
+	// secret (then rotating seal keys also empties every tenant's prefix cache).
+	CacheSaltSecret Secret `yaml:"cache_salt_secret"`
 }
 
 // Log configures log/slog output.

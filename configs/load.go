@@ -24,7 +24,15 @@ func Default() *Config {
 			MaxBodyBytes:    32 << 20,
 			MaxInputItems:   10000,
 			ShutdownTimeout: 30 * time.Second,
+			MaxJSONDepth:    128,
+			// A vLLM on one GPU runs a few hundred sequences at once (max_num_seqs); more only
+			// queue there, holding memory here.
+			MaxConcurrentResponses: 512,
+			BodyReadTimeout:        60 * time.Second,
+			MaxInflightBodyMB:      256,
+			WriteTimeout:           60 * time.Second,
 		},
+		Upstream:  Upstream{Timeout: 120 * time.Second, IdleTimeout: 60 * time.Second},
 		Store:     Store{DataDir: "./stitch-data", ResponseTTL: 720 * time.Hour},
 		Artifacts: Artifacts{Mode: "canonical", CacheMB: 256, HotMB: 256, TTL: time.Hour, AuditRate: 0.01},
 		Log:       Log{Format: "text", Level: "info"},
@@ -66,6 +74,15 @@ func options(sm *singleModel) []option {
 		{"max-body-bytes", "largest accepted request body", func(c *Config) flag.Value { return (*int64Value)(&c.Server.MaxBodyBytes) }},
 		{"max-input-items", "most input items in one request", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxInputItems) }},
 		{"shutdown-timeout", "how long shutdown waits for open streams", func(c *Config) flag.Value { return (*durationValue)(&c.Server.ShutdownTimeout) }},
+		{"max-json-depth", "deepest nesting of arrays and objects accepted in a request body", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxJSONDepth) }},
+		{"max-concurrent-responses", "generations in flight at most; beyond it 429 with Retry-After (0: unbounded)", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxConcurrentResponses) }},
+		{"body-read-timeout", "how long a client may take to send its request body", func(c *Config) flag.Value { return (*durationValue)(&c.Server.BodyReadTimeout) }},
+		{"max-inflight-body-mb", "request body MiB all running requests may hold together; beyond it 429 (0: unbounded)", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxInflightBodyMB) }},
+		{"write-timeout", "bound on each write to a client (a client that stops reading is dropped)", func(c *Config) flag.Value { return (*durationValue)(&c.Server.WriteTimeout) }},
+		{"memory-limit-mb", "Go runtime soft memory limit in MiB; 0: 90% of the cgroup limit, if any", func(c *Config) flag.Value { return (*intValue)(&c.Server.MemoryLimitMB) }},
+		{"upstream-timeout", "wait for a generation's first byte from vLLM (then 504)", func(c *Config) flag.Value { return (*durationValue)(&c.Upstream.Timeout) }},
+		{"upstream-idle-timeout", "longest gap between two chunks of a vLLM stream (then response.failed)", func(c *Config) flag.Value { return (*durationValue)(&c.Upstream.IdleTimeout) }},
+		{"cache-salt-secret", "secret keying per-tenant cache_salt; empty: the first seal key", func(c *Config) flag.Value { return (*secretValue)(&c.Auth.CacheSaltSecret) }},
 		{"log-format", "text or json", func(c *Config) flag.Value { return (*stringValue)(&c.Log.Format) }},
 		{"log-level", "debug, info, warn or error", func(c *Config) flag.Value { return (*stringValue)(&c.Log.Level) }},
 		{"sim-fast", "built-in simulator: no latency sleeps", func(c *Config) flag.Value { return (*boolValue)(&c.Sim.Fast) }},
@@ -218,6 +235,7 @@ func (c *Config) Validate() error {
 	if c.Upstream.MaxModelLen < 0 {
 		errs = append(errs, errors.New("max-model-len: negative"))
 	}
+	errs = append(errs, c.validateLimits()...)
 	modes := map[string]bool{"canonical": true, "exact": true}
 	if !modes[c.Artifacts.Mode] {
 		errs = append(errs, fmt.Errorf("mode: %q is not canonical or exact", c.Artifacts.Mode))
@@ -236,6 +254,11 @@ func (c *Config) Validate() error {
 		}
 		if m.ReasoningParser != "qwen3" {
 			errs = append(errs, fmt.Errorf("models[%d].reasoning_parser: %q not supported (qwen3)", i, m.ReasoningParser))
+		}
+		if m.CacheSalt != "" {
+			if err := CheckCacheSalt(m.CacheSalt); err != nil {
+				errs = append(errs, fmt.Errorf("models[%d].cache_salt: %w", i, err))
+			}
 		}
 		if len(m.ChatTemplateKwargs) > 0 && !bytes.HasPrefix(bytes.TrimSpace(m.ChatTemplateKwargs), []byte("{")) {
 			errs = append(errs, fmt.Errorf("models[%d].chat_template_kwargs: not a mapping", i))

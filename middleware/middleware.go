@@ -66,11 +66,14 @@ func RequestIDs(logger *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// Recover turns a handler panic into a 500 in OpenAI's error shape (when nothing was written yet)
-// and logs the stack once. http.ErrAbortHandler is re-panicked, as net/http expects.
+// Recover turns a handler panic into a 500 in OpenAI's error shape and logs the stack once. When
+// the handler already sent its status (an SSE stream answered 200), a JSON error would corrupt the
+// stream and be read as event data: the connection is aborted instead, which every client reports
+// as a broken stream. http.ErrAbortHandler is re-panicked, as net/http expects.
 func Recover(logger *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			defer func() {
 				v := recover()
 				if v == nil {
@@ -79,10 +82,13 @@ func Recover(logger *slog.Logger) func(http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				Logger(r.Context(), logger).Error("handler panic", "panic", v, "stack", string(debug.Stack()))
+				Logger(r.Context(), logger).Error("handler panic", "panic", v, "stack", string(debug.Stack()), "response_started", sw.wrote)
+				if sw.wrote {
+					panic(http.ErrAbortHandler)
+				}
 				WriteError(w, http.StatusInternalServerError, "server_error", "", "", "internal error")
 			}()
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(sw, r)
 		})
 	}
 }

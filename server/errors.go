@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/upstream"
 )
 
@@ -66,6 +67,15 @@ func classify(err error) *APIError {
 		return &APIError{Status: statusClientClosed, Type: "server_error", Message: "client closed request", Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "upstream timed out", Err: err}
+	case errors.Is(err, upstream.ErrTimeout):
+		return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "upstream_timeout", Message: "The model server did not answer in time.", Err: err}
+	case errors.Is(err, upstream.ErrNoTokenIDs):
+		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: "The model server returned text without token ids (it ignores return_token_ids); this server cannot use it.", Err: err}
+	case errors.Is(err, render.ErrTemplate):
+		// vLLM answers a template failure (fuel exhausted, raise_exception) 400; so does stitch.
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Message: "The chat template could not render this conversation: " + templateMessage(err), Err: err}
+	case errors.Is(err, errPersistBusy):
+		return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable", Message: "the response store is overloaded; retry shortly", Err: err}
 	case errors.Is(err, upstream.ErrUnreachable):
 		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_unreachable", Message: "the model server is unreachable", Err: err}
 	case errors.As(err, &se) && se.Status >= 500:

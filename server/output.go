@@ -11,6 +11,7 @@ import (
 
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
+	"github.com/stitchllm/stitch/upstream"
 )
 
 // output is a turn's result as it streams: the converter (token ids → Responses events), timing,
@@ -97,11 +98,20 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 				return ctx.Err()
 			}
 			code, msg := "server_error", "The model server stream ended unexpectedly."
-			if errors.Is(err, stream.ErrTruncated) {
+			switch {
+			case errors.Is(err, stream.ErrTruncated):
 				msg = "The model server closed the stream before the response finished."
+			case errors.Is(err, upstream.ErrTimeout):
+				code, msg = "upstream_timeout", "The model server stopped sending tokens; the response timed out."
 			}
 			_ = o.hold(sink, o.conv.Fail(events[:0], code, msg))
 			return fmt.Errorf("%w: %w", errUpstreamStream, err)
+		}
+		if ch.Err == nil && len(ch.TokenIDs) == 0 && ch.Text != "" {
+			// stitch decodes ids, never text: an upstream ignoring return_token_ids would
+			// otherwise yield an empty "completed" answer (issue 14, finding 11).
+			_ = o.hold(sink, o.conv.Fail(events[:0], "upstream_error", "The model server returned text without token ids (it ignores return_token_ids); this server cannot use it."))
+			return fmt.Errorf("%w: %w", errUpstreamStream, upstream.ErrNoTokenIDs)
 		}
 		if o.firstToken.IsZero() && len(ch.TokenIDs) > 0 {
 			o.firstToken = o.now()

@@ -409,6 +409,9 @@ func parseInput(root gjson.Result, r *request, lim limits, newID idSource) error
 		return badRequest("input", "Invalid type for 'input': expected a string or an array of input items.")
 	}
 	items := v.Array()
+	if len(items) == 0 {
+		return badRequest("input", "Invalid 'input': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
 	if len(items) > lim.MaxInputItems {
 		return badRequest("input", "Invalid 'input': too many items (%d; at most %d).", len(items), lim.MaxInputItems)
 	}
@@ -417,6 +420,9 @@ func parseInput(root gjson.Result, r *request, lim limits, newID idSource) error
 		param := fmt.Sprintf("input[%d]", i)
 		if !it.IsObject() {
 			return badRequest(param, "Invalid type for '%s': expected an object.", param)
+		}
+		if err := checkItemID(it.Get("id"), param); err != nil { // storable ids only (limits.go)
+			return err
 		}
 		typ := it.Get("type")
 		if !typ.Exists() || typ.Type == gjson.Null {

@@ -54,6 +54,12 @@ type Options struct {
 	NewID func(prefix string) string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Limits bound what one request may cost (limits.go, admission.go).
+	Limits Limits
+	// CacheSalt returns the cache_salt of a tenant for any model a pass-through generation names
+	// (the salt is always set, whatever the client sent). Nil: the served model's salter, else a
+	// digest of tenant and model.
+	CacheSalt func(tenant, model string) string
 }
 
 // Server serves the HTTP API. Create it with New; it is safe for concurrent use.
@@ -62,6 +68,7 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	metrics *metrics
+	guards  *guards
 }
 
 // New validates opts and builds the routes.
@@ -87,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Auth == nil {
 		opts.Auth = middleware.DevAuth{}
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry)}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), guards: newGuards(opts.Limits, opts.Registry)}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -98,7 +105,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) routes() http.Handler {
 	httpMetrics := middleware.NewMetrics(s.opts.Registry)
 	r := chi.NewRouter()
-	r.Use(middleware.RequestIDs(s.log), middleware.Recover(s.log))
+	r.Use(middleware.RequestIDs(s.log), middleware.Recover(s.log),
+		middleware.WriteDeadlines(writeTimeout(s.opts.Limits.WriteTimeout)), middleware.NewBodyLimits(s.opts.Limits.Body).Handler)
+
+	// Unknown routes and methods answer in OpenAI's shape (chi's defaults are plain text).
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		middleware.WriteError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url", "Invalid URL ("+r.Method+" "+safePath(r)+")")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		middleware.WriteError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url", "Invalid URL ("+r.Method+" "+safePath(r)+")")
+	})
 
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	r.Get("/readyz", s.handleReady)
@@ -106,7 +122,7 @@ func (s *Server) routes() http.Handler {
 
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Auth(s.opts.Auth))
-		r.Method(http.MethodPost, "/v1/responses", httpMetrics.Handler("POST /v1/responses", http.HandlerFunc(s.handleCreate)))
+		r.Method(http.MethodPost, "/v1/responses", httpMetrics.Handler("POST /v1/responses", s.admitted(s.handleCreate)))
 		r.Method(http.MethodGet, "/v1/responses/{id}", httpMetrics.Handler("GET /v1/responses/{id}", http.HandlerFunc(s.handleRetrieve)))
 		r.Method(http.MethodDelete, "/v1/responses/{id}", httpMetrics.Handler("DELETE /v1/responses/{id}", http.HandlerFunc(s.handleDelete)))
 		r.Method(http.MethodGet, "/v1/responses/{id}/input_items", httpMetrics.Handler("GET /v1/responses/{id}/input_items", http.HandlerFunc(s.handleInputItems)))
@@ -119,17 +135,6 @@ func (s *Server) routes() http.Handler {
 		r.Handle("/detokenize", pass)
 	})
 	return r
-}
-
-// handleReady answers 200 when the upstream is healthy.
-func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.opts.Upstream.Health(ctx); err != nil {
-		http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	w.Write([]byte("ok\n"))
 }
 
 func randomID(prefix string) string {

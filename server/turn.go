@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -44,15 +43,10 @@ type turn struct {
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := &turn{tenant: middleware.Tenant(ctx), log: middleware.Logger(ctx, s.log), start: s.opts.Now()}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := s.readBody(w, r) // bounded size, time, bytes in flight and nesting (limits.go)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-				Message: fmt.Sprintf("Request body too large (limit %d bytes).", s.opts.MaxBodyBytes)})
-			return
-		}
-		writeError(w, fmt.Errorf("read body: %w", err))
+		ae := writeError(w, err)
+		t.log.LogAttrs(ctx, levelFor(ae), "response rejected", slog.Int("status", ae.Status), slog.Any("err", err))
 		return
 	}
 	if err := s.plan(ctx, t, body); err != nil {
@@ -83,6 +77,9 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 			Message: fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", req.Model)}
 	}
 	t.model = model
+	if err := s.checkInputBudget(t); err != nil { // before any tokenization (limits.go)
+		return err
+	}
 	if req.PreviousResponseID != "" {
 		cp, err := s.opts.Checkpoints.GetResponse(ctx, t.tenant, req.PreviousResponseID)
 		switch {
@@ -343,8 +340,8 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	// complete and the client may still continue from it.
 	wctx := context.WithoutCancel(ctx)
 	stored := false
-	if req.Store {
-		if err := s.persist(wctx, t, out); err != nil {
+	if req.Store && !errors.Is(runErr, upstream.ErrNoTokenIDs) { // an upstream without ids: nothing to keep
+		if err := s.persistDurably(wctx, t, out); err != nil { // own budget, verified (admission.go)
 			// The response exists for the client but could not be stored: say so instead of
 			// claiming completion, so nobody continues from an id that does not exist.
 			t.log.Error("persist response", "response_id", out.responseID(), "err", err)

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/internal/jsonlimit"
 )
 
 // Usage is vLLM's token accounting from the final `"choices":[]` chunk
@@ -72,6 +74,10 @@ func unsafeString(b []byte) string {
 func ParseChunk(data []byte, c *Chunk) error {
 	c.reset()
 	s := unsafeString(data)
+	// gjson's validator recurses once per nesting level: bound the depth first (issue 14).
+	if err := jsonlimit.CheckDepth(data, jsonlimit.DefaultMaxDepth); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadChunk, err)
+	}
 	if !gjson.Valid(s) {
 		return fmt.Errorf("%w: %.80q", ErrBadChunk, data)
 	}

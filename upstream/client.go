@@ -8,8 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/internal/jsonlimit"
 )
 
 // Options configure a Client. The zero value of each field is usable except BaseURL.
@@ -19,15 +22,23 @@ type Options struct {
 	// HTTPClient defaults to a client without an overall timeout (streams may run for minutes);
 	// cancellation comes from the request context.
 	HTTPClient *http.Client
-	// APIKey, when set, is sent as a Bearer token (vLLM --api-key).
+	// APIKey, when set, is sent as a Bearer token (vLLM --api-key) on every request, the
+	// pass-through proxy's included (it uses HTTPClient's transport).
 	APIKey string
+	// FirstByteTimeout bounds the wait for a generation's first byte (headers and the first
+	// chunk: vLLM sends nothing before the first token). 0: no bound.
+	FirstByteTimeout time.Duration
+	// IdleTimeout bounds the gap between two bytes of a generation's stream. 0: no bound.
+	IdleTimeout time.Duration
 }
 
 // Client talks to one vLLM server. It is safe for concurrent use.
 type Client struct {
-	base   string
-	http   *http.Client
-	apiKey string
+	base      string
+	http      *http.Client
+	firstByte time.Duration
+	idle      time.Duration
+	progress  progress
 }
 
 // New returns a Client for opts.BaseURL.
@@ -36,25 +47,49 @@ func New(opts Options) *Client {
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	return &Client{base: strings.TrimRight(opts.BaseURL, "/"), http: hc, apiKey: opts.APIKey}
+	if opts.APIKey != "" {
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		wrapped := *hc
+		wrapped.Transport = &bearerTransport{base: base, header: "Bearer " + opts.APIKey}
+		hc = &wrapped
+	}
+	return &Client{base: strings.TrimRight(opts.BaseURL, "/"), http: hc, firstByte: opts.FirstByteTimeout, idle: opts.IdleTimeout}
+}
+
+// bearerTransport sets the upstream's Authorization on every request it sends, so no caller (the
+// pass-through proxy included) can forget it or forward a client's.
+type bearerTransport struct {
+	base   http.RoundTripper
+	header string
+}
+
+func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	out := req.Clone(req.Context())
+	out.Header.Set("Authorization", t.header)
+	return t.base.RoundTrip(out)
 }
 
 // BaseURL returns the upstream's base address.
 func (c *Client) BaseURL() string { return c.base }
 
-// HTTPClient returns the underlying client, for pass-through proxying.
+// HTTPClient returns the underlying client, for pass-through proxying. Its transport sends the
+// upstream API key.
 func (c *Client) HTTPClient() *http.Client { return c.http }
 
 // Completions posts body (an encoded CompletionRequest, in parts as CompletionRequest.Parts
 // returns them) to /v1/completions and returns the response
 // body on a 2xx answer; the caller closes it. Cancelling ctx aborts the request, which makes vLLM free
 // the sequence's KV cache.
+//
+// The first-byte and idle timeouts apply: a Read of the body (or Completions itself) then fails
+// with an error wrapping ErrTimeout.
 func (c *Client) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
-	resp, err := c.do(ctx, http.MethodPost, "/v1/completions", body...)
-	if err != nil {
-		return nil, err
-	}
-	return resp.Body, nil
+	return c.withTimeouts(ctx, func(ctx context.Context) (*http.Response, error) {
+		return c.do(ctx, http.MethodPost, "/v1/completions", body...)
+	})
 }
 
 // Model is one entry of GET /v1/models.
@@ -72,6 +107,9 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
+		return nil, fmt.Errorf("read models: %w", err)
+	}
+	if err := jsonlimit.CheckDepth(data, jsonlimit.DefaultMaxDepth); err != nil {
 		return nil, fmt.Errorf("read models: %w", err)
 	}
 	var out []Model
@@ -105,9 +143,6 @@ func (c *Client) do(ctx context.Context, method, path string, body ...[]byte) (*
 			req.ContentLength += int64(len(p))
 		}
 		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

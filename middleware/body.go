@@ -115,11 +115,18 @@ func (lb *limitedBody) Read(p []byte) (int, error) {
 		lb.charged += int64(n)
 	}
 	if err != nil {
-		lb.finish()
 		if errors.Is(err, os.ErrDeadlineExceeded) || lb.expired.Load() {
+			// Keep the expired deadline: after the handler answers 408, net/http discards the
+			// unread rest of the body before reusing the connection, and that read must fail at
+			// once rather than wait for a client that stopped sending.
+			lb.done = true
+			if lb.timer != nil {
+				lb.timer.Stop()
+			}
 			lb.err = ErrBodyTimeout
 			return n, lb.err
 		}
+		lb.finish()
 	}
 	return n, err
 }

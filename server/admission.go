@@ -76,18 +76,6 @@ func (g *guards) tryAdmit(w http.ResponseWriter) (release func(), ok bool) {
 	return nil, false
 }
 
-// admitted wraps a generation handler with admission control.
-func (s *Server) admitted(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		release, ok := s.guards.tryAdmit(w)
-		if !ok {
-			return
-		}
-		defer release()
-		next(w, r)
-	}
-}
-
 // errPersistBusy marks a checkpoint write that never started: every persist slot stayed taken.
 var errPersistBusy = errors.New("no persist slot free in time")
 

@@ -61,6 +61,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
 				Message: fmt.Sprintf("Request body too large (limit %d bytes).", s.opts.MaxBodyBytes), Err: err}
 		case errors.Is(err, middleware.ErrBodyTimeout):
+			w.Header().Set("Connection", "close") // the rest of the body never came: do not reuse
 			return nil, &APIError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
 				Message: "The request body was not received in time.", Err: err}
 		case errors.Is(err, middleware.ErrBodyBudget):

@@ -49,6 +49,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		t.log.LogAttrs(ctx, levelFor(ae), "response rejected", slog.Int("status", ae.Status), slog.Any("err", err))
 		return
 	}
+	// Admission after the body: a client trickling its body must not hold a generation slot (the
+	// body's own time and in-flight bounds cover it), and a refusal still comes before any work.
+	release, ok := s.guards.tryAdmit(w)
+	if !ok {
+		return
+	}
+	defer release()
 	if err := s.plan(ctx, t, body); err != nil {
 		ae := writeError(w, err)
 		t.log.LogAttrs(ctx, levelFor(ae), "response rejected", slog.Int("status", ae.Status), slog.String("param", ae.Param), slog.Any("err", err))

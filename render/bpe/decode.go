@@ -16,6 +16,9 @@ func (t *Tokenizer) appendTokenBytes(dst []byte, id uint32) []byte {
 // invalid subsequence replaced by one U+FFFD (Rust's String::from_utf8_lossy). Added tokens decode to
 // their content; unknown ids are skipped.
 func (t *Tokenizer) Decode(ids []uint32) string {
+	if t.spm != nil {
+		return t.decodeSPM(ids) // the file's decoder chain (decoders.go)
+	}
 	buf := make([]byte, 0, len(ids)*4)
 	for _, id := range ids {
 		buf = t.appendTokenBytes(buf, id)
@@ -99,13 +102,22 @@ type DecodeStream struct {
 	t       *Tokenizer
 	pending []byte
 	out     []byte
+	spm     *spmStream // SentencePiece-style files (decoders.go)
 }
 
 // NewDecodeStream returns a DecodeStream for t.
-func (t *Tokenizer) NewDecodeStream() *DecodeStream { return &DecodeStream{t: t} }
+func (t *Tokenizer) NewDecodeStream() *DecodeStream {
+	if t.spm != nil {
+		return &DecodeStream{t: t, spm: &spmStream{st: t.spm.decoder.newState()}}
+	}
+	return &DecodeStream{t: t}
+}
 
 // Next adds id and returns the text it completes: "" while a UTF-8 sequence is still incomplete.
 func (d *DecodeStream) Next(id uint32) string {
+	if d.spm != nil {
+		return d.spm.next(d.t, id)
+	}
 	d.pending = d.t.appendTokenBytes(d.pending, id)
 	if len(d.pending) == 0 {
 		return ""
@@ -118,6 +130,9 @@ func (d *DecodeStream) Next(id uint32) string {
 
 // Flush returns whatever is held (an incomplete sequence, as one U+FFFD) and resets the stream.
 func (d *DecodeStream) Flush() string {
+	if d.spm != nil {
+		return d.spm.flush(d.t)
+	}
 	if len(d.pending) == 0 {
 		return ""
 	}

@@ -2,6 +2,7 @@ package bpe
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -19,6 +20,10 @@ func Load(tokenizerJSON []byte) (*Tokenizer, error) {
 	// string is copied into the tokenizer's own arena), so a zero-copy view is safe and saves a copy
 	// of up to 30 MB.
 	doc := unsafe.String(unsafe.SliceData(tokenizerJSON), len(tokenizerJSON))
+	// SentencePiece-style files (any decoder but ByteLevel) have their own pipeline (spm.go).
+	if t, err := loadSentencePiece(doc); !errors.Is(err, errNotSentencePiece) {
+		return t, err
+	}
 	var (
 		l    loader
 		seen = map[string]bool{}
@@ -139,6 +144,14 @@ func decodeStrict(raw string, v any, what string) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if strings.Contains(err.Error(), "unknown field") {
+			// Name the component's type: a field this loader does not know usually means a type
+			// it does not implement.
+			var probe struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal([]byte(raw), &probe) == nil && probe.Type != "" {
+				return unsupported("%s %q: %v", what, probe.Type, err)
+			}
 			return unsupported("%s: %v", what, err)
 		}
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)

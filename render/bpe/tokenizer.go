@@ -37,6 +37,10 @@ type Tokenizer struct {
 
 	cache   *wordCache
 	scratch sync.Pool // *encodeScratch
+
+	// spm is set for SentencePiece-style files (Llama 2, Mistral v0.x, Gemma): their normalizers,
+	// character-level BPE with byte fallback and decoder chain (spm.go); nil for byte-level BPE.
+	spm *sentencePiece
 }
 
 // encodeScratch holds the reusable buffers of one Encode call.
@@ -93,6 +97,9 @@ func (t *Tokenizer) AppendEncode(dst []uint32, text string) []uint32 {
 func (t *Tokenizer) appendSegment(dst []uint32, sc *encodeScratch, seg string) []uint32 {
 	if seg == "" {
 		return dst
+	}
+	if t.spm != nil {
+		return t.appendSPMSegment(dst, sc, seg)
 	}
 	if t.normalize {
 		seg = normalizeNFC(seg)

@@ -244,6 +244,9 @@ func (t *Tokenizer) buildMerges(raw string) error {
 
 // lookupSpelling finds a vocab token by its tokenizer.json spelling.
 func (t *Tokenizer) lookupSpelling(s string) (uint32, bool) {
+	if t.spm != nil {
+		return t.vocab.get(s) // SentencePiece-style vocabs are indexed by their UTF-8 spelling
+	}
 	var buf [64]byte
 	raw, ok := t.alpha.appendDecoded(buf[:0], s)
 	if ok {

@@ -23,7 +23,7 @@ function loadTokenizer(path) {
 async function main() {
   const args = process.argv.slice(2);
   const decode = args.includes('--decode');
-  const special = args.includes('--special');
+  const special = args.includes('--special') || args.includes('--add-special-tokens');
   const files = args.filter((a) => !a.startsWith('--'));
   if (files.length !== 1) {
     process.stderr.write('usage: node tokenize.js TOKENIZER_JSON[.gz] [--decode | --special] < in.jsonl > out.jsonl\n');

@@ -416,7 +416,7 @@ func TestComposeSimFlags(t *testing.T) {
 func TestOperatorGuideYAMLColumn(t *testing.T) {
 	rows := flagRows(t, readDoc(t, operatorGuide), "## `stitch serve`")
 	// Candidate values, tried in order until the flag accepts one that differs from the default.
-	candidates := []string{"17", "0.5", "true", "17s", "exact", "json", "debug", "http://docs.invalid:17", "/docs/sentinel"}
+	candidates := []string{"17", "640", "0.5", "true", "17s", "exact", "json", "debug", "http://docs.invalid:17", "/docs/sentinel"}
 	dir := t.TempDir()
 	base, err := configs.Load("stitch serve", nil, func(string) string { return "" }, io.Discard)
 	if err != nil {

@@ -179,7 +179,10 @@ func readRecord(t *testing.T, path string) []recordLine {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("record line: %v: %s", err, sc.Bytes())
 		}
-		if r.Endpoint == "/v1/completions" {
+		// upstream.Probe (startup and readiness) asks for one token of the prompt [0]; it is
+		// not a turn.
+		probe := len(r.PromptTokenIDs) == 1 && r.PromptTokenIDs[0] == 0 && len(r.OutputTokenIDs) <= 1
+		if r.Endpoint == "/v1/completions" && !probe {
 			out = append(out, r)
 		}
 	}

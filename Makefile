@@ -7,6 +7,9 @@ GO        ?= go
 # ten- to fifty-fold. Everything else runs with -race.
 MODULE      := github.com/stitchllm/stitch
 NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/...
+# render's golden sweeps are pure CPU (22 templates' renders tokenized in full) and take minutes
+# under -race; they run without it, render's concurrency tests with it.
+RENDER_SWEEPS := ^(TestGoldenFamilies|TestExtendTextMatchesFullEncode)$$
 RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e /e2e -e '^$(MODULE)$$')
 
 .PHONY: test test-short bench lint fmt golden e2e-deps build
@@ -17,7 +20,8 @@ build:
 test: lint e2e-deps
 	$(GO) test -count=1 $(NORACE_PKGS)
 	$(GO) test -count=1 -run 'TestArtifactProperty' ./server/
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 -run '$(RENDER_SWEEPS)' ./render/
+	$(GO) test -race -count=1 -skip '$(RENDER_SWEEPS)' $(RACE_PKGS)
 
 # Unit tests only: skips e2e and long golden sweeps.
 test-short:

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/bpe"
@@ -23,6 +25,8 @@ import (
 type simFlags struct {
 	listen, modelDir, name, record, logLevel string
 	grpcListen                               string
+	layout                                   string
+	hybrid                                   bool
 	streamInterval                           int
 	loraModules                              string
 	maxModelLen, blockSize, kvBlocks         int
@@ -54,6 +58,8 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.StringVar(&f.loraModules, "lora-modules", "", "comma-separated LoRA adapter `names` (vLLM's name=path also accepted; the path is ignored): requests may name them as model; they never share KV blocks with the base")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 32768, "context length in `tokens`; longer prompts get 400")
 	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size in `tokens` (prefix-cache granularity)")
+	fs.BoolVar(&f.hybrid, "hybrid", false, "model a hybrid (linear + full attention) model's prefix cache: hits end only where a recurrent state was saved (use with a large --block-size, e.g. 528 or more for Qwen3.5/3.6)")
+	fs.StringVar(&f.layout, "vllm-layout", "newest", "vLLM release whose response shapes and error messages to copy: newest or 0.11")
 	fs.IntVar(&f.kvBlocks, "kv-blocks", 65536, "KV cache capacity in `blocks`; unreferenced blocks are evicted LRU beyond it")
 	fs.Int64Var(&f.seed, "seed", 0, "seed of the scripted model (requests without a seed), drift and fault draws")
 	fs.IntVar(&f.outputLen, "output-len", 64, "mean length in `tokens` of a plain text answer (uniform in [L/2, 3L/2])")
@@ -115,7 +121,14 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		Seed: f.seed, OutputLen: f.outputLen, Drift: f.drift, Fast: f.fast, TTFTBase: f.ttftBase,
 		PrefillPerToken: microseconds(f.prefillUS), DecodePerToken: microseconds(f.decodeUS),
 		FailRate: f.failRate, DropAfter: f.dropAfter, DropRate: f.dropRate, FirstByteDelay: f.firstByteDelay,
-		StreamInterval: f.streamInterval, Logger: logger,
+		StreamInterval: f.streamInterval, Logger: logger, Hybrid: f.hybrid,
+	}
+	switch f.layout {
+	case "newest", "":
+	case sim.Layout011:
+		opts.Layout = sim.Layout011
+	default:
+		return opts, func() {}, fmt.Errorf("--vllm-layout %q: want newest or %s", f.layout, sim.Layout011)
 	}
 	for _, m := range strings.Split(f.loraModules, ",") {
 		if name, _, _ := strings.Cut(strings.TrimSpace(m), "="); name != "" {
@@ -146,6 +159,9 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
 	}
 	opts.Tokenizer, opts.Renderer = tok, renderer
+	if opts.VocabSize, err = modelVocabSize(fsys); err != nil {
+		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
+	}
 	if f.record == "" {
 		return opts, nop, nil
 	}
@@ -178,6 +194,26 @@ func loadSimModel(fsys fs.FS, logger *slog.Logger) (*bpe.Tokenizer, sim.ChatRend
 	}
 	logger.Warn("chat template unavailable: /v1/chat/completions and chat /tokenize answer 501", "err", err)
 	return tok, nil, nil
+}
+
+// modelVocabSize reads vocab_size from the model directory's config.json (or its text_config, for
+// multimodal configs), as vLLM's ModelConfig.get_vocab_size does; 0 without a config.json.
+func modelVocabSize(fsys fs.FS) (int, error) {
+	data, err := fs.ReadFile(fsys, "config.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read config.json: %w", err)
+	}
+	if !gjson.ValidBytes(data) {
+		return 0, errors.New("config.json is not valid JSON")
+	}
+	v := gjson.GetBytes(data, "vocab_size")
+	if !v.Exists() {
+		v = gjson.GetBytes(data, "text_config.vocab_size")
+	}
+	return int(v.Int()), nil
 }
 
 func microseconds(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }

@@ -133,7 +133,7 @@ func (s *Server) streamCompletions(ctx context.Context, w http.ResponseWriter, h
 		sw.event(func(dst []byte) []byte { //nolint:errcheck // a gone client is seen by the next write
 			dst = hdr.append(dst)
 			dst = append(dst, `,"choices":[],"usage":`...)
-			dst = appendUsage(dst, total)
+			dst = appendUsage(dst, total, s.finalDetails())
 			return append(dst, '}')
 		})
 	}
@@ -185,12 +185,17 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 			} else {
 				dst = append(dst, "null"...)
 			}
-			dst = append(dst, `}],"usage":`...)
+			dst = append(dst, `}]`...)
 			if sp.continuousUsage {
 				// vLLM's per-chunk usage carries no prompt_tokens_details.
-				dst = appendUsage(dst, usage{prompt: len(p.prompt), completion: len(g.out)})
+				d := detailsOmitted
+				if s.opts.legacy() {
+					d = detailsNullWhenZero
+				}
+				dst = append(dst, `,"usage":`...)
+				dst = appendUsage(dst, usage{prompt: len(p.prompt), completion: len(g.out)}, d)
 			} else {
-				dst = append(dst, "null"...)
+				dst = append(dst, s.chunkUsageNull()...)
 			}
 			return append(dst, '}')
 		})
@@ -250,7 +255,7 @@ func (s *Server) completeCompletions(ctx context.Context, w http.ResponseWriter,
 		b = append(b, '}')
 	}
 	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
-	b = appendUsage(b, total)
+	b = appendUsage(b, total, s.finalDetails())
 	b = append(b, `,"kv_transfer_params":null}`...)
 	writeJSON(w, http.StatusOK, b)
 }

@@ -35,7 +35,7 @@ func ExampleNew() {
 	}
 	fmt.Printf("%+v\n", s.Stats())
 	// Output:
-	// 200 {"prompt_tokens":49,"total_tokens":53,"completion_tokens":4,"prompt_tokens_details":null}
+	// 200 {"prompt_tokens":49,"total_tokens":53,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":0}}
 	// 200 {"prompt_tokens":49,"total_tokens":53,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":48}}
 	// {Queries:98 Hits:48 Blocks:3 Used:0}
 }

@@ -4,13 +4,15 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
 
 // sampling holds the request fields shared by /v1/completions and /v1/chat/completions.
 type sampling struct {
-	maxTokens       int // -1: until the context is full (max_tokens: null)
+	maxTokens       int    // -1: until the context is full (chat without max_tokens)
+	maxKey          string // the field that set maxTokens ("" when defaulted)
 	stop            []string
 	stopIDs         []uint32
 	seed            int64
@@ -36,7 +38,12 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 			continue
 		}
 		if v.Type == gjson.Null {
-			sp.maxTokens = -1
+			// Newest vLLM's CompletionRequest.normalize_null_max_tokens turns null into the
+			// default 16 (vllm/entrypoints/openai/completion/protocol.py); 0.11 and chat fill the
+			// context.
+			if s.opts.legacy() || defMax < 0 {
+				sp.maxTokens = -1
+			}
 			break
 		}
 		n, ok := intValue(v)
@@ -46,7 +53,7 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		if n < 1 {
 			return sp, badRequest(k, "max_tokens must be at least 1, got %d.", n)
 		}
-		sp.maxTokens = int(min(n, math.MaxInt32))
+		sp.maxTokens, sp.maxKey = int(min(n, math.MaxInt32)), k
 		break
 	}
 	if v := gjson.GetBytes(body, "temperature"); v.Exists() && v.Type != gjson.Null {
@@ -98,8 +105,8 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		sp.seed = n
 	}
 	if v := gjson.GetBytes(body, "cache_salt"); v.Exists() && v.Type != gjson.Null {
-		if v.Type != gjson.String || v.String() == "" {
-			return sp, badRequest("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
+		if aerr := s.checkSalt(v); aerr != nil {
+			return sp, aerr
 		}
 		sp.salt = v.String()
 	}
@@ -150,6 +157,26 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 	return sp, nil
 }
 
+// maxSaltChars is newest vLLM's cache_salt length limit, in characters (code points).
+const maxSaltChars = 128
+
+// checkSalt applies vLLM's validate_cache_salt (vllm/entrypoints/generate/base/protocol.py): a
+// non-empty string of at most 128 characters without '@', '/', '\' or NUL. vLLM 0.11 only
+// required a non-empty string.
+func (s *Server) checkSalt(v gjson.Result) *apiError {
+	if v.Type != gjson.String || v.String() == "" {
+		return badRequest("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
+	}
+	if s.opts.legacy() {
+		return nil
+	}
+	salt := v.String()
+	if utf8.RuneCountInString(salt) > maxSaltChars || strings.ContainsAny(salt, "@/\\\x00") {
+		return badRequest("cache_salt", `Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\', or NUL.`)
+	}
+	return nil
+}
+
 // intValue returns v as an integer when it is a JSON number without a fractional part.
 func intValue(v gjson.Result) (int64, bool) {
 	if v.Type != gjson.Number {
@@ -162,14 +189,30 @@ func intValue(v gjson.Result) (int64, bool) {
 	return v.Int(), true
 }
 
-// vocabSizer is an optional tokenizer capability used to reject out-of-vocabulary prompt ids.
+// vocabSizer is an optional tokenizer capability used to reject out-of-vocabulary prompt ids:
+// VocabSize is the tokenizer's max id + 1.
 type vocabSizer interface{ VocabSize() int }
+
+// maxTokenID is the largest prompt id vLLM accepts: max(tokenizer max id, model vocab - 1)
+// (vLLM's input processor; the model's embedding may be larger than the tokenizer).
+func (s *Server) maxTokenID() int64 {
+	limit := int64(-1)
+	if vs, ok := s.tok.(vocabSizer); ok {
+		limit = int64(vs.VocabSize()) - 1
+	} else if s.opts.VocabSize == 0 {
+		return math.MaxUint32
+	}
+	return max(limit, int64(s.opts.VocabSize)-1)
+}
 
 // parsePrompts reads /v1/completions' prompt: a string, a list of token ids, or a list of either.
 func (s *Server) parsePrompts(body []byte) ([][]uint32, *apiError) {
 	v := gjson.GetBytes(body, "prompt")
-	if !v.Exists() || v.Type == gjson.Null {
-		return nil, badRequest("prompt", "At least one of `prompt` or `prompt_embeds` must be set.")
+	if !v.Exists() || v.Type == gjson.Null || (v.Type == gjson.String && v.String() == "" && !s.opts.legacy()) {
+		if s.opts.legacy() {
+			return nil, badRequest("prompt", "At least one of `prompt` or `prompt_embeds` must be set.")
+		}
+		return nil, badRequest("prompt", "Either prompt or prompt_embeds must be provided and non-empty.")
 	}
 	if v.Type == gjson.String {
 		return [][]uint32{s.tok.Encode(v.String())}, nil
@@ -212,10 +255,7 @@ func (s *Server) parsePrompts(body []byte) ([][]uint32, *apiError) {
 
 // tokenList reads a JSON array of token ids.
 func (s *Server) tokenList(v gjson.Result) ([]uint32, *apiError) {
-	limit := int64(math.MaxUint32)
-	if vs, ok := s.tok.(vocabSizer); ok {
-		limit = int64(vs.VocabSize()) - 1
-	}
+	limit := s.maxTokenID()
 	ids := make([]uint32, 0, strings.Count(v.Raw, ",")+1)
 	var bad *apiError
 	v.ForEach(func(_, x gjson.Result) bool {
@@ -239,9 +279,35 @@ func (s *Server) tokenList(v gjson.Result) ([]uint32, *apiError) {
 	return ids, bad
 }
 
+// checkLength applies newest vLLM's TokenizeParams checks (vllm/renderers/params.py): the
+// requested output may not exceed the context, and the prompt must fit in what the output leaves.
+// The messages end with VLLMValidationError's " (parameter=…, value=…)" suffix.
+func (s *Server) checkLength(sp sampling, n int) *apiError {
+	limit := s.opts.MaxModelLen
+	out := max(sp.maxTokens, 0) // no max_tokens on chat: 0 requested
+	key := sp.maxKey
+	if key == "" {
+		key = "max_tokens" // /v1/completions' default 16
+	}
+	if out > limit {
+		return badRequest(key, "%s=%d cannot be greater than max_model_len=%d. Please request fewer output tokens. (parameter=%s, value=%d)",
+			key, out, limit, key, out)
+	}
+	if n > limit-out {
+		return badRequest("input_tokens", "You passed %d input tokens and requested %d output tokens. However, the model's context length is only %d tokens, resulting in a maximum input length of %d tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=%d)",
+			n, out, limit, limit-out, n)
+	}
+	return nil
+}
+
 // genParamsFor checks prompt against the context length and returns its generation parameters.
 func (s *Server) genParamsFor(sp sampling, prompt []uint32, endpoint string) (genParams, *apiError) {
 	n, limit := len(prompt), s.opts.MaxModelLen
+	if !s.opts.legacy() {
+		if aerr := s.checkLength(sp, n); aerr != nil {
+			return genParams{}, aerr
+		}
+	}
 	if n == 0 {
 		return genParams{}, badRequest("prompt", "The decoder prompt cannot be empty")
 	}

@@ -51,7 +51,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:    opts,
 		tok:     opts.Tokenizer,
-		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks),
+		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks, opts.Hybrid),
 		created: time.Now().Unix(),
 		faults:  newFaultSource(opts.Seed),
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -27,6 +30,7 @@ type simFlags struct {
 	grpcListen                               string
 	layout                                   string
 	hybrid                                   bool
+	toolCallParser, reasoningParser          string
 	streamInterval                           int
 	loraModules                              string
 	maxModelLen, blockSize, kvBlocks         int
@@ -58,6 +62,8 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.StringVar(&f.loraModules, "lora-modules", "", "comma-separated LoRA adapter `names` (vLLM's name=path also accepted; the path is ignored): requests may name them as model; they never share KV blocks with the base")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 32768, "context length in `tokens`; longer prompts get 400")
 	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size in `tokens` (prefix-cache granularity)")
+	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`parser` whose format the answers' tool calls use, as vLLM names it: hermes, qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45, glm47 (empty: hermes with Qwen3 thinking)")
+	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "`parser` whose reasoning block the answers write: qwen3, deepseek_r1, glm45, kimi_k2, mistral (empty: none with --tool-call-parser)")
 	fs.BoolVar(&f.hybrid, "hybrid", false, "model a hybrid (linear + full attention) model's prefix cache: hits end only where a recurrent state was saved (use with a large --block-size, e.g. 528 or more for Qwen3.5/3.6)")
 	fs.StringVar(&f.layout, "vllm-layout", "newest", "vLLM release whose response shapes and error messages to copy: newest or 0.11")
 	fs.IntVar(&f.kvBlocks, "kv-blocks", 65536, "KV cache capacity in `blocks`; unreferenced blocks are evicted LRU beyond it")
@@ -122,6 +128,7 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		PrefillPerToken: microseconds(f.prefillUS), DecodePerToken: microseconds(f.decodeUS),
 		FailRate: f.failRate, DropAfter: f.dropAfter, DropRate: f.dropRate, FirstByteDelay: f.firstByteDelay,
 		StreamInterval: f.streamInterval, Logger: logger, Hybrid: f.hybrid,
+		ToolCallParser: f.toolCallParser, ReasoningParser: f.reasoningParser,
 	}
 	switch f.layout {
 	case "newest", "":
@@ -148,7 +155,7 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		}
 		root = demomodel.Name
 	} else {
-		fsys = os.DirFS(f.modelDir)
+		fsys = gzTokenizerFS{os.DirFS(f.modelDir)}
 	}
 	if opts.ServedModelName == "" {
 		opts.ServedModelName = filepath.Base(filepath.Clean(root))
@@ -194,6 +201,32 @@ func loadSimModel(fsys fs.FS, logger *slog.Logger) (*bpe.Tokenizer, sim.ChatRend
 	}
 	logger.Warn("chat template unavailable: /v1/chat/completions and chat /tokenize answer 501", "err", err)
 	return tok, nil, nil
+}
+
+// gzTokenizerFS serves tokenizer.json from tokenizer.json.gz when only the compressed file is
+// there (as in testdata/models).
+type gzTokenizerFS struct{ fs.FS }
+
+// ReadFile implements fs.ReadFileFS.
+func (g gzTokenizerFS) ReadFile(name string) ([]byte, error) {
+	data, err := fs.ReadFile(g.FS, name)
+	if name != "tokenizer.json" || !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	gz, gerr := fs.ReadFile(g.FS, "tokenizer.json.gz")
+	if gerr != nil {
+		return nil, err
+	}
+	zr, gerr := gzip.NewReader(bytes.NewReader(gz))
+	if gerr != nil {
+		return nil, fmt.Errorf("tokenizer.json.gz: %w", gerr)
+	}
+	defer zr.Close()
+	data, gerr = io.ReadAll(zr)
+	if gerr != nil {
+		return nil, fmt.Errorf("tokenizer.json.gz: %w", gerr)
+	}
+	return data, nil
 }
 
 // modelVocabSize reads vocab_size from the model directory's config.json (or its text_config, for

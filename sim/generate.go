@@ -72,7 +72,7 @@ func (s *Server) startGeneration(p genParams) *generation {
 	decoded := s.tok.Decode(p.prompt)
 	text, chat := s.model.answer(decoded, r)
 	if p.constraint.kind != "" {
-		conv := parseConversation(decoded)
+		conv := s.model.dialect.parse(decoded)
 		text = applyConstraint(text, p.constraint, r, conv.lastUserText())
 	}
 	g.script = s.tok.Encode(text)

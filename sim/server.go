@@ -29,8 +29,8 @@ type Server struct {
 	cache     *prefixCache
 	metrics   *simMetrics
 	router    chi.Router
-	imEnd     uint32
-	endOfText uint32
+	imEnd     uint32 // the dialect's end of an assistant turn (<|im_end|> for ChatML)
+	endOfText uint32 // its end of a plain completion (<|endoftext|> for ChatML)
 	created   int64
 
 	faultMu sync.Mutex
@@ -41,8 +41,9 @@ type Server struct {
 
 var _ http.Handler = (*Server)(nil)
 
-// New returns a Server for opts. It fails when the tokenizer is missing or lacks the Qwen3 chat
-// tokens, or when an option is out of range (all problems at once).
+// New returns a Server for opts. It fails when the tokenizer is missing or has no chat markup the
+// simulator reads, when a configured parser writes markers the tokenizer lacks, or when an option
+// is out of range (all problems at once).
 func New(opts Options) (*Server, error) {
 	opts.applyDefaults()
 	if err := opts.validate(); err != nil {
@@ -55,13 +56,17 @@ func New(opts Options) (*Server, error) {
 		created: time.Now().Unix(),
 		faults:  newFaultSource(opts.Seed),
 	}
-	var ok1, ok2 bool
-	s.imEnd, ok1 = s.tok.TokenID(imEnd)
-	s.endOfText, ok2 = s.tok.TokenID(endOfText)
-	if _, ok3 := s.tok.TokenID(imStart); !ok1 || !ok2 || !ok3 {
-		return nil, fmt.Errorf("new simulator: %w: tokenizer has no %s, %s or %s", ErrUnsupportedModel, imStart, imEnd, endOfText)
+	d, err := detectDialect(s.tok)
+	if err != nil {
+		return nil, fmt.Errorf("new simulator: %w", err)
 	}
-	s.model = &scriptedModel{prose: newProseWriter(s.tok), outputLen: opts.OutputLen}
+	fam, err := newFamily(s.tok, opts.ToolCallParser, opts.ReasoningParser)
+	if err != nil {
+		return nil, fmt.Errorf("new simulator: %w", err)
+	}
+	s.imEnd, _ = s.tok.TokenID(d.chatEnd)
+	s.endOfText, _ = s.tok.TokenID(d.textEnd)
+	s.model = &scriptedModel{prose: newProseWriter(s.tok), outputLen: opts.OutputLen, dialect: d, fam: fam}
 	s.metrics = newSimMetrics(s)
 
 	r := chi.NewRouter()

@@ -21,6 +21,7 @@ import (
 	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/bpe"
+	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/sim"
 )
 
@@ -62,8 +63,8 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.StringVar(&f.loraModules, "lora-modules", "", "comma-separated LoRA adapter `names` (vLLM's name=path also accepted; the path is ignored): requests may name them as model; they never share KV blocks with the base")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 32768, "context length in `tokens`; longer prompts get 400")
 	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size in `tokens` (prefix-cache granularity)")
-	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`parser` whose format the answers' tool calls use, as vLLM names it: hermes, qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45, glm47 (empty: hermes with Qwen3 thinking)")
-	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "`parser` whose reasoning block the answers write: qwen3, deepseek_r1, glm45, kimi_k2, mistral (empty: none with --tool-call-parser)")
+	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`parser` whose format the answers' tool calls use, as vLLM names it: hermes, qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45, glm47, openai (Harmony; the default for a gpt_oss config.json or a Harmony tokenizer) (empty: hermes with Qwen3 thinking)")
+	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "`parser` whose reasoning block the answers write: qwen3, deepseek_r1, glm45, kimi_k2, mistral, openai_gptoss (Harmony always reasons) (empty: none with --tool-call-parser)")
 	fs.BoolVar(&f.hybrid, "hybrid", false, "model a hybrid (linear + full attention) model's prefix cache: hits end only where a recurrent state was saved (use with a large --block-size, e.g. 528 or more for Qwen3.5/3.6)")
 	fs.StringVar(&f.layout, "vllm-layout", "newest", "vLLM release whose response shapes and error messages to copy: newest or 0.11")
 	fs.IntVar(&f.kvBlocks, "kv-blocks", 65536, "KV cache capacity in `blocks`; unreferenced blocks are evicted LRU beyond it")
@@ -166,8 +167,12 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
 	}
 	opts.Tokenizer, opts.Renderer = tok, renderer
-	if opts.VocabSize, err = modelVocabSize(fsys); err != nil {
+	var gptOSS bool
+	if opts.VocabSize, gptOSS, err = modelConfig(fsys); err != nil {
 		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
+	}
+	if gptOSS && opts.ToolCallParser == "" {
+		opts.ToolCallParser = sim.ParserOpenAI // vLLM serves gpt_oss through Harmony
 	}
 	if f.record == "" {
 		return opts, nop, nil
@@ -229,24 +234,25 @@ func (g gzTokenizerFS) ReadFile(name string) ([]byte, error) {
 	return data, nil
 }
 
-// modelVocabSize reads vocab_size from the model directory's config.json (or its text_config, for
-// multimodal configs), as vLLM's ModelConfig.get_vocab_size does; 0 without a config.json.
-func modelVocabSize(fsys fs.FS) (int, error) {
+// modelConfig reads the model directory's config.json: vocab_size (or its text_config's, for
+// multimodal configs), as vLLM's ModelConfig.get_vocab_size does, and whether model_type is
+// gpt_oss. Without a config.json: 0, false.
+func modelConfig(fsys fs.FS) (vocab int, gptOSS bool, err error) {
 	data, err := fs.ReadFile(fsys, "config.json")
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read config.json: %w", err)
+		return 0, false, fmt.Errorf("read config.json: %w", err)
 	}
 	if !gjson.ValidBytes(data) {
-		return 0, errors.New("config.json is not valid JSON")
+		return 0, false, errors.New("config.json is not valid JSON")
 	}
 	v := gjson.GetBytes(data, "vocab_size")
 	if !v.Exists() {
 		v = gjson.GetBytes(data, "text_config.vocab_size")
 	}
-	return int(v.Int()), nil
+	return int(v.Int()), harmony.IsHarmonyModel(data), nil
 }
 
 func microseconds(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }

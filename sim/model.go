@@ -134,6 +134,7 @@ type scriptedModel struct {
 	outputLen int
 	dialect   dialect
 	fam       *family
+	harmony   bool // gpt-oss: answers in Harmony channels
 }
 
 // isToolResult reports whether t carries tool output: a tool turn, or a ChatML user turn that
@@ -155,14 +156,20 @@ func toolResultText(t chatTurn) string {
 const parallelCue = "in parallel"
 
 // answer returns the text the model generates for the decoded prompt text, up to and excluding its
-// end-of-sequence token, and whether the prompt was a chat (then the answer ends with the
-// dialect's chatEnd, else with its textEnd).
-func (m *scriptedModel) answer(text string, r *rand.Rand) (string, bool) {
+// end-of-sequence token, and which token ends it.
+func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 	conv := m.dialect.parse(text)
 	var b strings.Builder
 	if !conv.open {
 		m.prose.write(&b, r, m.length(r))
-		return b.String(), false
+		return b.String(), endText
+	}
+	if m.harmony {
+		t, call := m.harmonyAnswer(&conv, r)
+		if call {
+			return t, endCall
+		}
+		return t, endChat
 	}
 	last := conv.lastTurn()
 	toolResult := isToolResult(last)
@@ -178,7 +185,7 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, bool) {
 		if m.fam.parser == ParserHermes {
 			if i := strings.Index(conv.prefill, "<tool_call>\n"); i >= 0 {
 				m.continueHermes(&b, r, &conv, conv.prefill[i+len("<tool_call>\n"):])
-				return b.String(), true
+				return b.String(), endChat
 			}
 		} else if strings.HasSuffix(conv.prefill, m.fam.calls.opener) {
 			if len(calls) == 0 {
@@ -187,7 +194,7 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, bool) {
 			var cb strings.Builder
 			m.fam.calls.write(&cb, m.makeCalls(r, calls, conv.lastUserText()))
 			b.WriteString(strings.TrimPrefix(cb.String(), m.fam.calls.opener))
-			return b.String(), true
+			return b.String(), endChat
 		}
 	}
 	switch {
@@ -200,8 +207,17 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, bool) {
 	default:
 		m.prose.write(&b, r, m.length(r))
 	}
-	return b.String(), true
+	return b.String(), endChat
 }
+
+// answerEnd is the token an answer ends with.
+type answerEnd int
+
+const (
+	endText answerEnd = iota // the dialect's end of a plain completion
+	endChat                  // its end of an assistant turn
+	endCall                  // Harmony's <|call|>
+)
 
 // makeCalls writes each call's arguments (and, for families that write them, its id).
 func (m *scriptedModel) makeCalls(r *rand.Rand, specs []*toolSpec, userText string) []toolCall {

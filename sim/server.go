@@ -31,7 +31,10 @@ type Server struct {
 	router    chi.Router
 	imEnd     uint32 // the dialect's end of an assistant turn (<|im_end|> for ChatML)
 	endOfText uint32 // its end of a plain completion (<|endoftext|> for ChatML)
-	created   int64
+	callEnd   uint32 // Harmony's <|call|>
+	// genStops are the model's generation_config stop ids besides its EOS (gpt-oss: <|call|>).
+	genStops []uint32
+	created  int64
 
 	faultMu sync.Mutex
 	faults  *rand.Rand
@@ -56,17 +59,10 @@ func New(opts Options) (*Server, error) {
 		created: time.Now().Unix(),
 		faults:  newFaultSource(opts.Seed),
 	}
-	d, err := detectDialect(s.tok)
-	if err != nil {
+	s.model = &scriptedModel{prose: newProseWriter(s.tok), outputLen: opts.OutputLen}
+	if err := s.selectFamily(); err != nil {
 		return nil, fmt.Errorf("new simulator: %w", err)
 	}
-	fam, err := newFamily(s.tok, opts.ToolCallParser, opts.ReasoningParser)
-	if err != nil {
-		return nil, fmt.Errorf("new simulator: %w", err)
-	}
-	s.imEnd, _ = s.tok.TokenID(d.chatEnd)
-	s.endOfText, _ = s.tok.TokenID(d.textEnd)
-	s.model = &scriptedModel{prose: newProseWriter(s.tok), outputLen: opts.OutputLen, dialect: d, fam: fam}
 	s.metrics = newSimMetrics(s)
 
 	r := chi.NewRouter()
@@ -88,6 +84,44 @@ func New(opts Options) (*Server, error) {
 	})
 	s.router = r
 	return s, nil
+}
+
+// selectFamily picks the prompt dialect and the answer format: Harmony for a tokenizer with
+// Harmony's markers (or --tool-call-parser openai, which then requires them), else the
+// tokenizer's chat markup and the configured parsers.
+func (s *Server) selectFamily() error {
+	o := &s.opts
+	harmonyTok := requireTokens(s.tok, "tool call parser openai (Harmony)", harmonyMarkers) == nil
+	if o.ToolCallParser == ParserOpenAI || (o.ToolCallParser == "" && harmonyTok) {
+		if err := requireTokens(s.tok, "tool call parser openai (Harmony)", harmonyMarkers); err != nil {
+			return err
+		}
+		if o.ReasoningParser != "" && o.ReasoningParser != ReasoningGptOss {
+			return fmt.Errorf("%w: reasoning parser %q with Harmony (want %s)", ErrUnsupportedModel, o.ReasoningParser, ReasoningGptOss)
+		}
+		s.model.dialect, s.model.harmony = harmonyDialect, true
+		s.model.fam = &family{parser: ParserOpenAI}
+		s.imEnd, _ = s.tok.TokenID(hReturn)
+		s.callEnd, _ = s.tok.TokenID(hCall)
+		s.endOfText, _ = s.tok.TokenID(harmonyDialect.textEnd)
+		s.genStops = []uint32{s.callEnd}
+		return nil
+	}
+	if o.ReasoningParser == ReasoningGptOss {
+		return fmt.Errorf("%w: reasoning parser %s needs --tool-call-parser openai (Harmony)", ErrUnsupportedModel, ReasoningGptOss)
+	}
+	d, err := detectDialect(s.tok)
+	if err != nil {
+		return err
+	}
+	fam, err := newFamily(s.tok, o.ToolCallParser, o.ReasoningParser)
+	if err != nil {
+		return err
+	}
+	s.model.dialect, s.model.fam = d, fam
+	s.imEnd, _ = s.tok.TokenID(d.chatEnd)
+	s.endOfText, _ = s.tok.TokenID(d.textEnd)
+	return nil
 }
 
 // Version is what GET /version reports.

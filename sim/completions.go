@@ -252,11 +252,19 @@ func (s *Server) completeCompletions(ctx context.Context, w http.ResponseWriter,
 		} else {
 			b = append(b, "null"...)
 		}
+		if !s.opts.legacy() {
+			b = append(b, `,"routed_experts":null`...) // newest CompletionResponseChoice
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
 	b = appendUsage(b, total, s.finalDetails())
-	b = append(b, `,"kv_transfer_params":null}`...)
+	b = append(b, `,"kv_transfer_params":null`...)
+	if !s.opts.legacy() {
+		// Newest CompletionResponse (serialized with model_dump: unset fields stay as null).
+		b = append(b, `,"ec_transfer_params":null,"metrics":null`...)
+	}
+	b = append(b, '}')
 	writeJSON(w, http.StatusOK, b)
 }
 

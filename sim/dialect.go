@@ -82,6 +82,15 @@ func parseLlama3(text string) conversation {
 		text = rest[end:]
 	}
 	c.tools = findTools(c.turns)
+	// Llama 3.1/3.2 templates put the tools (and an instruction) before the first user message's
+	// text: the scripted model reads what follows them.
+	for i := range c.turns {
+		if t := &c.turns[i]; t.role == "user" {
+			if _, end := toolsIn(t.content); end > 0 {
+				t.content = strings.TrimSpace(t.content[end:])
+			}
+		}
+	}
 	return c
 }
 
@@ -187,33 +196,41 @@ func findTools(turns []chatTurn) []toolSpec {
 		if t.role != "system" && t.role != "user" && t.role != "tools" {
 			continue
 		}
-		s := t.content
-		for i := 0; i < len(s); i++ {
-			if s[i] != '{' {
-				continue
-			}
-			end := jsonObjectEnd(s, i)
-			if end < 0 {
-				continue
-			}
-			obj := s[i:end]
-			if !gjson.Valid(obj) {
-				continue
-			}
-			v := gjson.Parse(obj)
-			if f := v.Get("function"); f.IsObject() && f.Get("name").Type == gjson.String {
-				tools = append(tools, toolSpec{name: f.Get("name").String(), params: f.Get("parameters")})
-				i = end - 1
-				continue
-			}
-			p := v.Get("parameters")
-			if v.Get("name").Type == gjson.String && p.IsObject() && (p.Get("properties").Exists() || p.Get("type").Exists()) {
-				tools = append(tools, toolSpec{name: v.Get("name").String(), params: p})
-				i = end - 1
-			}
-		}
+		found, _ := toolsIn(t.content)
+		tools = append(tools, found...)
 	}
 	return tools
+}
+
+// toolsIn returns the tool definitions in s and the offset just past the last one (0: none).
+func toolsIn(s string) ([]toolSpec, int) {
+	var tools []toolSpec
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '{' {
+			continue
+		}
+		end := jsonObjectEnd(s, i)
+		if end < 0 {
+			continue
+		}
+		obj := s[i:end]
+		if !gjson.Valid(obj) {
+			continue
+		}
+		v := gjson.Parse(obj)
+		if f := v.Get("function"); f.IsObject() && f.Get("name").Type == gjson.String {
+			tools = append(tools, toolSpec{name: f.Get("name").String(), params: f.Get("parameters")})
+			i, last = end-1, end
+			continue
+		}
+		p := v.Get("parameters")
+		if v.Get("name").Type == gjson.String && p.IsObject() && (p.Get("properties").Exists() || p.Get("type").Exists()) {
+			tools = append(tools, toolSpec{name: v.Get("name").String(), params: p})
+			i, last = end-1, end
+		}
+	}
+	return tools, last
 }
 
 // jsonObjectEnd returns the index just past the object that starts at s[i] == '{' (strings

@@ -31,7 +31,8 @@ func ExampleNew() {
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		_, usage, _ := strings.Cut(string(out), `"usage":`)
-		fmt.Println(resp.StatusCode, strings.TrimSuffix(usage, `,"kv_transfer_params":null}`))
+		usage, _, _ = strings.Cut(usage, `,"kv_transfer_params"`)
+		fmt.Println(resp.StatusCode, usage)
 	}
 	fmt.Printf("%+v\n", s.Stats())
 	// Output:

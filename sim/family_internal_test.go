@@ -129,7 +129,7 @@ func TestDialects(t *testing.T) {
 	}{
 		{"llama3 tool result", dialects[1].d,
 			"<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n" + tools + "\n\nWeather?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"get_weather\", \"parameters\": {}}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n\"sunny\"<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
-			"tool", tools + "\n\nWeather?", true, ""},
+			"tool", "Weather?", true, ""},
 		{"mistral", dialects[2].d,
 			"<s>[AVAILABLE_TOOLS][" + tools + "][/AVAILABLE_TOOLS][INST]Weather?[/INST]",
 			"user", "Weather?", true, ""},

@@ -89,12 +89,23 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		if !v.IsArray() {
 			return sp, badRequest("stop_token_ids", "stop_token_ids must be a list of integers")
 		}
+		var bad []string
+		vocab := s.modelVocab()
 		for _, x := range v.Array() {
 			n, ok := intValue(x)
-			if !ok || n < 0 || n > math.MaxUint32 {
+			if !ok || (s.opts.legacy() && (n < 0 || n > math.MaxUint32)) {
 				return sp, badRequest("stop_token_ids", "stop_token_ids must be a list of integers")
 			}
+			if !s.opts.legacy() && (n < 0 || n >= vocab) {
+				bad = append(bad, strconv.FormatInt(n, 10))
+				continue
+			}
 			sp.stopIDs = append(sp.stopIDs, uint32(n))
+		}
+		if len(bad) > 0 {
+			// SamplingParams._validate_stop_token_ids (vLLM PR #54196), against the model's vocab.
+			list := "[" + strings.Join(bad, ", ") + "]"
+			return sp, badRequest("stop_token_ids", "token_id(s) %s in stop_token_ids contain out-of-vocab token ids. Vocabulary size: %d (parameter=stop_token_ids, value=%s)", list, vocab, list)
 		}
 	}
 	if v := gjson.GetBytes(body, "seed"); v.Exists() && v.Type != gjson.Null {
@@ -192,6 +203,18 @@ func intValue(v gjson.Result) (int64, bool) {
 // vocabSizer is an optional tokenizer capability used to reject out-of-vocabulary prompt ids:
 // VocabSize is the tokenizer's max id + 1.
 type vocabSizer interface{ VocabSize() int }
+
+// modelVocab is the model's vocab size as vLLM's ModelConfig.get_vocab_size reports it: the
+// configured VocabSize, else the tokenizer's (max id + 1).
+func (s *Server) modelVocab() int64 {
+	if s.opts.VocabSize > 0 {
+		return int64(s.opts.VocabSize)
+	}
+	if vs, ok := s.tok.(vocabSizer); ok {
+		return int64(vs.VocabSize())
+	}
+	return math.MaxUint32 + 1
+}
 
 // maxTokenID is the largest prompt id vLLM accepts: max(tokenizer max id, model vocab - 1)
 // (vLLM's input processor; the model's embedding may be larger than the tokenizer).

@@ -45,6 +45,9 @@ func TestStrictValidation(t *testing.T) {
 		{"id above tokenizer max", newest, `{"prompt":[151669],"max_tokens":1}`, 400, "prompt", "Token id 151669 is out of vocabulary"},
 		{"id inside the model vocab", qwenVocab, `{"prompt":[151935],"max_tokens":1}`, 200, "", ""},
 		{"id above the model vocab", qwenVocab, `{"prompt":[151936],"max_tokens":1}`, 400, "prompt", ""},
+		{"stop id out of the vocab", newest, `{"prompt":"x","stop_token_ids":[151645,151669,-1]}`, 400, "stop_token_ids",
+			"token_id(s) [151669, -1] in stop_token_ids contain out-of-vocab token ids. Vocabulary size: 151669 (parameter=stop_token_ids, value=[151669, -1])"},
+		{"stop id inside the model vocab", qwenVocab, `{"prompt":"x","max_tokens":1,"stop_token_ids":[151935]}`, 200, "", ""},
 		{"empty prompt string", newest, `{"prompt":""}`, 400, "prompt", "Either prompt or prompt_embeds must be provided and non-empty."},
 		{"no prompt 0.11", legacy, `{}`, 400, "prompt", "At least one of `prompt` or `prompt_embeds` must be set."},
 	}

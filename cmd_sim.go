@@ -31,6 +31,7 @@ type simFlags struct {
 	grpcListen                               string
 	layout                                   string
 	hybrid                                   bool
+	maxBatchedTokens                         int
 	toolCallParser, reasoningParser          string
 	streamInterval                           int
 	loraModules                              string
@@ -66,6 +67,7 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`parser` whose format the answers' tool calls use, as vLLM names it: hermes, qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45, glm47, openai (Harmony; the default for a gpt_oss config.json or a Harmony tokenizer) (empty: hermes with Qwen3 thinking)")
 	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "`parser` whose reasoning block the answers write: qwen3, deepseek_r1, glm45, kimi_k2, mistral, openai_gptoss (Harmony always reasons) (empty: none with --tool-call-parser)")
 	fs.BoolVar(&f.hybrid, "hybrid", false, "model a hybrid (linear + full attention) model's prefix cache: hits end only where a recurrent state was saved (use with a large --block-size, e.g. 528 or more for Qwen3.5/3.6)")
+	fs.IntVar(&f.maxBatchedTokens, "max-num-batched-tokens", 8192, "with --hybrid: prefill chunk in `tokens` (vLLM's --max-num-batched-tokens); each chunk's end saves a recurrent state")
 	fs.StringVar(&f.layout, "vllm-layout", "newest", "vLLM release whose response shapes and error messages to copy: newest or 0.11")
 	fs.IntVar(&f.kvBlocks, "kv-blocks", 65536, "KV cache capacity in `blocks`; unreferenced blocks are evicted LRU beyond it")
 	fs.Int64Var(&f.seed, "seed", 0, "seed of the scripted model (requests without a seed), drift and fault draws")
@@ -128,7 +130,7 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		Seed: f.seed, OutputLen: f.outputLen, Drift: f.drift, Fast: f.fast, TTFTBase: f.ttftBase,
 		PrefillPerToken: microseconds(f.prefillUS), DecodePerToken: microseconds(f.decodeUS),
 		FailRate: f.failRate, DropAfter: f.dropAfter, DropRate: f.dropRate, FirstByteDelay: f.firstByteDelay,
-		StreamInterval: f.streamInterval, Logger: logger, Hybrid: f.hybrid,
+		StreamInterval: f.streamInterval, Logger: logger, Hybrid: f.hybrid, PrefillChunk: max(f.maxBatchedTokens, 0),
 		ToolCallParser: f.toolCallParser, ReasoningParser: f.reasoningParser,
 	}
 	switch f.layout {

@@ -27,7 +27,10 @@ type prefixCache struct {
 	blockSize int
 	capacity  int
 	hybrid    bool // a hit must end at a block with a saved state
-	seed      maphash.Seed
+	// chunkBlocks is the prefill chunk in whole blocks (hybrid only): a long prefill saves the
+	// state at the end of every chunk; 0: one chunk.
+	chunkBlocks int
+	seed        maphash.Seed
 
 	mu     sync.Mutex
 	blocks map[blockHash]*kvBlock
@@ -37,13 +40,14 @@ type prefixCache struct {
 	queries, hits      uint64
 }
 
-func newPrefixCache(blockSize, capacity int, hybrid bool) *prefixCache {
+func newPrefixCache(blockSize, capacity int, hybrid bool, prefillChunk int) *prefixCache {
 	return &prefixCache{
-		blockSize: blockSize,
-		capacity:  capacity,
-		hybrid:    hybrid,
-		seed:      maphash.MakeSeed(),
-		blocks:    make(map[blockHash]*kvBlock),
+		blockSize:   blockSize,
+		capacity:    capacity,
+		hybrid:      hybrid,
+		chunkBlocks: prefillChunk / blockSize,
+		seed:        maphash.MakeSeed(),
+		blocks:      make(map[blockHash]*kvBlock),
 	}
 }
 
@@ -126,7 +130,13 @@ func (c *prefixCache) acquire(key cacheKey, prompt []uint32, readCache bool) (*l
 	c.hits += uint64(hit * c.blockSize)
 	l.held = c.holdLocked(l.held, l.hashes)
 	if c.hybrid && len(l.held) > 0 && len(l.held) == len(l.hashes) {
-		// The prefill saves the state at the prompt's last full block.
+		// Align mode schedules the prefill in whole blocks and saves the state at the end of each
+		// chunk: every chunkBlocks blocks of the uncached part, and the prompt's last full block.
+		if c.chunkBlocks > 0 {
+			for i := hit + c.chunkBlocks - 1; i < len(l.held); i += c.chunkBlocks {
+				l.held[i].state = true
+			}
+		}
 		l.held[len(l.held)-1].state = true
 	}
 	return l, hit * c.blockSize

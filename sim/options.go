@@ -96,6 +96,10 @@ type Options struct {
 	// decoding — so a prompt that diverges from a cached one mid-way reuses less than with full
 	// attention alone. Default false (full attention: every cached leading block is a hit).
 	Hybrid bool
+	// PrefillChunk is vLLM's --max-num-batched-tokens as it matters to Hybrid: a prefill longer
+	// than it runs in chunks of floor(PrefillChunk/BlockSize) blocks, each saving the state at
+	// its end. Default 0: every prefill is one chunk.
+	PrefillChunk int
 	// VocabSize is the model's vocab_size (config.json). Prompt token ids are rejected only above
 	// max(tokenizer max id, VocabSize-1), as vLLM does (the embedding matrix may be larger than
 	// the tokenizer: Qwen3 151936 vs 151669). Default 0: the tokenizer's max id alone.
@@ -204,6 +208,7 @@ func (o *Options) validate() error {
 		check(p.v >= 0 && p.v <= 1, "%s %v must be within [0, 1]", p.name, p.v)
 	}
 	check(o.Layout == "" || o.Layout == Layout011, "layout %q must be empty (newest) or %q", o.Layout, Layout011)
+	check(o.PrefillChunk >= 0, "prefill chunk %d must not be negative", o.PrefillChunk)
 	check(o.VocabSize >= 0, "vocab size %d must not be negative", o.VocabSize)
 	check(o.StreamInterval > 0, "stream interval %d must be positive", o.StreamInterval)
 	check(o.DropAfter >= 0, "drop after %d must not be negative", o.DropAfter)

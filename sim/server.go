@@ -55,7 +55,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:    opts,
 		tok:     opts.Tokenizer,
-		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks, opts.Hybrid),
+		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks, opts.Hybrid, opts.PrefillChunk),
 		created: time.Now().Unix(),
 		faults:  newFaultSource(opts.Seed),
 	}

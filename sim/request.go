@@ -142,7 +142,7 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 	}
 	if v := gjson.GetBytes(body, "stream_options"); v.Exists() && v.Type != gjson.Null {
 		if !sp.stream {
-			return sp, badRequest("stream_options", "Stream options can only be defined when `stream=True`.")
+			return sp, s.validatorError("stream_options", "Stream options can only be defined when `stream=True`.")
 		}
 		// vLLM's StreamOptions.include_usage defaults to true once stream_options is present.
 		sp.includeUsage = true
@@ -168,6 +168,20 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 	return sp, nil
 }
 
+// validatorError reports a failure of one of vLLM's request-model validators (pydantic
+// model_validator): newest vLLM's RequestValidationError handler answers 400 with type
+// "Bad Request" and the VLLMValidationError's parameter as param (vllm/entrypoints/openai/
+// api_server.py validation_exception_handler). Its message wraps the validator's text in
+// pydantic's "N validation error(s)" listing, whose layout has changed between releases; the
+// simulator sends the validator's own text.
+func (s *Server) validatorError(param, msg string) *apiError {
+	e := badRequest(param, "%s", msg)
+	if !s.opts.legacy() {
+		e.typ = "Bad Request"
+	}
+	return e
+}
+
 // maxSaltChars is newest vLLM's cache_salt length limit, in characters (code points).
 const maxSaltChars = 128
 
@@ -176,14 +190,14 @@ const maxSaltChars = 128
 // required a non-empty string.
 func (s *Server) checkSalt(v gjson.Result) *apiError {
 	if v.Type != gjson.String || v.String() == "" {
-		return badRequest("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
+		return s.validatorError("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
 	}
 	if s.opts.legacy() {
 		return nil
 	}
 	salt := v.String()
 	if utf8.RuneCountInString(salt) > maxSaltChars || strings.ContainsAny(salt, "@/\\\x00") {
-		return badRequest("cache_salt", `Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\', or NUL.`)
+		return s.validatorError("cache_salt", `Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\', or NUL.`)
 	}
 	return nil
 }
@@ -235,7 +249,7 @@ func (s *Server) parsePrompts(body []byte) ([][]uint32, *apiError) {
 		if s.opts.legacy() {
 			return nil, badRequest("prompt", "At least one of `prompt` or `prompt_embeds` must be set.")
 		}
-		return nil, badRequest("prompt", "Either prompt or prompt_embeds must be provided and non-empty.")
+		return nil, s.validatorError("prompt", "Either prompt or prompt_embeds must be provided and non-empty.")
 	}
 	if v.Type == gjson.String {
 		return [][]uint32{s.tok.Encode(v.String())}, nil

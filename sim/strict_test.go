@@ -65,11 +65,21 @@ func TestStrictValidation(t *testing.T) {
 			var e struct {
 				Error struct {
 					Message string `json:"message"`
+					Type    string `json:"type"`
 					Param   string `json:"param"`
 				} `json:"error"`
 			}
 			if err := json.Unmarshal(out, &e); err != nil {
 				t.Fatal(err)
+			}
+			// Request-model validators answer with type "Bad Request" (newest vLLM's
+			// RequestValidationError handler), serving-time checks with "BadRequestError".
+			wantType := "BadRequestError"
+			if (tt.param == "cache_salt" || tt.name == "empty prompt string") && tt.opts.Layout == "" {
+				wantType = "Bad Request"
+			}
+			if e.Error.Type != wantType {
+				t.Errorf("type %q, want %q", e.Error.Type, wantType)
 			}
 			if e.Error.Param != tt.param || (tt.msg != "" && e.Error.Message != tt.msg) {
 				t.Errorf("error param %q message\n%s\nwant %q\n%s", e.Error.Param, e.Error.Message, tt.param, tt.msg)

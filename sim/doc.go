@@ -52,7 +52,7 @@
 // # Not simulated
 //
 // echo and n > 1 are refused with 400; logprobs are accepted and returned as null; prompt_logprobs
-// only turns prefix-cache reads off (as in vLLM); temperature, top_p and structured outputs do not
+// only turns prefix-cache reads off (as in vLLM); temperature and top_p do not
 // change the scripted answer; batched prompts run one after the other; requests never queue
 // (vllm:num_requests_waiting is always 0). A tokenizer without any of the chat markups above is
 // refused by [New].

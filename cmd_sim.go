@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -13,9 +16,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/bpe"
+	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/sim"
 )
 
@@ -23,6 +29,10 @@ import (
 type simFlags struct {
 	listen, modelDir, name, record, logLevel string
 	grpcListen                               string
+	layout                                   string
+	hybrid                                   bool
+	maxBatchedTokens                         int
+	toolCallParser, reasoningParser          string
 	streamInterval                           int
 	loraModules                              string
 	maxModelLen, blockSize, kvBlocks         int
@@ -54,6 +64,11 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.StringVar(&f.loraModules, "lora-modules", "", "comma-separated LoRA adapter `names` (vLLM's name=path also accepted; the path is ignored): requests may name them as model; they never share KV blocks with the base")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 32768, "context length in `tokens`; longer prompts get 400")
 	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size in `tokens` (prefix-cache granularity)")
+	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`parser` whose format the answers' tool calls use, as vLLM names it: hermes, qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45, glm47, openai (Harmony; the default for a gpt_oss config.json or a Harmony tokenizer) (empty: hermes with Qwen3 thinking)")
+	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "`parser` whose reasoning block the answers write: qwen3, deepseek_r1, glm45, kimi_k2, mistral, openai_gptoss (Harmony always reasons) (empty: none with --tool-call-parser)")
+	fs.BoolVar(&f.hybrid, "hybrid", false, "model a hybrid (linear + full attention) model's prefix cache: hits end only where a recurrent state was saved (use with a large --block-size, e.g. 528 or more for Qwen3.5/3.6)")
+	fs.IntVar(&f.maxBatchedTokens, "max-num-batched-tokens", 8192, "with --hybrid: prefill chunk in `tokens` (vLLM's --max-num-batched-tokens); each chunk's end saves a recurrent state")
+	fs.StringVar(&f.layout, "vllm-layout", "newest", "vLLM release whose response shapes and error messages to copy: newest or 0.11")
 	fs.IntVar(&f.kvBlocks, "kv-blocks", 65536, "KV cache capacity in `blocks`; unreferenced blocks are evicted LRU beyond it")
 	fs.Int64Var(&f.seed, "seed", 0, "seed of the scripted model (requests without a seed), drift and fault draws")
 	fs.IntVar(&f.outputLen, "output-len", 64, "mean length in `tokens` of a plain text answer (uniform in [L/2, 3L/2])")
@@ -115,7 +130,15 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		Seed: f.seed, OutputLen: f.outputLen, Drift: f.drift, Fast: f.fast, TTFTBase: f.ttftBase,
 		PrefillPerToken: microseconds(f.prefillUS), DecodePerToken: microseconds(f.decodeUS),
 		FailRate: f.failRate, DropAfter: f.dropAfter, DropRate: f.dropRate, FirstByteDelay: f.firstByteDelay,
-		StreamInterval: f.streamInterval, Logger: logger,
+		StreamInterval: f.streamInterval, Logger: logger, Hybrid: f.hybrid, PrefillChunk: max(f.maxBatchedTokens, 0),
+		ToolCallParser: f.toolCallParser, ReasoningParser: f.reasoningParser,
+	}
+	switch f.layout {
+	case "newest", "":
+	case sim.Layout011:
+		opts.Layout = sim.Layout011
+	default:
+		return opts, func() {}, fmt.Errorf("--vllm-layout %q: want newest or %s", f.layout, sim.Layout011)
 	}
 	for _, m := range strings.Split(f.loraModules, ",") {
 		if name, _, _ := strings.Cut(strings.TrimSpace(m), "="); name != "" {
@@ -135,7 +158,7 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		}
 		root = demomodel.Name
 	} else {
-		fsys = os.DirFS(f.modelDir)
+		fsys = gzTokenizerFS{os.DirFS(f.modelDir)}
 	}
 	if opts.ServedModelName == "" {
 		opts.ServedModelName = filepath.Base(filepath.Clean(root))
@@ -146,6 +169,13 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
 	}
 	opts.Tokenizer, opts.Renderer = tok, renderer
+	var gptOSS bool
+	if opts.VocabSize, gptOSS, err = modelConfig(fsys); err != nil {
+		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
+	}
+	if gptOSS && opts.ToolCallParser == "" {
+		opts.ToolCallParser = sim.ParserOpenAI // vLLM serves gpt_oss through Harmony
+	}
 	if f.record == "" {
 		return opts, nop, nil
 	}
@@ -178,6 +208,53 @@ func loadSimModel(fsys fs.FS, logger *slog.Logger) (*bpe.Tokenizer, sim.ChatRend
 	}
 	logger.Warn("chat template unavailable: /v1/chat/completions and chat /tokenize answer 501", "err", err)
 	return tok, nil, nil
+}
+
+// gzTokenizerFS serves tokenizer.json from tokenizer.json.gz when only the compressed file is
+// there (as in testdata/models).
+type gzTokenizerFS struct{ fs.FS }
+
+// ReadFile implements fs.ReadFileFS.
+func (g gzTokenizerFS) ReadFile(name string) ([]byte, error) {
+	data, err := fs.ReadFile(g.FS, name)
+	if name != "tokenizer.json" || !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	gz, gerr := fs.ReadFile(g.FS, "tokenizer.json.gz")
+	if gerr != nil {
+		return nil, err
+	}
+	zr, gerr := gzip.NewReader(bytes.NewReader(gz))
+	if gerr != nil {
+		return nil, fmt.Errorf("tokenizer.json.gz: %w", gerr)
+	}
+	defer zr.Close()
+	data, gerr = io.ReadAll(zr)
+	if gerr != nil {
+		return nil, fmt.Errorf("tokenizer.json.gz: %w", gerr)
+	}
+	return data, nil
+}
+
+// modelConfig reads the model directory's config.json: vocab_size (or its text_config's, for
+// multimodal configs), as vLLM's ModelConfig.get_vocab_size does, and whether model_type is
+// gpt_oss. Without a config.json: 0, false.
+func modelConfig(fsys fs.FS) (vocab int, gptOSS bool, err error) {
+	data, err := fs.ReadFile(fsys, "config.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read config.json: %w", err)
+	}
+	if !gjson.ValidBytes(data) {
+		return 0, false, errors.New("config.json is not valid JSON")
+	}
+	v := gjson.GetBytes(data, "vocab_size")
+	if !v.Exists() {
+		v = gjson.GetBytes(data, "text_config.vocab_size")
+	}
+	return int(v.Int()), harmony.IsHarmonyModel(data), nil
 }
 
 func microseconds(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }

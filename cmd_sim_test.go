@@ -6,9 +6,14 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stitchllm/stitch/sim"
 )
 
 func TestSimHelp(t *testing.T) {
@@ -69,5 +74,66 @@ func TestSimServeAndShutdown(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("runSim after cancel = %v", err)
+	}
+}
+
+// TestSimFamilyOptions loads testdata model directories (tokenizer.json.gz, a gpt_oss
+// config.json) into sim.Options and refuses parsers the tokenizer cannot write.
+func TestSimFamilyOptions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads tokenizers")
+	}
+	gptoss := t.TempDir()
+	for _, f := range []string{"tokenizer.json.gz", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata/models/gptoss", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(gptoss, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(gptoss, "config.json"), []byte(`{"model_type":"gpt_oss","vocab_size":201088}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args       []string
+		parser     string
+		vocab      int
+		newErrPart string // sim.New's error; "" when it must succeed
+	}{
+		{[]string{"--model-dir", "testdata/models/llama3_2", "--tool-call-parser", "pythonic"}, "pythonic", 0, ""},
+		{[]string{"--model-dir", gptoss}, "openai", 201088, ""},
+		{[]string{"--model-dir", "testdata/models/llama3_2", "--tool-call-parser", "kimi_k2"}, "kimi_k2", 0, "<|tool_calls_section_begin|>"},
+		{[]string{"--vllm-layout", "0.11"}, "", 0, ""},
+	}
+	for _, tt := range tests {
+		f := simFlags{maxModelLen: 4096, blockSize: 16, kvBlocks: 16, outputLen: 8, layout: "newest"}
+		for i := 0; i < len(tt.args); i += 2 {
+			switch tt.args[i] {
+			case "--model-dir":
+				f.modelDir = tt.args[i+1]
+			case "--tool-call-parser":
+				f.toolCallParser = tt.args[i+1]
+			case "--vllm-layout":
+				f.layout = tt.args[i+1]
+			}
+		}
+		opts, closeRecord, err := f.options(slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		closeRecord()
+		if opts.ToolCallParser != tt.parser || opts.VocabSize != tt.vocab {
+			t.Errorf("%v: parser %q vocab %d, want %q %d", tt.args, opts.ToolCallParser, opts.VocabSize, tt.parser, tt.vocab)
+		}
+		_, err = sim.New(opts)
+		if (tt.newErrPart == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.newErrPart)) {
+			t.Errorf("%v: sim.New = %v, want error containing %q", tt.args, err, tt.newErrPart)
+		}
+	}
+	f := simFlags{maxModelLen: 4096, blockSize: 16, kvBlocks: 16, outputLen: 8, layout: "0.9"}
+	if _, _, err := f.options(slog.New(slog.DiscardHandler)); err == nil {
+		t.Error("--vllm-layout 0.9 accepted")
 	}
 }

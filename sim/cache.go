@@ -13,8 +13,11 @@ type blockHash uint64
 // kvBlock is one cached block. refs counts running requests that hold it; a block with no refs
 // sits in the free list and may be evicted.
 type kvBlock struct {
-	hash       blockHash
-	refs       int
+	hash blockHash
+	refs int
+	// state reports whether a hybrid model's recurrent state was saved at this block's end (see
+	// Options.Hybrid); unused for full attention.
+	state      bool
 	prev, next *kvBlock // free-list links, nil unless refs == 0
 }
 
@@ -23,7 +26,11 @@ type kvBlock struct {
 type prefixCache struct {
 	blockSize int
 	capacity  int
-	seed      maphash.Seed
+	hybrid    bool // a hit must end at a block with a saved state
+	// chunkBlocks is the prefill chunk in whole blocks (hybrid only): a long prefill saves the
+	// state at the end of every chunk; 0: one chunk.
+	chunkBlocks int
+	seed        maphash.Seed
 
 	mu     sync.Mutex
 	blocks map[blockHash]*kvBlock
@@ -33,12 +40,14 @@ type prefixCache struct {
 	queries, hits      uint64
 }
 
-func newPrefixCache(blockSize, capacity int) *prefixCache {
+func newPrefixCache(blockSize, capacity int, hybrid bool, prefillChunk int) *prefixCache {
 	return &prefixCache{
-		blockSize: blockSize,
-		capacity:  capacity,
-		seed:      maphash.MakeSeed(),
-		blocks:    make(map[blockHash]*kvBlock),
+		blockSize:   blockSize,
+		capacity:    capacity,
+		hybrid:      hybrid,
+		chunkBlocks: prefillChunk / blockSize,
+		seed:        maphash.MakeSeed(),
+		blocks:      make(map[blockHash]*kvBlock),
 	}
 }
 
@@ -101,16 +110,35 @@ func (c *prefixCache) acquire(key cacheKey, prompt []uint32, readCache bool) (*l
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	hit := 0
+	hit, stateHit := 0, 0
 	for hit < maxHit {
-		if _, ok := c.blocks[l.hashes[hit]]; !ok {
+		b, ok := c.blocks[l.hashes[hit]]
+		if !ok {
 			break
 		}
 		hit++
+		if b.state {
+			stateHit = hit
+		}
+	}
+	if c.hybrid {
+		// vLLM's hybrid coordinator: the attention hit is cut back to the last block whose
+		// linear-attention state is cached ("align" mode saves states only at block boundaries).
+		hit = stateHit
 	}
 	c.queries += uint64(len(prompt))
 	c.hits += uint64(hit * c.blockSize)
 	l.held = c.holdLocked(l.held, l.hashes)
+	if c.hybrid && len(l.held) > 0 && len(l.held) == len(l.hashes) {
+		// Align mode schedules the prefill in whole blocks and saves the state at the end of each
+		// chunk: every chunkBlocks blocks of the uncached part, and the prompt's last full block.
+		if c.chunkBlocks > 0 {
+			for i := hit + c.chunkBlocks - 1; i < len(l.held); i += c.chunkBlocks {
+				l.held[i].state = true
+			}
+		}
+		l.held[len(l.held)-1].state = true
+	}
 	return l, hit * c.blockSize
 }
 
@@ -127,7 +155,14 @@ func (c *prefixCache) release(l *lease, tokens []uint32) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	from := len(l.held)
 	l.held = c.holdLocked(l.held, l.hashes[n:])
+	if c.hybrid && len(l.held) == len(l.hashes) {
+		// Decoding crosses each new block boundary one token at a time, saving the state there.
+		for _, b := range l.held[from:] {
+			b.state = true
+		}
+	}
 	for i := len(l.held) - 1; i >= 0; i-- {
 		b := l.held[i]
 		b.refs--

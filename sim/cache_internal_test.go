@@ -13,7 +13,7 @@ func seq(from, n int) []uint32 {
 // TestPrefixCacheFullOfHeldBlocks: when every block is held by a running request, new blocks are
 // not cached (nothing may be evicted), and the running request's blocks stay.
 func TestPrefixCacheFullOfHeldBlocks(t *testing.T) {
-	c := newPrefixCache(4, 3)
+	c := newPrefixCache(4, 3, false, 0)
 	key := cacheKey{salt: "s"}
 	la, hit := c.acquire(key, seq(0, 12), true) // 3 blocks: the cache is full and all held
 	if hit != 0 {
@@ -33,7 +33,7 @@ func TestPrefixCacheFullOfHeldBlocks(t *testing.T) {
 // TestPrefixCacheLookupRules checks vLLM's lookup rules on a warm cache: whole blocks only, stop
 // at the first miss, never the last prompt token.
 func TestPrefixCacheLookupRules(t *testing.T) {
-	c := newPrefixCache(4, 100)
+	c := newPrefixCache(4, 100, false, 0)
 	key := cacheKey{}
 	l, _ := c.acquire(key, seq(0, 16), true)
 	c.release(l, seq(0, 17)) // 16 prompt + 1 generated: blocks of the first 16 tokens are cached
@@ -65,5 +65,60 @@ func TestPrefixCacheLookupRules(t *testing.T) {
 		t.Errorf("readCache=false: hit %d", hit)
 	} else {
 		c.release(l, nil)
+	}
+}
+
+// TestPrefixCacheHybrid checks the hybrid model's rule: a hit ends at a block whose recurrent
+// state was saved (the prompt's last full block, and every block filled while decoding), so a
+// prompt that diverges inside a long cached prefix reuses less than with full attention.
+func TestPrefixCacheHybrid(t *testing.T) {
+	warm := func(hybrid bool) *prefixCache {
+		c := newPrefixCache(4, 100, hybrid, 0)
+		l, _ := c.acquire(cacheKey{}, seq(0, 10), true) // blocks 0,1; state at block 1
+		c.release(l, seq(0, 17))                        // decode fills blocks 2,3 (tokens 8…15)
+		return c
+	}
+	tests := []struct {
+		name         string
+		prompt       []uint32
+		full, hybrid int
+	}{
+		{"continuation", seq(0, 20), 16, 16},
+		{"diverges in block 1", append(seq(0, 6), seq(50, 10)...), 4, 0},
+		{"diverges in block 2", append(seq(0, 9), seq(50, 10)...), 8, 8},
+		{"diverges in block 4 of the decode", append(seq(0, 14), seq(50, 10)...), 12, 12},
+		{"same prompt", seq(0, 10), 8, 8},
+	}
+	for _, tt := range tests {
+		for _, hybrid := range []bool{false, true} {
+			c := warm(hybrid)
+			l, hit := c.acquire(cacheKey{}, tt.prompt, true)
+			c.release(l, tt.prompt)
+			want := tt.full
+			if hybrid {
+				want = tt.hybrid
+			}
+			if hit != want {
+				t.Errorf("%s (hybrid %v): hit %d, want %d", tt.name, hybrid, hit, want)
+			}
+		}
+	}
+}
+
+// TestPrefixCacheHybridChunks: a prefill run in chunks saves a state at each chunk's end, so a
+// prompt diverging after a chunk boundary reuses up to it.
+func TestPrefixCacheHybridChunks(t *testing.T) {
+	for _, tt := range []struct {
+		chunk, want int
+	}{{0, 0}, {8, 8}, {12, 12}, {4, 12}} {
+		c := newPrefixCache(4, 100, true, tt.chunk)
+		l, _ := c.acquire(cacheKey{}, seq(0, 24), true) // 6 blocks
+		c.release(l, seq(0, 25))
+		p := append(seq(0, 14), seq(90, 6)...) // shares 3 blocks and a half
+		l, hit := c.acquire(cacheKey{}, p, true)
+		c.release(l, p)
+		if hit != tt.want {
+			t.Errorf("chunk %d: hit %d, want %d", tt.chunk, hit, tt.want)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	b = append(b, `,"token_ids":`...)
 	b = appendIDsIf(b, sp.returnTokenIDs, nonNil(g.out))
 	b = append(b, `}],"service_tier":null,"system_fingerprint":null,"usage":`...)
-	b = appendUsage(b, u)
+	b = appendUsage(b, u, s.finalDetails())
 	b = append(b, `,"prompt_logprobs":null,"prompt_token_ids":`...)
 	b = appendIDsIf(b, sp.returnTokenIDs, p.prompt)
 	b = append(b, `,"kv_transfer_params":null}`...)
@@ -76,7 +76,9 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, hdr *res
 	// First chunk: the role, with the prompt ids at the top level.
 	err := sw.event(func(dst []byte) []byte {
 		dst = hdr.append(dst)
-		dst = append(dst, `,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null,"prompt_token_ids":`...)
+		dst = append(dst, `,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+		dst = append(dst, s.chunkUsageNull()...)
+		dst = append(dst, `,"prompt_token_ids":`...)
 		dst = appendIDsIf(dst, sp.returnTokenIDs, p.prompt)
 		return append(dst, '}')
 	})
@@ -99,7 +101,9 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, hdr *res
 			dst = appendStopReason(dst, g.stopReason)
 			dst = append(dst, `,"token_ids":`...)
 			dst = appendIDsIf(dst, sp.returnTokenIDs, []uint32{id})
-			return append(dst, `}],"usage":null}`...)
+			dst = append(dst, "}]"...)
+			dst = append(dst, s.chunkUsageNull()...)
+			return append(dst, '}')
 		})
 	}
 	if err != nil {
@@ -109,7 +113,7 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, hdr *res
 		sw.event(func(dst []byte) []byte { //nolint:errcheck // a gone client is seen by the next write
 			dst = hdr.append(dst)
 			dst = append(dst, `,"choices":[],"usage":`...)
-			dst = appendUsage(dst, g.usage())
+			dst = appendUsage(dst, g.usage(), s.finalDetails())
 			return append(dst, '}')
 		})
 	}

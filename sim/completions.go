@@ -133,7 +133,7 @@ func (s *Server) streamCompletions(ctx context.Context, w http.ResponseWriter, h
 		sw.event(func(dst []byte) []byte { //nolint:errcheck // a gone client is seen by the next write
 			dst = hdr.append(dst)
 			dst = append(dst, `,"choices":[],"usage":`...)
-			dst = appendUsage(dst, total)
+			dst = appendUsage(dst, total, s.finalDetails())
 			return append(dst, '}')
 		})
 	}
@@ -185,12 +185,17 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 			} else {
 				dst = append(dst, "null"...)
 			}
-			dst = append(dst, `}],"usage":`...)
+			dst = append(dst, `}]`...)
 			if sp.continuousUsage {
 				// vLLM's per-chunk usage carries no prompt_tokens_details.
-				dst = appendUsage(dst, usage{prompt: len(p.prompt), completion: len(g.out)})
+				d := detailsOmitted
+				if s.opts.legacy() {
+					d = detailsNullWhenZero
+				}
+				dst = append(dst, `,"usage":`...)
+				dst = appendUsage(dst, usage{prompt: len(p.prompt), completion: len(g.out)}, d)
 			} else {
-				dst = append(dst, "null"...)
+				dst = append(dst, s.chunkUsageNull()...)
 			}
 			return append(dst, '}')
 		})
@@ -247,11 +252,19 @@ func (s *Server) completeCompletions(ctx context.Context, w http.ResponseWriter,
 		} else {
 			b = append(b, "null"...)
 		}
+		if !s.opts.legacy() {
+			b = append(b, `,"routed_experts":null`...) // newest CompletionResponseChoice
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
-	b = appendUsage(b, total)
-	b = append(b, `,"kv_transfer_params":null}`...)
+	b = appendUsage(b, total, s.finalDetails())
+	b = append(b, `,"kv_transfer_params":null`...)
+	if !s.opts.legacy() {
+		// Newest CompletionResponse (serialized with model_dump: unset fields stay as null).
+		b = append(b, `,"ec_transfer_params":null,"metrics":null`...)
+	}
+	b = append(b, '}')
 	writeJSON(w, http.StatusOK, b)
 }
 

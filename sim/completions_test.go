@@ -158,8 +158,8 @@ func TestStreamWithoutTokenIDs(t *testing.T) {
 		t.Fatalf("got %d events: %q", len(events), events)
 	}
 	for _, e := range events[:3] {
-		if !strings.Contains(e, `"prompt_token_ids":null,"token_ids":null}],"usage":null}`) {
-			t.Errorf("chunk %s: want null ids and usage", e)
+		if !strings.HasSuffix(e, `"prompt_token_ids":null,"token_ids":null}]}`) {
+			t.Errorf("chunk %s: want null ids and no usage", e)
 		}
 	}
 	want := `{"index":0,"text":`
@@ -249,8 +249,9 @@ func TestErrors(t *testing.T) {
 		param  string
 	}{
 		{"unknown model", `{"model":"gpt-9","prompt":"x"}`, 404, "model"},
-		{"prompt too long", mustJSON(map[string]any{"prompt": long}), 400, "prompt"},
-		{"max_tokens past context", `{"prompt":[1,2,3],"max_tokens":98}`, 400, "max_tokens"},
+		{"prompt too long", mustJSON(map[string]any{"prompt": long}), 400, "input_tokens"},
+		{"max_tokens past context", `{"prompt":[1,2,3],"max_tokens":98}`, 400, "input_tokens"},
+		{"max_tokens over max_model_len", `{"prompt":[1,2,3],"max_tokens":101}`, 400, "max_tokens"},
 		{"max_tokens zero", `{"prompt":[1],"max_tokens":0}`, 400, "max_tokens"},
 		{"no prompt", `{"max_tokens":3}`, 400, "prompt"},
 		{"empty prompt", `{"prompt":[]}`, 400, "prompt"},

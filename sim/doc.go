@@ -10,10 +10,12 @@
 // POST /tokenize's prompt form, POST /detokenize, GET /v1/models, GET /health and GET /metrics
 // (Prometheus text from a registry owned by the Server). Responses follow vLLM's field order and
 // placement: per-choice prompt_token_ids and token_ids, delta ids per stream chunk, prompt ids in
-// the first chunk only, a usage chunk, then "data: [DONE]". usage.prompt_tokens_details is
-// {"cached_tokens":N} when N > 0 and null otherwise, as vLLM run with
-// --enable-prompt-tokens-details reports it. Errors use vLLM's
-// {"error":{"message","type","param","code"}} shape.
+// the first chunk only, a usage chunk, then "data: [DONE]". By default the shapes and messages are
+// the newest vLLM's (stream chunks serialized with exclude_unset, so no "usage": null;
+// usage.prompt_tokens_details {"cached_tokens":N} with 0 included, as vLLM run with
+// --enable-prompt-tokens-details reports it; max_tokens null meaning 16 on /v1/completions; the
+// input_tokens context-length error; cache_salt and stop_token_ids validated); [Layout011] keeps
+// vLLM 0.11's. Errors use vLLM's {"error":{"message","type","param","code"}} shape.
 //
 // # Prefix cache
 //
@@ -23,17 +25,22 @@
 // full blocks of its prompt plus all generated tokens but the last (the last sampled token is never
 // forwarded) are cached. Unreferenced blocks are evicted least recently used first once
 // [Options.KVBlocks] is reached. usage.prompt_tokens_details.cached_tokens and the
-// vllm:prefix_cache_* counters both come from this model, so they always agree.
+// vllm:prefix_cache_* counters both come from this model, so they always agree. [Options.Hybrid]
+// models a hybrid (linear + full attention) model under vLLM's align-mode caching: a hit also needs
+// a saved recurrent state at its last block.
 //
 // # Scripted model
 //
-// The model decodes the prompt, reads the Qwen3 chat structure (<|im_start|>role … <|im_end|>,
-// <tools> in the system block, <tool_response> results) and answers in Qwen3's output format: a tool
-// call when tools are offered and the user spoke last, a text answer quoting a tool result, or text
-// of about [Options.OutputLen] tokens, preceded by a <think> block unless the prompt ends with an
-// empty one. The same seed and prompt always give the same tokens. With [Options.Drift] an answer is
-// sometimes sent with a valid but non-canonical tokenization ("\n","\n" instead of "\n\n"), as real
-// models do.
+// The model decodes the prompt and reads it in the tokenizer's chat markup — ChatML (Qwen), Llama 3
+// headers, Mistral [INST], DeepSeek <｜User｜>, GLM <|user|>, Kimi <|im_user|> or Harmony (gpt-oss)
+// — with the offered tools (JSON in the prompt, or Harmony's TypeScript namespace) and tool results.
+// It answers in the format of [Options.ToolCallParser] and [Options.ReasoningParser] (see
+// family.go; default hermes with a Qwen3 think block): a tool call when tools are offered and the
+// user spoke last (one per named tool when the user asks "in parallel"), a text answer quoting a
+// tool result, or text of about [Options.OutputLen] tokens. Markers are the tokenizer's own
+// tokens; [New] refuses a parser whose markers it lacks. The same seed and prompt always give the
+// same tokens. With [Options.Drift] an answer is sometimes sent with a valid but non-canonical
+// tokenization ("\n","\n" instead of "\n\n"), as real models do.
 //
 // # Latency and faults
 //
@@ -45,8 +52,8 @@
 // # Not simulated
 //
 // echo and n > 1 are refused with 400; logprobs are accepted and returned as null; prompt_logprobs
-// only turns prefix-cache reads off (as in vLLM); temperature, top_p and structured outputs do not
+// only turns prefix-cache reads off (as in vLLM); temperature and top_p do not
 // change the scripted answer; batched prompts run one after the other; requests never queue
-// (vllm:num_requests_waiting is always 0). Only the Qwen3 chat format is understood; other
-// tokenizers are refused by [New].
+// (vllm:num_requests_waiting is always 0). A tokenizer without any of the chat markups above is
+// refused by [New].
 package sim

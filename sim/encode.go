@@ -50,24 +50,56 @@ func (u *usage) add(o usage) {
 	u.cached += o.cached
 }
 
-// appendUsage appends a UsageInfo object. prompt_tokens_details is null when nothing was cached,
-// as vLLM run with --enable-prompt-tokens-details reports it.
-func appendUsage(dst []byte, u usage) []byte {
+// usageDetails says how a UsageInfo reports prompt_tokens_details.
+type usageDetails int
+
+const (
+	// detailsCached: {"cached_tokens":N}, 0 included — newest vLLM with
+	// --enable-prompt-tokens-details (PromptTokenUsageInfo set whenever num_cached_tokens is known).
+	detailsCached usageDetails = iota
+	// detailsNullWhenZero: null when nothing was cached — vLLM 0.11.
+	detailsNullWhenZero
+	// detailsOmitted: no prompt_tokens_details key — newest vLLM's per-chunk continuous usage
+	// (serialized with exclude_unset).
+	detailsOmitted
+)
+
+// appendUsage appends a UsageInfo object.
+func appendUsage(dst []byte, u usage, d usageDetails) []byte {
 	dst = append(dst, `{"prompt_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(u.prompt), 10)
 	dst = append(dst, `,"total_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(u.prompt+u.completion), 10)
 	dst = append(dst, `,"completion_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(u.completion), 10)
-	dst = append(dst, `,"prompt_tokens_details":`...)
-	if u.cached > 0 {
-		dst = append(dst, `{"cached_tokens":`...)
+	switch {
+	case d == detailsOmitted:
+	case d == detailsCached || u.cached > 0:
+		dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
 		dst = strconv.AppendInt(dst, int64(u.cached), 10)
 		dst = append(dst, '}')
-	} else {
-		dst = append(dst, "null"...)
+	default:
+		dst = append(dst, `,"prompt_tokens_details":null`...)
 	}
 	return append(dst, '}')
+}
+
+// finalDetails is how the layout reports prompt_tokens_details in a response's or a stream's
+// final usage.
+func (s *Server) finalDetails() usageDetails {
+	if s.opts.legacy() {
+		return detailsNullWhenZero
+	}
+	return detailsCached
+}
+
+// chunkUsageNull is what a stream chunk without usage ends with: vLLM 0.11 wrote
+// "usage":null, newest vLLM omits the unset field.
+func (s *Server) chunkUsageNull() string {
+	if s.opts.legacy() {
+		return `,"usage":null`
+	}
+	return ""
 }
 
 // respHeader is the id, object, created and model fields every response object starts with.

@@ -31,11 +31,12 @@ func ExampleNew() {
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		_, usage, _ := strings.Cut(string(out), `"usage":`)
-		fmt.Println(resp.StatusCode, strings.TrimSuffix(usage, `,"kv_transfer_params":null}`))
+		usage, _, _ = strings.Cut(usage, `,"kv_transfer_params"`)
+		fmt.Println(resp.StatusCode, usage)
 	}
 	fmt.Printf("%+v\n", s.Stats())
 	// Output:
-	// 200 {"prompt_tokens":49,"total_tokens":53,"completion_tokens":4,"prompt_tokens_details":null}
+	// 200 {"prompt_tokens":49,"total_tokens":53,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":0}}
 	// 200 {"prompt_tokens":49,"total_tokens":53,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":48}}
 	// {Queries:98 Hits:48 Blocks:3 Used:0}
 }

@@ -117,3 +117,44 @@ func FuzzCompletionsBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFamilyAnswer feeds any text to every dialect's reader and every family's writer: no panic,
+// a prefill is always the end of the prompt, and a Harmony turn holds at most one call.
+func FuzzFamilyAnswer(f *testing.F) {
+	for _, s := range []string{
+		"",
+		"<|start_header_id|>user<|end_header_id|>\n\n{\"name\": \"f\", \"parameters\": {\"type\": \"object\"}} f in parallel<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+		"<s>[AVAILABLE_TOOLS][{\"type\": \"function\", \"function\": {\"name\": \"f\"}}][/AVAILABLE_TOOLS][INST]f[/INST][TOOL_CALLS]",
+		"<｜User｜>{\"name\":\"f\",\"parameters\":{\"properties\":{}}}<｜Assistant｜><think>",
+		"<|im_system|>tool<|im_middle|>x<|im_end|><|im_assistant|>assistant<|im_middle|>",
+		"<|start|>developer<|message|>namespace functions {\ntype f = (_: {\na: string,\nb?: {\nc: number,\n},\n}) => any;\n} // namespace functions<|end|><|start|>user<|message|>f<|end|><|start|>assistant",
+		"<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>",
+	} {
+		f.Add(s)
+	}
+	s := newFuzzServer(f)
+	f.Fuzz(func(t *testing.T, text string) {
+		readers := []dialect{harmonyDialect}
+		for _, d := range dialects {
+			readers = append(readers, d.d)
+		}
+		for _, d := range readers {
+			c := d.parse(text)
+			if c.open && !strings.HasSuffix(text, c.prefill) {
+				t.Fatalf("%s: prefill %q is not the end of the prompt", d.name, c.prefill)
+			}
+		}
+		for name, w := range callWriters {
+			m := *s.model
+			m.fam = &family{parser: name, calls: w}
+			m.dialect = dialects[0].d
+			m.answer(text, rand.New(rand.NewPCG(1, 2)))
+		}
+		m := *s.model
+		m.dialect, m.harmony = harmonyDialect, true
+		out, end := m.answer(text, rand.New(rand.NewPCG(1, 2)))
+		if end == endCall && strings.Contains(out, hCall) {
+			t.Fatalf("a call inside a Harmony call turn: %q", out)
+		}
+	})
+}

@@ -70,18 +70,21 @@ func (s *Server) startGeneration(p genParams) *generation {
 	}
 	r := modelRand(p.seed, p.prompt)
 	decoded := s.tok.Decode(p.prompt)
-	text, chat := s.model.answer(decoded, r)
+	text, end := s.model.answer(decoded, r)
 	if p.constraint.kind != "" {
-		conv := parseConversation(decoded)
+		conv := s.model.dialect.parse(decoded)
 		text = applyConstraint(text, p.constraint, r, conv.lastUserText())
 	}
 	g.script = s.tok.Encode(text)
 	if s.opts.Drift > 0 && r.Float64() < s.opts.Drift {
 		g.script, _ = drift(s.tok, g.script, r)
 	}
-	if chat {
+	switch end {
+	case endChat:
 		g.script = append(g.script, s.imEnd)
-	} else {
+	case endCall:
+		g.script = append(g.script, s.callEnd)
+	default:
 		g.script = append(g.script, s.endOfText)
 	}
 	if p.ignoreEOS && len(g.script) < p.maxTokens {
@@ -147,7 +150,9 @@ func (g *generation) next(ctx context.Context) (uint32, string, error) {
 	switch {
 	case !g.p.ignoreEOS && (id == g.s.imEnd || id == g.s.endOfText):
 		fin = finishStop // EOS: stop_reason stays null, and its text is never shown
-	case slices.Contains(g.p.stopIDs, id):
+	case slices.Contains(g.p.stopIDs, id) || (!g.p.ignoreEOS && slices.Contains(g.s.genStops, id)):
+		// The model's generation_config stop ids (gpt-oss's <|call|>) are stop_token_ids in vLLM:
+		// stop_reason is the id.
 		fin, reason = finishStop, id
 	default:
 		if !(g.p.skipSpecial && g.s.tok.IsSpecial(id)) {

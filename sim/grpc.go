@@ -56,6 +56,13 @@ func (e *engineService) GetModelInfo(context.Context, *pb.GetModelInfoRequest) (
 		BosTokenId:     -1,
 		MaxReqInputLen: int32(s.opts.MaxModelLen),
 	}
+	// gpt-oss's generation_config adds <|call|> (a stop id) to <|return|> and <|endoftext|>.
+	for _, id := range s.genStops {
+		info.EosTokenIds = append(info.EosTokenIds, int32(id))
+	}
+	if s.model.harmony {
+		info.ModelType, info.Architectures = "gpt_oss", []string{"GptOssForCausalLM"}
+	}
 	if vs, ok := s.tok.(vocabSizer); ok {
 		info.VocabSize = uint32(vs.VocabSize())
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -108,7 +109,7 @@ func (c *conversation) lastTurn() chatTurn {
 func (c *conversation) lastUserText() string {
 	for i := len(c.turns) - 1; i >= 0; i-- {
 		t := c.turns[i]
-		if t.role == "user" && !strings.HasPrefix(strings.TrimSpace(t.content), toolRespOpen) {
+		if t.role == "user" && !isToolResult(t) {
 			return t.content
 		}
 	}
@@ -131,76 +132,166 @@ func modelRand(seed int64, prompt []uint32) *rand.Rand {
 type scriptedModel struct {
 	prose     *proseWriter
 	outputLen int
+	dialect   dialect
+	fam       *family
+	harmony   bool // gpt-oss: answers in Harmony channels
 }
 
+// isToolResult reports whether t carries tool output: a tool turn, or a ChatML user turn that
+// starts with <tool_response> (how Qwen templates render tool messages).
+func isToolResult(t chatTurn) bool {
+	return t.role == "tool" || (t.role == "user" && strings.HasPrefix(strings.TrimSpace(t.content), toolRespOpen))
+}
+
+// toolResultText is the output inside a tool-result turn.
+func toolResultText(t chatTurn) string {
+	if t.role == "tool" {
+		return strings.TrimSpace(t.content)
+	}
+	return toolResponse(t.content)
+}
+
+// parallelCue in the user's text asks the scripted model for parallel calls: one per tool the
+// text names (every tool when it names none).
+const parallelCue = "in parallel"
+
 // answer returns the text the model generates for the decoded prompt text, up to and excluding its
-// end-of-sequence token, and whether the prompt was a chat (then the answer ends with <|im_end|>,
-// else with <|endoftext|>).
-func (m *scriptedModel) answer(text string, r *rand.Rand) (string, bool) {
-	conv := parseConversation(text)
+// end-of-sequence token, and which token ends it.
+func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
+	conv := m.dialect.parse(text)
 	var b strings.Builder
 	if !conv.open {
 		m.prose.write(&b, r, m.length(r))
-		return b.String(), false
+		return b.String(), endText
+	}
+	if m.harmony {
+		t, call := m.harmonyAnswer(&conv, r)
+		if call {
+			return t, endCall
+		}
+		return t, endChat
 	}
 	last := conv.lastTurn()
-	toolResult := last.role == "user" && strings.HasPrefix(strings.TrimSpace(last.content), toolRespOpen)
-	var call *toolSpec
+	toolResult := isToolResult(last)
+	var calls []*toolSpec
 	if !toolResult && last.role == "user" && len(conv.tools) > 0 {
-		call = pickTool(conv.tools, last.content)
+		calls = pickTools(conv.tools, last.content)
 	}
+	m.reason(&b, r, &conv, calls, toolResult)
 
-	// Thinking is on unless the template already closed an (empty) think block or the turn was
-	// prefilled by the caller (continue_final_message). A template whose generation prompt opens
-	// the think block leaves the model to write the thoughts and close it.
-	switch {
-	case conv.prefill == "":
-		b.WriteString("<think>\n")
-		m.think(&b, r, &conv, call, toolResult)
-		b.WriteString("\n</think>\n\n")
-	case strings.HasSuffix(conv.prefill, "<think>\n"):
-		m.think(&b, r, &conv, call, toolResult)
-		b.WriteString("\n</think>\n\n")
-	}
-	// A caller that forced a tool call (tool_choice) prefilled "<tool_call>\n" and maybe the name:
-	// continue that call.
-	if i := strings.Index(conv.prefill, "<tool_call>\n"); i >= 0 && len(conv.tools) > 0 {
-		forced := conv.prefill[i+len("<tool_call>\n"):]
-		call = pickTool(conv.tools, conv.lastUserText())
-		if name, ok := strings.CutPrefix(forced, `{"name": "`); ok {
-			name, _, _ = strings.Cut(name, `"`)
-			for i := range conv.tools {
-				if conv.tools[i].name == name {
-					call = &conv.tools[i]
-				}
+	// A caller that forced a tool call (tool_choice) prefilled the family's call opener (hermes:
+	// "<tool_call>\n" and maybe the name): continue that call.
+	if m.fam.calls.opener != "" && len(conv.tools) > 0 {
+		if m.fam.parser == ParserHermes {
+			if i := strings.Index(conv.prefill, "<tool_call>\n"); i >= 0 {
+				m.continueHermes(&b, r, &conv, conv.prefill[i+len("<tool_call>\n"):])
+				return b.String(), endChat
 			}
-		}
-		if !strings.Contains(forced, `"arguments": `) {
-			if forced == "" {
-				b.WriteString("{\"name\": ")
-				writePyJSONString(&b, call.name)
+		} else if strings.HasSuffix(conv.prefill, m.fam.calls.opener) {
+			if len(calls) == 0 {
+				calls = []*toolSpec{pickTool(conv.tools, conv.lastUserText())}
 			}
-			b.WriteString(", \"arguments\": ")
+			var cb strings.Builder
+			m.fam.calls.write(&cb, m.makeCalls(r, calls, conv.lastUserText()))
+			b.WriteString(strings.TrimPrefix(cb.String(), m.fam.calls.opener))
+			return b.String(), endChat
 		}
-		writeArguments(&b, call.params, r, conv.lastUserText())
-		b.WriteString("}\n</tool_call>")
-		return b.String(), true
 	}
 	switch {
-	case call != nil:
-		b.WriteString("<tool_call>\n{\"name\": ")
-		writePyJSONString(&b, call.name)
-		b.WriteString(", \"arguments\": ")
-		writeArguments(&b, call.params, r, conv.lastUserText())
-		b.WriteString("}\n</tool_call>")
+	case len(calls) > 0:
+		m.fam.calls.write(&b, m.makeCalls(r, calls, conv.lastUserText()))
 	case toolResult:
 		b.WriteString("The tool returned: ")
-		b.WriteString(quote(toolResponse(last.content), 200))
+		b.WriteString(quote(toolResultText(last), 200))
 		b.WriteString(".")
 	default:
 		m.prose.write(&b, r, m.length(r))
 	}
-	return b.String(), true
+	return b.String(), endChat
+}
+
+// answerEnd is the token an answer ends with.
+type answerEnd int
+
+const (
+	endText answerEnd = iota // the dialect's end of a plain completion
+	endChat                  // its end of an assistant turn
+	endCall                  // Harmony's <|call|>
+)
+
+// makeCalls writes each call's arguments (and, for families that write them, its id).
+func (m *scriptedModel) makeCalls(r *rand.Rand, specs []*toolSpec, userText string) []toolCall {
+	out := make([]toolCall, len(specs))
+	for i, t := range specs {
+		var a strings.Builder
+		writeArguments(&a, t.params, r, userText)
+		out[i] = toolCall{name: t.name, args: a.String()}
+		if m.fam.calls.ids {
+			out[i].id = drawCallID(r)
+		}
+	}
+	return out
+}
+
+// continueHermes finishes a hermes call whose start the caller prefilled: forced is what follows
+// "<tool_call>\n" ("" or `{"name": "NAME"` and maybe more).
+func (m *scriptedModel) continueHermes(b *strings.Builder, r *rand.Rand, conv *conversation, forced string) {
+	call := pickTool(conv.tools, conv.lastUserText())
+	if name, ok := strings.CutPrefix(forced, `{"name": "`); ok {
+		name, _, _ = strings.Cut(name, `"`)
+		for i := range conv.tools {
+			if conv.tools[i].name == name {
+				call = &conv.tools[i]
+			}
+		}
+	}
+	if !strings.Contains(forced, `"arguments": `) {
+		if forced == "" {
+			b.WriteString("{\"name\": ")
+			writePyJSONString(b, call.name)
+		}
+		b.WriteString(", \"arguments\": ")
+	}
+	writeArguments(b, call.params, r, conv.lastUserText())
+	b.WriteString("}\n</tool_call>")
+}
+
+// reason writes the reasoning block. The legacy family thinks on every fresh turn (Qwen3); a
+// family with a reasoning parser thinks on a fresh turn and closes a block the template opened,
+// and skips it when the template closed one (thinking off); without a reasoning parser, the model
+// only closes a block the template opened.
+func (m *scriptedModel) reason(b *strings.Builder, r *rand.Rand, conv *conversation, calls []*toolSpec, toolResult bool) {
+	rw := m.fam.reasoning
+	if rw == nil {
+		qw := reasoningWriters[ReasoningQwen3]
+		if p := strings.TrimRight(conv.prefill, "\n"); strings.HasSuffix(p, qw.open) {
+			rw = &qw
+		} else {
+			return
+		}
+	}
+	prefill := conv.prefill
+	if m.fam.legacy {
+		// Before families: a think block on an empty prefill, or the close of an opened one.
+		if prefill != "" && !strings.HasSuffix(prefill, "<think>\n") {
+			return
+		}
+	} else if strings.Contains(prefill, rw.close) {
+		return
+	}
+	opened := strings.HasSuffix(strings.TrimRight(prefill, "\n"), rw.open)
+	switch {
+	case opened:
+		if !strings.HasSuffix(prefill, rw.afterOpen) {
+			b.WriteString(rw.afterOpen)
+		}
+	case strings.TrimSpace(prefill) == "":
+		b.WriteString(rw.open + rw.afterOpen)
+	default:
+		return // the caller prefilled an answer
+	}
+	m.think(b, r, conv, calls, toolResult)
+	b.WriteString(rw.beforeClose + rw.close + rw.after)
 }
 
 // length draws a text answer's length in tokens, uniform in [L/2, 3L/2].
@@ -209,15 +300,19 @@ func (m *scriptedModel) length(r *rand.Rand) int {
 	return lo + r.IntN(m.outputLen+1)
 }
 
-func (m *scriptedModel) think(b *strings.Builder, r *rand.Rand, conv *conversation, call *toolSpec, toolResult bool) {
+func (m *scriptedModel) think(b *strings.Builder, r *rand.Rand, conv *conversation, calls []*toolSpec, toolResult bool) {
 	if q := conv.lastUserText(); q != "" {
 		b.WriteString("The user asks: ")
 		b.WriteString(quote(q, 80))
 		b.WriteString(". ")
 	}
 	switch {
-	case call != nil:
-		b.WriteString("I should call " + call.name + ".")
+	case len(calls) > 0:
+		names := make([]string, len(calls))
+		for i, c := range calls {
+			names[i] = c.name
+		}
+		b.WriteString("I should call " + strings.Join(names, " and ") + ".")
 	case toolResult:
 		b.WriteString("The tool answered, so I can reply.")
 	default:
@@ -225,6 +320,37 @@ func (m *scriptedModel) think(b *strings.Builder, r *rand.Rand, conv *conversati
 	}
 	b.WriteString("\n\n")
 	m.prose.write(b, r, max(8, m.outputLen/4))
+}
+
+// pickTools returns the tool to call for the user's text: one (pickTool), or, when the text asks
+// for parallel calls, every tool it names in the order they appear (all tools if it names none).
+func pickTools(tools []toolSpec, user string) []*toolSpec {
+	if !strings.Contains(user, parallelCue) {
+		return []*toolSpec{pickTool(tools, user)}
+	}
+	type hit struct {
+		at int
+		t  *toolSpec
+	}
+	var hits []hit
+	for i := range tools {
+		if at := strings.Index(user, tools[i].name); at >= 0 {
+			hits = append(hits, hit{at, &tools[i]})
+		}
+	}
+	if len(hits) == 0 {
+		out := make([]*toolSpec, len(tools))
+		for i := range tools {
+			out[i] = &tools[i]
+		}
+		return out
+	}
+	slices.SortStableFunc(hits, func(a, b hit) int { return a.at - b.at })
+	out := make([]*toolSpec, len(hits))
+	for i, h := range hits {
+		out[i] = h.t
+	}
+	return out
 }
 
 // pickTool returns the tool the user message names (the longest name found in it), else the first.

@@ -63,6 +63,15 @@ type Options struct {
 	// Renderer renders /v1/chat/completions and /tokenize chat requests. Nil: those answer 501.
 	Renderer ChatRenderer
 
+	// ToolCallParser and ReasoningParser name the family whose output format the scripted model
+	// writes, as vLLM names its parsers (--tool-call-parser, --reasoning-parser): hermes,
+	// qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45,
+	// glm47; reasoning qwen3, deepseek_r1, glm45, kimi_k2, mistral. Both empty: hermes calls and a
+	// Qwen3 think block on every fresh chat turn. A tool parser without a reasoning parser writes
+	// no reasoning (it only closes a block the template opened). Every marker a format writes must
+	// be a token of the tokenizer, else New refuses the parser.
+	ToolCallParser, ReasoningParser string
+
 	// ServedModelName is the model id requests must name (or omit). Default "qwen3".
 	ServedModelName string
 	// ModelRoot is reported as "root" in /v1/models (vLLM reports the model path). Default
@@ -76,8 +85,30 @@ type Options struct {
 	// max_tokens may not run past it. Default 32768.
 	MaxModelLen int
 
-	// BlockSize is the KV block size in tokens. Default 16 (vLLM's default).
+	// BlockSize is the KV block size in tokens: prefix-cache hits are whole blocks. Default 16
+	// (vLLM's default). Hybrid models use far larger blocks (vLLM raises the attention block size
+	// to the linear-attention state's page size: 528 tokens and more for Qwen3.5/3.6); set it
+	// together with Hybrid.
 	BlockSize int
+	// Hybrid models a hybrid (linear attention + full attention) model under vLLM's "align"
+	// prefix caching: a prefix is reusable only up to a block boundary at which the recurrent
+	// state was saved — the last full block of each prefill and every boundary crossed while
+	// decoding — so a prompt that diverges from a cached one mid-way reuses less than with full
+	// attention alone. Default false (full attention: every cached leading block is a hit).
+	Hybrid bool
+	// PrefillChunk is vLLM's --max-num-batched-tokens as it matters to Hybrid: a prefill longer
+	// than it runs in chunks of floor(PrefillChunk/BlockSize) blocks, each saving the state at
+	// its end. Default 0: every prefill is one chunk.
+	PrefillChunk int
+	// VocabSize is the model's vocab_size (config.json). Prompt token ids are rejected only above
+	// max(tokenizer max id, VocabSize-1), as vLLM does (the embedding matrix may be larger than
+	// the tokenizer: Qwen3 151936 vs 151669). Default 0: the tokenizer's max id alone.
+	VocabSize int
+	// Layout selects the vLLM release whose response shapes and messages the simulator copies:
+	// "" (default) the newest (stream chunks without "usage": null, cached_tokens 0 reported as
+	// 0, max_tokens null on /v1/completions meaning 16, the input_tokens context-length error,
+	// cache_salt at most 128 characters without @ / \ or NUL); [Layout011] vLLM 0.11's.
+	Layout string
 	// KVBlocks is the KV cache capacity in blocks; unreferenced blocks are evicted LRU beyond it.
 	// Default 65536 (1 Mi tokens at block size 16). Lower it to test eviction.
 	KVBlocks int
@@ -122,6 +153,12 @@ type Options struct {
 	// TTFT) and a warning when a record line cannot be written. Default: discard.
 	Logger *slog.Logger
 }
+
+// Layout011 is [Options.Layout] for vLLM 0.11's response shapes and messages.
+const Layout011 = "0.11"
+
+// legacy reports whether the 0.11 layout is selected.
+func (o *Options) legacy() bool { return o.Layout == Layout011 }
 
 func (o *Options) applyDefaults() {
 	if o.ServedModelName == "" {
@@ -170,6 +207,9 @@ func (o *Options) validate() error {
 	}{{"drift", o.Drift}, {"fail rate", o.FailRate}, {"drop rate", o.DropRate}} {
 		check(p.v >= 0 && p.v <= 1, "%s %v must be within [0, 1]", p.name, p.v)
 	}
+	check(o.Layout == "" || o.Layout == Layout011, "layout %q must be empty (newest) or %q", o.Layout, Layout011)
+	check(o.PrefillChunk >= 0, "prefill chunk %d must not be negative", o.PrefillChunk)
+	check(o.VocabSize >= 0, "vocab size %d must not be negative", o.VocabSize)
 	check(o.StreamInterval > 0, "stream interval %d must be positive", o.StreamInterval)
 	check(o.DropAfter >= 0, "drop after %d must not be negative", o.DropAfter)
 	check(o.TTFTBase >= 0 && o.PrefillPerToken >= 0 && o.DecodePerToken >= 0 && o.FirstByteDelay >= 0,

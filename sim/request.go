@@ -4,13 +4,15 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
 
 // sampling holds the request fields shared by /v1/completions and /v1/chat/completions.
 type sampling struct {
-	maxTokens       int // -1: until the context is full (max_tokens: null)
+	maxTokens       int    // -1: until the context is full (chat without max_tokens)
+	maxKey          string // the field that set maxTokens ("" when defaulted)
 	stop            []string
 	stopIDs         []uint32
 	seed            int64
@@ -36,7 +38,12 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 			continue
 		}
 		if v.Type == gjson.Null {
-			sp.maxTokens = -1
+			// Newest vLLM's CompletionRequest.normalize_null_max_tokens turns null into the
+			// default 16 (vllm/entrypoints/openai/completion/protocol.py); 0.11 and chat fill the
+			// context.
+			if s.opts.legacy() || defMax < 0 {
+				sp.maxTokens = -1
+			}
 			break
 		}
 		n, ok := intValue(v)
@@ -46,7 +53,7 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		if n < 1 {
 			return sp, badRequest(k, "max_tokens must be at least 1, got %d.", n)
 		}
-		sp.maxTokens = int(min(n, math.MaxInt32))
+		sp.maxTokens, sp.maxKey = int(min(n, math.MaxInt32)), k
 		break
 	}
 	if v := gjson.GetBytes(body, "temperature"); v.Exists() && v.Type != gjson.Null {
@@ -82,12 +89,23 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		if !v.IsArray() {
 			return sp, badRequest("stop_token_ids", "stop_token_ids must be a list of integers")
 		}
+		var bad []string
+		vocab := s.modelVocab()
 		for _, x := range v.Array() {
 			n, ok := intValue(x)
-			if !ok || n < 0 || n > math.MaxUint32 {
+			if !ok || (s.opts.legacy() && (n < 0 || n > math.MaxUint32)) {
 				return sp, badRequest("stop_token_ids", "stop_token_ids must be a list of integers")
 			}
+			if !s.opts.legacy() && (n < 0 || n >= vocab) {
+				bad = append(bad, strconv.FormatInt(n, 10))
+				continue
+			}
 			sp.stopIDs = append(sp.stopIDs, uint32(n))
+		}
+		if len(bad) > 0 {
+			// SamplingParams._validate_stop_token_ids (vLLM PR #54196), against the model's vocab.
+			list := "[" + strings.Join(bad, ", ") + "]"
+			return sp, badRequest("stop_token_ids", "token_id(s) %s in stop_token_ids contain out-of-vocab token ids. Vocabulary size: %d (parameter=stop_token_ids, value=%s)", list, vocab, list)
 		}
 	}
 	if v := gjson.GetBytes(body, "seed"); v.Exists() && v.Type != gjson.Null {
@@ -98,8 +116,8 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 		sp.seed = n
 	}
 	if v := gjson.GetBytes(body, "cache_salt"); v.Exists() && v.Type != gjson.Null {
-		if v.Type != gjson.String || v.String() == "" {
-			return sp, badRequest("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
+		if aerr := s.checkSalt(v); aerr != nil {
+			return sp, aerr
 		}
 		sp.salt = v.String()
 	}
@@ -124,7 +142,7 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 	}
 	if v := gjson.GetBytes(body, "stream_options"); v.Exists() && v.Type != gjson.Null {
 		if !sp.stream {
-			return sp, badRequest("stream_options", "Stream options can only be defined when `stream=True`.")
+			return sp, s.validatorError("stream_options", "Stream options can only be defined when `stream=True`.")
 		}
 		// vLLM's StreamOptions.include_usage defaults to true once stream_options is present.
 		sp.includeUsage = true
@@ -150,6 +168,40 @@ func (s *Server) parseSampling(body []byte, defMax int, maxKeys ...string) (samp
 	return sp, nil
 }
 
+// validatorError reports a failure of one of vLLM's request-model validators (pydantic
+// model_validator): newest vLLM's RequestValidationError handler answers 400 with type
+// "Bad Request" and the VLLMValidationError's parameter as param (vllm/entrypoints/openai/
+// api_server.py validation_exception_handler). Its message wraps the validator's text in
+// pydantic's "N validation error(s)" listing, whose layout has changed between releases; the
+// simulator sends the validator's own text.
+func (s *Server) validatorError(param, msg string) *apiError {
+	e := badRequest(param, "%s", msg)
+	if !s.opts.legacy() {
+		e.typ = "Bad Request"
+	}
+	return e
+}
+
+// maxSaltChars is newest vLLM's cache_salt length limit, in characters (code points).
+const maxSaltChars = 128
+
+// checkSalt applies vLLM's validate_cache_salt (vllm/entrypoints/generate/base/protocol.py): a
+// non-empty string of at most 128 characters without '@', '/', '\' or NUL. vLLM 0.11 only
+// required a non-empty string.
+func (s *Server) checkSalt(v gjson.Result) *apiError {
+	if v.Type != gjson.String || v.String() == "" {
+		return s.validatorError("cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.")
+	}
+	if s.opts.legacy() {
+		return nil
+	}
+	salt := v.String()
+	if utf8.RuneCountInString(salt) > maxSaltChars || strings.ContainsAny(salt, "@/\\\x00") {
+		return s.validatorError("cache_salt", `Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\', or NUL.`)
+	}
+	return nil
+}
+
 // intValue returns v as an integer when it is a JSON number without a fractional part.
 func intValue(v gjson.Result) (int64, bool) {
 	if v.Type != gjson.Number {
@@ -162,14 +214,42 @@ func intValue(v gjson.Result) (int64, bool) {
 	return v.Int(), true
 }
 
-// vocabSizer is an optional tokenizer capability used to reject out-of-vocabulary prompt ids.
+// vocabSizer is an optional tokenizer capability used to reject out-of-vocabulary prompt ids:
+// VocabSize is the tokenizer's max id + 1.
 type vocabSizer interface{ VocabSize() int }
+
+// modelVocab is the model's vocab size as vLLM's ModelConfig.get_vocab_size reports it: the
+// configured VocabSize, else the tokenizer's (max id + 1).
+func (s *Server) modelVocab() int64 {
+	if s.opts.VocabSize > 0 {
+		return int64(s.opts.VocabSize)
+	}
+	if vs, ok := s.tok.(vocabSizer); ok {
+		return int64(vs.VocabSize())
+	}
+	return math.MaxUint32 + 1
+}
+
+// maxTokenID is the largest prompt id vLLM accepts: max(tokenizer max id, model vocab - 1)
+// (vLLM's input processor; the model's embedding may be larger than the tokenizer).
+func (s *Server) maxTokenID() int64 {
+	limit := int64(-1)
+	if vs, ok := s.tok.(vocabSizer); ok {
+		limit = int64(vs.VocabSize()) - 1
+	} else if s.opts.VocabSize == 0 {
+		return math.MaxUint32
+	}
+	return max(limit, int64(s.opts.VocabSize)-1)
+}
 
 // parsePrompts reads /v1/completions' prompt: a string, a list of token ids, or a list of either.
 func (s *Server) parsePrompts(body []byte) ([][]uint32, *apiError) {
 	v := gjson.GetBytes(body, "prompt")
-	if !v.Exists() || v.Type == gjson.Null {
-		return nil, badRequest("prompt", "At least one of `prompt` or `prompt_embeds` must be set.")
+	if !v.Exists() || v.Type == gjson.Null || (v.Type == gjson.String && v.String() == "" && !s.opts.legacy()) {
+		if s.opts.legacy() {
+			return nil, badRequest("prompt", "At least one of `prompt` or `prompt_embeds` must be set.")
+		}
+		return nil, s.validatorError("prompt", "Either prompt or prompt_embeds must be provided and non-empty.")
 	}
 	if v.Type == gjson.String {
 		return [][]uint32{s.tok.Encode(v.String())}, nil
@@ -212,10 +292,7 @@ func (s *Server) parsePrompts(body []byte) ([][]uint32, *apiError) {
 
 // tokenList reads a JSON array of token ids.
 func (s *Server) tokenList(v gjson.Result) ([]uint32, *apiError) {
-	limit := int64(math.MaxUint32)
-	if vs, ok := s.tok.(vocabSizer); ok {
-		limit = int64(vs.VocabSize()) - 1
-	}
+	limit := s.maxTokenID()
 	ids := make([]uint32, 0, strings.Count(v.Raw, ",")+1)
 	var bad *apiError
 	v.ForEach(func(_, x gjson.Result) bool {
@@ -239,9 +316,35 @@ func (s *Server) tokenList(v gjson.Result) ([]uint32, *apiError) {
 	return ids, bad
 }
 
+// checkLength applies newest vLLM's TokenizeParams checks (vllm/renderers/params.py): the
+// requested output may not exceed the context, and the prompt must fit in what the output leaves.
+// The messages end with VLLMValidationError's " (parameter=…, value=…)" suffix.
+func (s *Server) checkLength(sp sampling, n int) *apiError {
+	limit := s.opts.MaxModelLen
+	out := max(sp.maxTokens, 0) // no max_tokens on chat: 0 requested
+	key := sp.maxKey
+	if key == "" {
+		key = "max_tokens" // /v1/completions' default 16
+	}
+	if out > limit {
+		return badRequest(key, "%s=%d cannot be greater than max_model_len=%d. Please request fewer output tokens. (parameter=%s, value=%d)",
+			key, out, limit, key, out)
+	}
+	if n > limit-out {
+		return badRequest("input_tokens", "You passed %d input tokens and requested %d output tokens. However, the model's context length is only %d tokens, resulting in a maximum input length of %d tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=%d)",
+			n, out, limit, limit-out, n)
+	}
+	return nil
+}
+
 // genParamsFor checks prompt against the context length and returns its generation parameters.
 func (s *Server) genParamsFor(sp sampling, prompt []uint32, endpoint string) (genParams, *apiError) {
 	n, limit := len(prompt), s.opts.MaxModelLen
+	if !s.opts.legacy() {
+		if aerr := s.checkLength(sp, n); aerr != nil {
+			return genParams{}, aerr
+		}
+	}
 	if n == 0 {
 		return genParams{}, badRequest("prompt", "The decoder prompt cannot be empty")
 	}

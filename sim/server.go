@@ -29,9 +29,12 @@ type Server struct {
 	cache     *prefixCache
 	metrics   *simMetrics
 	router    chi.Router
-	imEnd     uint32
-	endOfText uint32
-	created   int64
+	imEnd     uint32 // the dialect's end of an assistant turn (<|im_end|> for ChatML)
+	endOfText uint32 // its end of a plain completion (<|endoftext|> for ChatML)
+	callEnd   uint32 // Harmony's <|call|>
+	// genStops are the model's generation_config stop ids besides its EOS (gpt-oss: <|call|>).
+	genStops []uint32
+	created  int64
 
 	faultMu sync.Mutex
 	faults  *rand.Rand
@@ -41,8 +44,9 @@ type Server struct {
 
 var _ http.Handler = (*Server)(nil)
 
-// New returns a Server for opts. It fails when the tokenizer is missing or lacks the Qwen3 chat
-// tokens, or when an option is out of range (all problems at once).
+// New returns a Server for opts. It fails when the tokenizer is missing or has no chat markup the
+// simulator reads, when a configured parser writes markers the tokenizer lacks, or when an option
+// is out of range (all problems at once).
 func New(opts Options) (*Server, error) {
 	opts.applyDefaults()
 	if err := opts.validate(); err != nil {
@@ -51,17 +55,14 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:    opts,
 		tok:     opts.Tokenizer,
-		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks),
+		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks, opts.Hybrid, opts.PrefillChunk),
 		created: time.Now().Unix(),
 		faults:  newFaultSource(opts.Seed),
 	}
-	var ok1, ok2 bool
-	s.imEnd, ok1 = s.tok.TokenID(imEnd)
-	s.endOfText, ok2 = s.tok.TokenID(endOfText)
-	if _, ok3 := s.tok.TokenID(imStart); !ok1 || !ok2 || !ok3 {
-		return nil, fmt.Errorf("new simulator: %w: tokenizer has no %s, %s or %s", ErrUnsupportedModel, imStart, imEnd, endOfText)
-	}
 	s.model = &scriptedModel{prose: newProseWriter(s.tok), outputLen: opts.OutputLen}
+	if err := s.selectFamily(); err != nil {
+		return nil, fmt.Errorf("new simulator: %w", err)
+	}
 	s.metrics = newSimMetrics(s)
 
 	r := chi.NewRouter()
@@ -83,6 +84,44 @@ func New(opts Options) (*Server, error) {
 	})
 	s.router = r
 	return s, nil
+}
+
+// selectFamily picks the prompt dialect and the answer format: Harmony for a tokenizer with
+// Harmony's markers (or --tool-call-parser openai, which then requires them), else the
+// tokenizer's chat markup and the configured parsers.
+func (s *Server) selectFamily() error {
+	o := &s.opts
+	harmonyTok := requireTokens(s.tok, "tool call parser openai (Harmony)", harmonyMarkers) == nil
+	if o.ToolCallParser == ParserOpenAI || (o.ToolCallParser == "" && harmonyTok) {
+		if err := requireTokens(s.tok, "tool call parser openai (Harmony)", harmonyMarkers); err != nil {
+			return err
+		}
+		if o.ReasoningParser != "" && o.ReasoningParser != ReasoningGptOss {
+			return fmt.Errorf("%w: reasoning parser %q with Harmony (want %s)", ErrUnsupportedModel, o.ReasoningParser, ReasoningGptOss)
+		}
+		s.model.dialect, s.model.harmony = harmonyDialect, true
+		s.model.fam = &family{parser: ParserOpenAI}
+		s.imEnd, _ = s.tok.TokenID(hReturn)
+		s.callEnd, _ = s.tok.TokenID(hCall)
+		s.endOfText, _ = s.tok.TokenID(harmonyDialect.textEnd)
+		s.genStops = []uint32{s.callEnd}
+		return nil
+	}
+	if o.ReasoningParser == ReasoningGptOss {
+		return fmt.Errorf("%w: reasoning parser %s needs --tool-call-parser openai (Harmony)", ErrUnsupportedModel, ReasoningGptOss)
+	}
+	d, err := detectDialect(s.tok)
+	if err != nil {
+		return err
+	}
+	fam, err := newFamily(s.tok, o.ToolCallParser, o.ReasoningParser)
+	if err != nil {
+		return err
+	}
+	s.model.dialect, s.model.fam = d, fam
+	s.imEnd, _ = s.tok.TokenID(d.chatEnd)
+	s.endOfText, _ = s.tok.TokenID(d.textEnd)
+	return nil
 }
 
 // Version is what GET /version reports.

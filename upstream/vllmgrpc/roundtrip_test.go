@@ -310,8 +310,8 @@ func TestValidationErrors(t *testing.T) {
 		req  upstream.CompletionRequest
 		want string
 	}{
-		{"too long", upstream.CompletionRequest{Prompt: make([]uint32, 65), MaxTokens: 1}, "maximum context length is 64"},
-		{"max tokens past context", upstream.CompletionRequest{Prompt: make([]uint32, 60), MaxTokens: 10}, "too large: 10"},
+		{"too long", upstream.CompletionRequest{Prompt: make([]uint32, 65), MaxTokens: 1}, "context length is only 64 tokens"},
+		{"max tokens past context", upstream.CompletionRequest{Prompt: make([]uint32, 60), MaxTokens: 10}, "requested 10 output tokens"},
 		{"out of vocabulary", upstream.CompletionRequest{Prompt: []uint32{1 << 30}, MaxTokens: 1}, "out of vocabulary"},
 	}
 	for _, tt := range tests {

@@ -116,6 +116,9 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 	if err := s.resolveReferences(ctx, t); err != nil {
 		return err
 	}
+	if err := checkHistory(t.prevItems, req.Input); err != nil { // tool-call pairing, as OpenAI (history.go)
+		return err
+	}
 	t.kwargs = templateKwargs(model.ChatTemplateKwargs, req)
 	if err := s.prepare(ctx, t); err != nil {
 		return err
@@ -179,10 +182,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		prevID = s.opts.Reseed.replayedResponse(t.tenant, t.req.Input)
 		t.reseededFrom = prevID
 	}
-	tools := t.req.Tools
-	if t.req.ToolChoice.Mode == "none" {
-		tools = nil // the model is not told about tools it may not call
-	}
+	tools := offeredTools(t.req) // tool_choice none or allowed_tools restrict them (toolpolicy.go)
 	for {
 		in := &PrepareInput{
 			Tenant: t.tenant, PreviousID: prevID, Instructions: instructions,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-
 	"github.com/stitchllm/stitch/stream"
 )
 
@@ -209,4 +208,3 @@ func TestCheckHistory(t *testing.T) {
 		})
 	}
 }
-

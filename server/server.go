@@ -129,6 +129,7 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/v1/responses/{id}/cancel", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeError(w, badRequest("", "Only background responses can be cancelled; this server does not run background responses."))
 		}))
+		s.apiRoutes(r, func(route string, h http.HandlerFunc) http.Handler { return httpMetrics.Handler(route, h) }) // api_routes.go
 		pass := httpMetrics.Handler("passthrough", s.passthrough())
 		r.Handle("/v1/*", pass)
 		r.Handle("/tokenize", pass)

@@ -102,6 +102,10 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		}
 		items, err := s.opts.Checkpoints.GetItems(ctx, t.tenant, cp.ConversationItemIDs)
 		if err != nil {
+			if errors.Is(err, store.ErrCorrupt) { // unreadable for good: as a missing response, never a 5xx
+				t.log.Warn("previous response has a corrupt stored item", "response_id", cp.ID, "err", err)
+				return previousNotFound(req.PreviousResponseID)
+			}
 			if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("load conversation of %s: %w: %w", cp.ID, errStoreUnavailable, err)
 			}

@@ -2,6 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"io"
+	"mime"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,8 +33,25 @@ func (s *Server) apiRoutes(r chi.Router, metered func(route string, h http.Handl
 // checkRetrieveQuery answers the query parameters of GET /v1/responses/{id} (retrieveFields).
 // stream=true would make the SDKs read an event stream; until background responses exist there is
 // none to follow, and a JSON body would be read as zero events without an error, so it is a 400.
-func checkRetrieveQuery(q url.Values) error {
-	if v := q.Get("stream"); v != "" && v != "false" {
+//
+// The Node SDK asks with ?stream=true; the Go SDK sends {"stream":true} as the body of its GET.
+func (s *Server) checkRetrieve(r *http.Request) error {
+	streamed := false
+	if r.ContentLength != 0 && r.Body != nil {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+		if err != nil {
+			return badRequest("", "The request body could not be read.")
+		}
+		streamed = gjson.GetBytes(body, "stream").Type == gjson.True
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Accept")); mt == "text/event-stream" {
+		streamed = true
+	}
+	return checkRetrieveQuery(r.URL.Query(), streamed)
+}
+
+func checkRetrieveQuery(q url.Values, streamed bool) error {
+	if v := q.Get("stream"); streamed || (v != "" && v != "false") {
 		return badRequest("stream", "Streaming a stored response ('stream=true') is only supported for background responses, which this server does not run; retrieve it without 'stream'.")
 	}
 	if q.Has("starting_after") {
@@ -71,7 +91,8 @@ func (s *Server) handleInputTokens(w http.ResponseWriter, r *http.Request) {
 		err = s.plan(ctx, t, body)
 	}
 	if err != nil {
-		writeError(w, err)
+		ae := writeError(w, err)
+		t.log.LogAttrs(ctx, levelFor(ae), "input_tokens rejected", slog.Int("status", ae.Status), slog.String("param", ae.Param), slog.Any("err", err))
 		return
 	}
 	n := len(t.prompt.IDs) + len(t.forced)

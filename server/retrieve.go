@@ -28,7 +28,7 @@ func (s *Server) loadCheckpoint(r *http.Request, id string) (*store.Checkpoint, 
 }
 
 func (s *Server) handleRetrieve(w http.ResponseWriter, r *http.Request) {
-	if err := checkRetrieveQuery(r.URL.Query()); err != nil {
+	if err := s.checkRetrieve(r); err != nil { // api_routes.go
 		writeError(w, err)
 		return
 	}

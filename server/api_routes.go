@@ -3,8 +3,8 @@ package server
 import (
 	"encoding/json"
 	"io"
-	"mime"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"

@@ -3,8 +3,10 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/stream"
 )
 
@@ -206,5 +208,19 @@ func TestCheckHistory(t *testing.T) {
 				t.Fatalf("checkHistory = %v, want 400 param %q message %q", err, tt.param, tt.msg)
 			}
 		})
+	}
+}
+
+// TestTemplateFailuresAre400: a chat template that raises or runs out of fuel is the request's
+// fault, as vLLM answers it (never a 5xx, which SDKs retry).
+func TestTemplateFailuresAre400(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("apply chat template: %w: %w", render.ErrTemplate, errors.New("raise_exception: No user query found in messages.")),
+		fmt.Errorf("apply chat template: %w: %w", render.ErrTemplate, errors.New("fuel exhausted")),
+	} {
+		if ae := classify(fmt.Errorf("prepare prompt: %w", err)); ae.Status != 400 || ae.Param != "input" {
+			t.Errorf("classify(%v) = %d param %q, want 400 naming input", err, ae.Status, ae.Param)
+		}
 	}
 }

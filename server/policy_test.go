@@ -224,3 +224,30 @@ func TestTemplateFailuresAre400(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRequestPolicy: for any accepted request, the history check, the offered tools and the
+// listed shape of every input item never panic, and what they build is valid JSON.
+func FuzzRequestPolicy(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","name":"a","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"1"}]}`,
+		`{"model":"m","input":"x","tools":[{"type":"function","name":"a"},{"type":"namespace","name":"n","tools":[{"type":"function","name":"b"},{"type":"function","name":"c"}]}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"b"}]}}`,
+		`{"model":"m","input":[{"role":"assistant","content":"x\u0000\"y"}],"max_tool_calls":3,"include":["reasoning.encrypted_content"]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := parseRequest(body, limits{MaxInputItems: 100}, seqIDs())
+		if err != nil {
+			return
+		}
+		_ = checkHistory(r.Input[:len(r.Input)/2], r.Input[len(r.Input)/2:])
+		if tools := offeredTools(r); tools != nil && !json.Valid(tools) {
+			t.Fatalf("offered tools are not JSON: %s", tools)
+		}
+		for _, it := range r.Input {
+			if out := listedItem(it); !json.Valid(out) {
+				t.Fatalf("listedItem(%s) = %s, not JSON", it, out)
+			}
+		}
+	})
+}

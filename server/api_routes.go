@@ -30,6 +30,17 @@ func (s *Server) apiRoutes(r chi.Router, metered func(route string, h http.Handl
 	r.Handle("/v1/conversations/*", unknown)
 }
 
+// handleCancel answers POST /v1/responses/{id}/cancel: an unknown (or another tenant's) id is a
+// 404 as for GET; a stored response was not created in background mode (stitch runs none), so
+// it cannot be cancelled: 400, as OpenAI answers a foreground response.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.loadCheckpoint(r, chi.URLParam(r, "id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeError(w, badRequest("", "Only background responses can be cancelled; this server does not run background responses."))
+}
+
 // checkRetrieveQuery answers the query parameters of GET /v1/responses/{id} (retrieveFields).
 // stream=true would make the SDKs read an event stream; until background responses exist there is
 // none to follow, and a JSON body would be read as zero events without an error, so it is a 400.

@@ -113,6 +113,8 @@ func TestAPIRoutes(t *testing.T) {
 		param, code  string
 	}{
 		{"POST", "/v1/responses/compact", 404, "", "unknown_url"},
+		{"POST", "/v1/responses/" + id + "/cancel", 400, "", ""},
+		{"POST", "/v1/responses/resp_nope/cancel", 404, "", ""},
 		{"GET", "/v1/responses/" + id + "/nope", 404, "", "unknown_url"},
 		{"POST", "/v1/responses/" + id + "/input_items", 404, "", "unknown_url"},
 		{"GET", "/v1/conversations", 404, "", "unknown_url"},

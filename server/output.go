@@ -57,7 +57,9 @@ func (s *Server) newOutput(t *turn) *output {
 			}
 		}
 	}
-	conv := stream.NewConverter(t.model.NewDecoder(), stream.ConverterOptions{Parser: popts, Emitter: eopts})
+	dec := t.model.NewDecoder()
+	copts := withToolPolicy(stream.ConverterOptions{Parser: popts, Emitter: eopts}, dec, req) // toolpolicy.go
+	conv := stream.NewConverter(dec, copts)
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
 }
 

@@ -35,6 +35,9 @@ type request struct {
 	Metadata           json.RawMessage
 	User               string
 	IncludeEncrypted   bool // include contains "reasoning.encrypted_content"
+	// MaxToolCalls bounds the function calls the response may make (-1: no bound); calls beyond
+	// it are dropped by the output parser (toolpolicy.go).
+	MaxToolCalls int
 	// References are the indexes in Input of item_reference items, resolved to stored items later.
 	References []int
 }
@@ -44,6 +47,9 @@ type toolChoice struct {
 	Mode string // "auto", "none", "required", "function"
 	Name string // for Mode "function"
 	Raw  json.RawMessage
+	// Allowed, for tool_choice allowed_tools, are the tools the model may see and call
+	// (toolpolicy.go); nil: every tool.
+	Allowed *allowedTools
 }
 
 // textFormat is text.format: "text" (default), "json_object" or "json_schema" with its schema.
@@ -71,7 +77,7 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 	if !root.IsObject() {
 		return nil, badRequest("", "The request body must be a JSON object.")
 	}
-	r := &request{Store: true, ParallelToolCalls: true, Truncation: "disabled", ToolChoice: toolChoice{Mode: "auto"}}
+	r := &request{Store: true, ParallelToolCalls: true, Truncation: "disabled", ToolChoice: toolChoice{Mode: "auto"}, MaxToolCalls: -1}
 
 	model := root.Get("model")
 	switch {
@@ -82,15 +88,8 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 	}
 	r.Model = model.Str
 
-	for _, unsupported := range []struct{ key, why string }{
-		{"background", "Background responses are not supported by this server."},
-		{"conversation", "The 'conversation' parameter is not supported by this server; use previous_response_id."},
-		{"prompt", "Prompt templates ('prompt') are not supported by this server."},
-	} {
-		v := root.Get(unsupported.key)
-		if v.Exists() && v.Type != gjson.Null && v.Type != gjson.False {
-			return nil, badRequest(unsupported.key, "%s", unsupported.why)
-		}
+	if err := checkFields(root, createFields); err != nil { // ignored and rejected fields (fields.go)
+		return nil, err
 	}
 
 	var err error
@@ -154,11 +153,18 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 		if !v.IsArray() {
 			return nil, badRequest("include", "Invalid type for 'include': expected an array of strings.")
 		}
-		for _, e := range v.Array() {
-			if e.Str == "reasoning.encrypted_content" {
-				r.IncludeEncrypted = true
-			}
+		enc, err := checkInclude(v.Array(), "include", true)
+		if err != nil {
+			return nil, err
 		}
+		r.IncludeEncrypted = enc
+	}
+	if v := root.Get("max_tool_calls"); v.Exists() && v.Type != gjson.Null {
+		n, err := strconv.ParseInt(v.Raw, 10, 64)
+		if v.Type != gjson.Number || err != nil || n < 0 || n > 1<<31 {
+			return nil, badRequest("max_tool_calls", "Invalid 'max_tool_calls': expected a non-negative integer, but got %s instead.", v.Raw)
+		}
+		r.MaxToolCalls = int(n)
 	}
 	if v := root.Get("tools"); v.Exists() && v.Type != gjson.Null {
 		if !v.IsArray() {
@@ -356,9 +362,13 @@ func parseToolChoice(root gjson.Result, r *request) error {
 	case "allowed_tools":
 		mode := v.Get("mode").Str
 		if mode != "auto" && mode != "required" {
-			return badRequest("tool_choice.mode", "Invalid value for 'tool_choice.mode'.")
+			return badRequest("tool_choice.mode", "Invalid value for 'tool_choice.mode': expected 'auto' or 'required'.")
 		}
-		r.ToolChoice.Mode = mode
+		allowed, err := parseAllowedTools(v.Get("tools"), r.Tools)
+		if err != nil {
+			return err
+		}
+		r.ToolChoice.Mode, r.ToolChoice.Allowed = mode, allowed
 		return nil
 	}
 	return badRequest("tool_choice.type", "Unsupported tool_choice type %q: this server supports 'function'.", v.Get("type").Str)

@@ -28,6 +28,10 @@ func (s *Server) loadCheckpoint(r *http.Request, id string) (*store.Checkpoint, 
 }
 
 func (s *Server) handleRetrieve(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkRetrieve(r); err != nil { // api_routes.go
+		writeError(w, err)
+		return
+	}
 	cp, err := s.loadCheckpoint(r, chi.URLParam(r, "id"))
 	if err != nil {
 		writeError(w, err)
@@ -61,6 +65,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 // its output (earlier turns included), newest first by default, as OpenAI's list API pages them.
 func (s *Server) handleInputItems(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := checkIncludeQuery(q); err != nil {
+		writeError(w, err)
+		return
+	}
 	limit := 20
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -106,7 +114,13 @@ func (s *Server) handleInputItems(w http.ResponseWriter, r *http.Request) {
 	}
 	items, err := s.opts.Checkpoints.GetItems(r.Context(), middleware.Tenant(r.Context()), ids)
 	if err != nil {
-		if errors.Is(err, store.ErrUnavailable) {
+		switch {
+		case errors.Is(err, store.ErrNotFound): // missing or corrupt (ErrCorrupt wraps it): never a 500
+			s.log.Warn("input items: stored item unreadable", "response_id", cp.ID, "err", err)
+			writeError(w, &APIError{Status: http.StatusNotFound, Type: "invalid_request_error",
+				Message: fmt.Sprintf("The input items of response '%s' are no longer available.", cp.ID), Err: err})
+			return
+		case errors.Is(err, store.ErrUnavailable):
 			err = fmt.Errorf("%w: %w", errStoreUnavailable, err)
 		}
 		writeError(w, fmt.Errorf("input items: %w", err))
@@ -117,7 +131,7 @@ func (s *Server) handleInputItems(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, it.Data...)
+		out = append(out, listedItem(it.Data)...) // the spec's item shape (items.go)
 	}
 	out = append(out, `],"first_id":`...)
 	out = appendNullable(out, ids, 0)

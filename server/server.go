@@ -126,9 +126,8 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodGet, "/v1/responses/{id}", httpMetrics.Handler("GET /v1/responses/{id}", http.HandlerFunc(s.handleRetrieve)))
 		r.Method(http.MethodDelete, "/v1/responses/{id}", httpMetrics.Handler("DELETE /v1/responses/{id}", http.HandlerFunc(s.handleDelete)))
 		r.Method(http.MethodGet, "/v1/responses/{id}/input_items", httpMetrics.Handler("GET /v1/responses/{id}/input_items", http.HandlerFunc(s.handleInputItems)))
-		r.Method(http.MethodPost, "/v1/responses/{id}/cancel", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			writeError(w, badRequest("", "Only background responses can be cancelled; this server does not run background responses."))
-		}))
+		r.Method(http.MethodPost, "/v1/responses/{id}/cancel", http.HandlerFunc(s.handleCancel))                     // api_routes.go
+		s.apiRoutes(r, func(route string, h http.HandlerFunc) http.Handler { return httpMetrics.Handler(route, h) }) // api_routes.go
 		pass := httpMetrics.Handler("passthrough", s.passthrough())
 		r.Handle("/v1/*", pass)
 		r.Handle("/tokenize", pass)

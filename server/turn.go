@@ -102,6 +102,10 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		}
 		items, err := s.opts.Checkpoints.GetItems(ctx, t.tenant, cp.ConversationItemIDs)
 		if err != nil {
+			if errors.Is(err, store.ErrCorrupt) { // unreadable for good: as a missing response, never a 5xx
+				t.log.Warn("previous response has a corrupt stored item", "response_id", cp.ID, "err", err)
+				return previousNotFound(req.PreviousResponseID)
+			}
 			if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("load conversation of %s: %w: %w", cp.ID, errStoreUnavailable, err)
 			}
@@ -114,6 +118,9 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		}
 	}
 	if err := s.resolveReferences(ctx, t); err != nil {
+		return err
+	}
+	if err := checkHistory(t.prevItems, req.Input); err != nil { // tool-call pairing, as OpenAI (history.go)
 		return err
 	}
 	t.kwargs = templateKwargs(model.ChatTemplateKwargs, req)
@@ -179,10 +186,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		prevID = s.opts.Reseed.replayedResponse(t.tenant, t.req.Input)
 		t.reseededFrom = prevID
 	}
-	tools := t.req.Tools
-	if t.req.ToolChoice.Mode == "none" {
-		tools = nil // the model is not told about tools it may not call
-	}
+	tools := offeredTools(t.req) // tool_choice none or allowed_tools restrict them (toolpolicy.go)
 	for {
 		in := &PrepareInput{
 			Tenant: t.tenant, PreviousID: prevID, Instructions: instructions,

@@ -84,6 +84,7 @@ type outItem struct {
 	Text       string // text, or arguments for a call
 	Name       string
 	Incomplete bool
+	CallID     string
 }
 
 // collect runs ids through a Parser and summarizes the pieces, checking the
@@ -141,7 +142,7 @@ func summarize(pieces []stream.Piece, n int) ([]outItem, error) {
 			if cur != nil {
 				return nil, pieceError("tool call while an item is open")
 			}
-			items = append(items, outItem{Kind: "call", Name: pc.Text})
+			items = append(items, outItem{Kind: "call", Name: pc.Text, CallID: pc.CallID})
 			cur = &items[len(items)-1]
 		case stream.PieceArguments:
 			if cur == nil || cur.Kind != "call" {
@@ -158,6 +159,9 @@ func summarize(pieces []stream.Piece, n int) ([]outItem, error) {
 			}
 			lastEnd = pc.End
 			cur.Incomplete = pc.Incomplete
+			if pc.CallID != "" {
+				cur.CallID = pc.CallID
+			}
 			if cur.Kind == "call" && !pc.Incomplete && !json.Valid([]byte(cur.Text)) {
 				return nil, pieceError("complete call with invalid arguments " + cur.Text)
 			}

@@ -8,19 +8,19 @@ import (
 type markerKind uint8
 
 const (
-	mkNone       markerKind = iota
-	mkThinkStart            // <think>, [THINK]
-	mkThinkEnd              // </think>, [/THINK]
-	mkToolsBegin            // opens a tool-call region: <tool_call>, [TOOL_CALLS], <｜tool▁calls▁begin｜>, <|python_tag|>
-	mkToolsEnd              // closes it: </tool_call>, <｜tool▁calls▁end｜>
-	mkCallBegin             // <｜tool▁call▁begin｜>, <|tool_call_begin|>
-	mkCallEnd               // <｜tool▁call▁end｜>, <|tool_call_end|>
-	mkSep                   // <｜tool▁sep｜>, <|tool_call_argument_begin|>, [ARGS]
-	mkCallID                // [CALL_ID]
-	mkArgKey                // <arg_key>
-	mkArgKeyEnd             // </arg_key>
-	mkArgValue              // <arg_value>
-	mkArgValueEnd           // </arg_value>
+	mkNone        markerKind = iota
+	mkThinkStart             // <think>, [THINK]
+	mkThinkEnd               // </think>, [/THINK]
+	mkToolsBegin             // opens a tool-call region: <tool_call>, [TOOL_CALLS], <｜tool▁calls▁begin｜>, <|python_tag|>
+	mkToolsEnd               // closes it: </tool_call>, <｜tool▁calls▁end｜>
+	mkCallBegin              // <｜tool▁call▁begin｜>, <|tool_call_begin|>
+	mkCallEnd                // <｜tool▁call▁end｜>, <|tool_call_end|>
+	mkSep                    // <｜tool▁sep｜>, <|tool_call_argument_begin|>, [ARGS]
+	mkCallID                 // [CALL_ID]
+	mkArgKey                 // <arg_key>
+	mkArgKeyEnd              // </arg_key>
+	mkArgValue               // <arg_value>
+	mkArgValueEnd            // </arg_value>
 )
 
 // markerDef names a marker token of a format and its role.

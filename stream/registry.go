@@ -162,16 +162,20 @@ func toolParsers() []ToolParserSpec {
 			newFormat: func(*FamilyOptions) toolFormat { return &mistralFormat{} },
 		},
 		{
-			Name:      "deepseek_v3",
-			Markers:   deepseekMarkers(),
-			Forced:    ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>", Named: func(n string) string { return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>" + n + "\n```json\n" }, NamedArgumentsJSON: true},
+			Name:    "deepseek_v3",
+			Markers: deepseekMarkers(),
+			Forced: ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>", Named: func(n string) string {
+				return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>" + n + "\n```json\n"
+			}, NamedArgumentsJSON: true},
 			newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleDeepSeekV3} },
 			closer:    mkToolsEnd,
 		},
 		{
-			Name:      "deepseek_v31",
-			Markers:   deepseekMarkers(),
-			Forced:    ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", Named: func(n string) string { return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" + n + "<｜tool▁sep｜>" }, NamedArgumentsJSON: true},
+			Name:    "deepseek_v31",
+			Markers: deepseekMarkers(),
+			Forced: ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", Named: func(n string) string {
+				return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" + n + "<｜tool▁sep｜>"
+			}, NamedArgumentsJSON: true},
 			newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleDeepSeekV31} },
 			closer:    mkToolsEnd,
 		},
@@ -181,8 +185,10 @@ func toolParsers() []ToolParserSpec {
 				mOpt("<|tool_call_section_begin|>", mkToolsBegin), mOpt("<|tool_call_section_end|>", mkToolsEnd),
 				m("<|tool_call_begin|>", mkCallBegin), m("<|tool_call_end|>", mkCallEnd), m("<|tool_call_argument_begin|>", mkSep)},
 			Forced: ForcedToolChoice{
-				Required:           "<|tool_calls_section_begin|><|tool_call_begin|>functions.",
-				Named:              func(n string) string { return "<|tool_calls_section_begin|><|tool_call_begin|>functions." + n + ":0<|tool_call_argument_begin|>" },
+				Required: "<|tool_calls_section_begin|><|tool_call_begin|>functions.",
+				Named: func(n string) string {
+					return "<|tool_calls_section_begin|><|tool_call_begin|>functions." + n + ":0<|tool_call_argument_begin|>"
+				},
 				NamedArgumentsJSON: true,
 			},
 			Notes:     "the call id the model writes (functions.NAME:IDX) is the call_id, as in vLLM",

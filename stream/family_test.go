@@ -138,6 +138,7 @@ type famCase struct {
 	opts      func(*stream.FamilyOptions)
 	want      []outItem
 	malformed bool
+	prefill   string // forced tool-call prefix the prompt ends with
 }
 
 type famSuite struct {
@@ -253,7 +254,14 @@ func (s famSuite) run(t *testing.T) {
 	for _, tz := range s.tokenizers(t) {
 		for _, tc := range s.cases {
 			t.Run(tc.name+"/"+tz.name, func(t *testing.T) {
-				p := s.newParser(t, tz, tc.opts)
+				p := s.newParser(t, tz, func(o *stream.FamilyOptions) {
+					if tc.prefill != "" {
+						o.Prefill = tz.encode(tc.prefill)
+					}
+					if tc.opts != nil {
+						tc.opts(o)
+					}
+				})
 				ids := tz.encode(tc.output)
 				got := collectAny(t, p, ids)
 				if diff := cmp.Diff(tc.want, got); diff != "" {

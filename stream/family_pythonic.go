@@ -28,6 +28,7 @@ type pythonicFormat struct {
 	stack   []byte // open brackets and quotes of the value
 	escape  bool
 	kw      string
+	fname   string
 	nparams int
 }
 
@@ -72,9 +73,12 @@ func (f *pythonicFormat) text(p *FamilyParser, dst []Piece, s string, idx int) [
 				}
 				f.ident.WriteByte(c)
 			case c == '(':
+				// The call begins at its first keyword's "=" or at ")": a
+				// positional argument before that makes it text, as vLLM's
+				// pattern check does.
 				f.nparams = 0
+				f.fname = f.ident.String()
 				f.state = pyArgs
-				dst = p.beginCall(dst, f.ident.String(), "")
 			default:
 				return p.breakCall(dst, false)
 			}
@@ -83,6 +87,7 @@ func (f *pythonicFormat) text(p *FamilyParser, dst []Piece, s string, idx int) [
 				continue
 			}
 			if c == ')' {
+				dst = p.beginCall(dst, f.fname, "")
 				dst = f.closeCall(p, dst, idx)
 				continue
 			}
@@ -101,6 +106,7 @@ func (f *pythonicFormat) text(p *FamilyParser, dst []Piece, s string, idx int) [
 			case c == '=':
 				f.kw = f.ident.String()
 				f.state = pyValStart
+				dst = p.beginCall(dst, f.fname, "")
 			default:
 				return p.breakCall(dst, false)
 			}

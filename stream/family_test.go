@@ -279,8 +279,19 @@ func (s famSuite) fuzz(f *testing.F) {
 	for _, tc := range s.cases {
 		f.Add(tc.output, false, true)
 	}
-	tz := bytesTokenizer(s.markerStrings(f)...)
+	markers := s.markerStrings(f)
+	tz := bytesTokenizer(markers...)
 	f.Fuzz(func(t *testing.T, output string, thinkingOpen, parallel bool) {
+		// Bytes 0x01… stand for the markers, so mutations reach them.
+		var b strings.Builder
+		for i := 0; i < len(output); i++ {
+			if c := int(output[i]); c >= 1 && c <= len(markers) {
+				b.WriteString(markers[c-1])
+				continue
+			}
+			b.WriteByte(output[i])
+		}
+		output = b.String()
 		p := s.newParser(t, tz, func(o *stream.FamilyOptions) {
 			o.ThinkingOpen = thinkingOpen
 			o.ParallelToolCalls = parallel

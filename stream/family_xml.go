@@ -125,6 +125,7 @@ func (f *xmlFormat) marker(p *FamilyParser, dst []Piece, k markerKind, text stri
 		return dst
 	case k == mkArgKeyEnd && f.state == xKey:
 		f.key = strings.TrimSpace(f.buf.String())
+		f.buf.Reset()
 		f.state = xAfterKey
 		return dst
 	case k == mkArgValue && f.state == xAfterKey:
@@ -133,6 +134,7 @@ func (f *xmlFormat) marker(p *FamilyParser, dst []Piece, k markerKind, text stri
 		return dst
 	case k == mkArgValueEnd && f.state == xValue:
 		dst = f.param(p, dst, f.buf.String())
+		f.buf.Reset()
 		f.state = xBody
 		return dst
 	}

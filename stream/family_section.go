@@ -44,10 +44,12 @@ type sectionFormat struct {
 	val     jsonScanner
 	started bool
 	buf     []byte
+	ncalls  int // calls started in this region
 }
 
 func (f *sectionFormat) reset(p *FamilyParser, k markerKind) {
 	f.state = ssWait
+	f.ncalls = 0
 }
 
 func (f *sectionFormat) newCall() {
@@ -75,9 +77,10 @@ func (f *sectionFormat) marker(p *FamilyParser, dst []Piece, k markerKind, text 
 		}
 	case mkCallBegin:
 		if f.state == ssWait {
-			if idx != p.regionStart {
-				p.markCall(idx)
+			if f.ncalls > 0 {
+				p.markCall(idx) // the first call owns the section's begin marker
 			}
+			f.ncalls++
 			f.newCall()
 			return dst
 		}

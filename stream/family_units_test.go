@@ -1,0 +1,128 @@
+package stream_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stitchllm/stitch/stream"
+)
+
+// TestFamilyRanges pins the token ranges of items: markers belong to their
+// call, the text before a call ends where the call's region starts.
+func TestFamilyRanges(t *testing.T) {
+	type rng struct {
+		Kind       stream.PieceKind
+		Start, End int
+	}
+	tests := []struct {
+		suite  famSuite
+		output []string // one token each (markers or single bytes)
+		want   []rng
+	}{
+		{hermesSuite, []string{"H", "i", "<tool_call>", "{", "\"", "n", "a", "m", "e", "\"", ":", "\"", "f", "\"", ",", "\"", "a", "r", "g", "u", "m", "e", "n", "t", "s", "\"", ":", "{", "}", "}", "</tool_call>", "\n", "<tool_call>", "{", "\"", "n", "a", "m", "e", "\"", ":", "\"", "g", "\"", ",", "\"", "a", "r", "g", "u", "m", "e", "n", "t", "s", "\"", ":", "{", "}", "}", "</tool_call>", "<|im_end|>"},
+			[]rng{{stream.PieceTextDone, 0, 2}, {stream.PieceToolCallDone, 2, 31}, {stream.PieceToolCallDone, 32, 61}}},
+		{deepseekV31Suite, []string{"o", "k", dsCalls, dsCall, "f", dsSep, "{", "}", dsCallE, dsCall, "g", dsSep, "{", "}", dsCallE, dsCallsE, dsEOS},
+			[]rng{{stream.PieceTextDone, 0, 2}, {stream.PieceToolCallDone, 2, 9}, {stream.PieceToolCallDone, 9, 15}}},
+		{mistralV11Suite, []string{"[THINK]", "x", "[/THINK]", "[TOOL_CALLS]", "f", "[ARGS]", "{", "}", "[TOOL_CALLS]", "g", "{", "}", "</s>"},
+			[]rng{{stream.PieceReasoningDone, 0, 3}, {stream.PieceToolCallDone, 3, 8}, {stream.PieceToolCallDone, 8, 12}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.suite.tool, func(t *testing.T) {
+			tz := bytesTokenizer(tt.suite.markerStrings(t)...)
+			p := tt.suite.newParser(t, tz, nil)
+			var ids []uint32
+			for _, s := range tt.output {
+				enc := tz.encode(s)
+				if len(enc) != 1 {
+					t.Fatalf("%q is %d tokens", s, len(enc))
+				}
+				ids = append(ids, enc[0])
+			}
+			var pieces []stream.Piece
+			for _, id := range ids {
+				pieces = p.Append(pieces, id)
+			}
+			pieces = p.Finish(pieces)
+			var got []rng
+			for _, pc := range pieces {
+				switch pc.Kind {
+				case stream.PieceTextDone, stream.PieceReasoningDone, stream.PieceToolCallDone:
+					got = append(got, rng{pc.Kind, pc.Start, pc.End})
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ranges (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFamilyCallIDReachesEvents checks that a model-written call id is the
+// function_call's call_id from output_item.added on (issue 16 item 6).
+func TestFamilyCallIDReachesEvents(t *testing.T) {
+	s := mistralV11Suite
+	tz := bytesTokenizer(s.markerStrings(t)...)
+	p := s.newParser(t, tz, nil)
+	c := stream.NewConverter(tz.dec(), stream.ConverterOptions{Output: p, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
+	evs := c.Start(nil)
+	evs = c.Chunk(evs, &stream.Chunk{TokenIDs: tz.encode(`[TOOL_CALLS]get_weather[CALL_ID]a1b2C3d4E[ARGS]{"city": "Paris"}</s>`), FinishReason: "stop"})
+	evs = c.End(evs)
+	n := 0
+	for _, ev := range evs {
+		if oe, ok := ev.(*stream.OutputItemEvent); ok && oe.Item.Type == stream.ItemFunctionCall {
+			n++
+			if oe.Item.CallID != "a1b2C3d4E" {
+				t.Errorf("%s: call_id %q, want the model's a1b2C3d4E", oe.Type, oe.Item.CallID)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d function_call item events, want 2", n)
+	}
+	if out := c.Response().Output; len(out) != 1 || out[0].CallID != "a1b2C3d4E" || out[0].Arguments != `{"city": "Paris"}` {
+		t.Errorf("output = %+v", out)
+	}
+}
+
+func TestFamilyReasoningOnly(t *testing.T) {
+	s := famSuite{reasoning: "qwen3", endOfTurn: []string{"<|im_end|>"}, bpe: []string{"qwen3"}, cases: []famCase{
+		{name: "reasoning", output: "<think>\na\n</think>\n\nb<tool_call>x</tool_call><|im_end|>", want: []outItem{reasoning("a"), text("b<tool_call>x</tool_call>")}},
+	}}
+	s.run(t)
+}
+
+func TestFamilyForcedPrefixesParse(t *testing.T) {
+	// Every family's Named prefix, followed by a minimal completion in its
+	// format, parses as one complete call of that name.
+	rest := map[string]string{
+		"hermes":       "{}}\n</tool_call>",
+		"qwen3_coder":  "</function>\n</tool_call>",
+		"llama3_json":  "{}}",
+		"pythonic":     ")]",
+		"mistral":      "{}",
+		"deepseek_v3":  "{}\n```" + dsCallE + dsCallsE,
+		"deepseek_v31": "{}" + dsCallE + dsCallsE,
+		"kimi_k2":      "{}" + kimiCallE + kimiSecE,
+		"glm45":        "</tool_call>",
+		"glm47":        "</tool_call>",
+	}
+	for _, name := range stream.ToolParserNames() {
+		t.Run(name, func(t *testing.T) {
+			spec, err := stream.LookupToolParser(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := famSuite{tool: name, endOfTurn: []string{"<eot>"}}
+			tz := bytesTokenizer(s.markerStrings(t)...)
+			p := s.newParser(t, tz, func(o *stream.FamilyOptions) { o.Prefill = tz.encode(spec.Forced.Named("fn")) })
+			got := collectAny(t, p, tz.encode(rest[name]+"<eot>"))
+			want := []outItem{call("fn", "{}")}
+			if name == "kimi_k2" {
+				want[0].CallID = "functions.fn:0"
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Named prefix %q + %q (-want +got):\n%s", spec.Forced.Named("fn"), rest[name], diff)
+			}
+		})
+	}
+}

@@ -398,3 +398,13 @@ func TestLookupParsers(t *testing.T) {
 		t.Errorf("ResolveMarkers(mistral_nemo, mistral) = %v, %v (want only [TOOL_CALLS]; [ARGS] and [CALL_ID] are optional)", ids, err)
 	}
 }
+
+func FuzzFamilyHermes(f *testing.F) {
+	s := hermesSuite
+	for _, tc := range parserCases {
+		s.cases = append(s.cases, famCase{output: tc.output})
+	}
+	s.fuzz(f)
+}
+
+func FuzzFamilyDeepSeekR1(f *testing.F) { deepseekR1Suite.fuzz(f) }

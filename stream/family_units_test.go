@@ -126,3 +126,31 @@ func TestFamilyForcedPrefixesParse(t *testing.T) {
 		})
 	}
 }
+
+// TestQwen3CoderStreamsStrings checks that a string parameter streams while
+// the model writes it, before </parameter>.
+func TestQwen3CoderStreamsStrings(t *testing.T) {
+	s := qwen3CoderSuite
+	tok := model(t, "qwen3")
+	tz := famTokenizer{name: "qwen3", lookup: tok, encode: tok.Encode, dec: func() stream.TokenDecoder { return tok.NewDecodeStream() }}
+	p := s.newParser(t, tz, nil)
+	head := tok.Encode("<tool_call>\n<function=write>\n<parameter=content>\n")
+	body := tok.Encode("package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n")
+	var pieces []stream.Piece
+	for _, id := range head {
+		pieces = p.Append(pieces, id)
+	}
+	var streamed string
+	for _, id := range body {
+		for _, pc := range p.Append(nil, id) {
+			if pc.Kind == stream.PieceArguments {
+				streamed += pc.Text
+			}
+		}
+	}
+	// All but the final "\n" (it may be the one vLLM strips before
+	// </parameter>) is out before the tag arrives.
+	if want := `package main\n\nfunc main() {\n\tprintln(\"hi\")\n}`; streamed != want {
+		t.Errorf("streamed before </parameter>: %q, want %q", streamed, want)
+	}
+}

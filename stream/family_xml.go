@@ -53,6 +53,12 @@ type xmlFormat struct {
 	key     string
 	nparams int
 	closed  bool // the arguments object was closed (</function>)
+
+	// A qwen3_coder value that stays a string streams as it is written:
+	// streaming is set for it, lead while its first byte (a "\n" vLLM
+	// strips) is unknown.
+	streaming bool
+	lead      bool
 }
 
 func (f *xmlFormat) reset(p *FamilyParser, k markerKind) {
@@ -102,7 +108,11 @@ func (f *xmlFormat) marker(p *FamilyParser, dst []Piece, k markerKind, text stri
 		case xValue:
 			if f.style == styleQwenCoder && p.callOpen {
 				// vLLM takes a value cut by the end of the call as it is.
-				dst = f.param(p, dst, f.buf.String())
+				if f.streaming {
+					dst = f.endStream(p, dst, f.buf.String())
+				} else {
+					dst = f.param(p, dst, f.buf.String())
+				}
 				return f.closeCall(p, dst, idx+1)
 			}
 		}
@@ -177,6 +187,55 @@ func (f *xmlFormat) closeArgs(p *FamilyParser, dst []Piece) []Piece {
 		return p.args(dst, "{}")
 	}
 	return p.args(dst, "}")
+}
+
+// paramStart emits what precedes a parameter's value: "{" or ", ", its key.
+func (f *xmlFormat) paramStart(p *FamilyParser, dst []Piece) []Piece {
+	sep := ", "
+	if f.nparams == 0 {
+		sep = "{"
+	}
+	f.nparams++
+	return p.args(dst, sep+pyQuote(f.key)+": ")
+}
+
+// streamValue emits the part of a string value b (not yet holding the end
+// tag) that can no longer be its trailing "\n</parameter>", and keeps the rest.
+func (f *xmlFormat) streamValue(p *FamilyParser, dst []Piece, b string) []Piece {
+	if f.lead {
+		if b == "" {
+			return dst
+		}
+		b = strings.TrimPrefix(b, "\n")
+		f.lead = false
+	}
+	hold := 0
+	for _, end := range []string{"\n" + qwenParameterEnd, qwenParameterEnd} {
+		for k := min(len(b), len(end)-1); k > hold; k-- {
+			if strings.HasPrefix(end, b[len(b)-k:]) {
+				hold = k
+				break
+			}
+		}
+	}
+	if out := b[:len(b)-hold]; out != "" {
+		q := pyQuote(out)
+		dst = p.args(dst, q[1:len(q)-1])
+	}
+	f.setBuf(b[len(b)-hold:])
+	return dst
+}
+
+// endStream emits the rest of a streamed string value and its closing quote.
+func (f *xmlFormat) endStream(p *FamilyParser, dst []Piece, rest string) []Piece {
+	if f.lead {
+		rest = strings.TrimPrefix(rest, "\n")
+		f.lead = false
+	}
+	rest = strings.TrimSuffix(rest, "\n")
+	q := pyQuote(rest)
+	f.streaming = false
+	return p.args(dst, q[1:len(q)-1]+"\"")
 }
 
 // param emits one converted parameter.
@@ -262,8 +321,24 @@ func (f *xmlFormat) text(p *FamilyParser, dst []Piece, s string, idx int) []Piec
 				f.key = b[:i]
 				f.state = xValue
 				f.scanned = 0
+				f.streaming = f.schemas.qwenStreams(f.name, f.key)
+				f.lead = true
+				if f.streaming {
+					dst = f.paramStart(p, dst)
+					dst = p.args(dst, "\"")
+				}
 			}
 		case xValue:
+			if f.streaming {
+				i := strings.Index(b, qwenParameterEnd)
+				if i < 0 {
+					return f.streamValue(p, dst, b)
+				}
+				dst = f.endStream(p, dst, b[:i])
+				f.setBuf(b[i+len(qwenParameterEnd):])
+				f.state = xBody
+				continue
+			}
 			from := max(0, f.scanned-len(qwenParameterEnd)+1)
 			i := strings.Index(b[from:], qwenParameterEnd)
 			if i < 0 {
@@ -403,6 +478,27 @@ func typeString(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
+}
+
+// qwenStreams reports whether qwenValue returns the value as a JSON string
+// whatever it is, so it can stream as written.
+func (ts toolSchemas) qwenStreams(tool, param string) bool {
+	ps, ok := ts[tool][param]
+	if !ok {
+		return true
+	}
+	typ, nullable := "string", false
+	switch {
+	case ps.rawType != "":
+		typ, nullable = ps.typ, ps.typ == "null"
+	case ps.hasAnyOf:
+		typ, nullable = ps.anyOfType, ps.nullable
+	}
+	switch typ {
+	case "string", "str", "text", "varchar", "char", "enum":
+		return !nullable
+	}
+	return false
 }
 
 // qwenValue converts a qwen3_coder parameter value as vLLM's

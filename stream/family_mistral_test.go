@@ -23,6 +23,8 @@ var mistralNemoSuite = famSuite{
 		{name: "cut", output: `[TOOL_CALLS][{"name": "f", "arguments": {"a": "b`, want: []outItem{incomplete("f", `{"a": "b`)}},
 		{name: "forced required", prefill: "[TOOL_CALLS]", output: `[{"name": "f", "arguments": {}}]</s>`,
 			want: []outItem{call("f", `{}`)}},
+		{name: "forced named pre-v11", prefill: `[TOOL_CALLS][{"name": "f", "arguments": `, output: `{"x": 1}}]</s>`,
+			want: []outItem{call("f", `{"x": 1}`)}},
 	},
 }
 

@@ -158,7 +158,8 @@ func toolParsers() []ToolParserSpec {
 				Required: "[TOOL_CALLS]",
 				Named:    func(n string) string { return "[TOOL_CALLS]" + n },
 			},
-			Notes:     "both forms are read: [TOOL_CALLS][{...}] (pre-v11 tokenizers) and [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...} / NAME{...} (v11+); the model's call ids become call_ids (vLLM draws random ones)",
+			Notes: "both forms are read: [TOOL_CALLS][{...}] (pre-v11 tokenizers) and [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...} / NAME{...} (v11+); the model's call ids become call_ids (vLLM draws random ones). " +
+				"Forced is the v11+ form; a pre-v11 model (Nemo) is forced with [TOOL_CALLS][{\"name\": \"NAME\", \"arguments\": (then the arguments are bare JSON)",
 			newFormat: func(*FamilyOptions) toolFormat { return &mistralFormat{} },
 		},
 		{
@@ -240,6 +241,8 @@ func reasoningParsers() []ReasoningParserSpec {
 			Notes: "<think> opens reasoning only at the start of the output; set ThinkingOpen when the prompt opened it"},
 		{Name: "deepseek_r1", Markers: think, StartsOpen: true,
 			Notes: "the output is reasoning up to </think> (a leading <think> is dropped), as vLLM's DeepSeekR1ReasoningParser reads it"},
+		{Name: "deepseek_v3", Markers: think, StartsOpen: true,
+			Notes: "vLLM's deepseek_v3 delegates to deepseek_r1 when chat_template_kwargs thinking is true and reads plain content otherwise: pass it only for thinking turns"},
 		{Name: "glm45", Markers: think,
 			Notes: "<think> opens reasoning only at the start of the output; set ThinkingOpen when the prompt opened it"},
 		{Name: "kimi_k2", Markers: think, StartsOpen: true,

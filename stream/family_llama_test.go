@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -54,3 +55,15 @@ var pythonicSuite = famSuite{
 
 func TestFamilyPythonic(t *testing.T) { pythonicSuite.run(t) }
 func FuzzFamilyPythonic(f *testing.F) { pythonicSuite.fuzz(f) }
+
+// Gemma 3 writes the same pythonic calls (vLLM's pythonic parser with its
+// tool template); the Gemma tokenizer splits text differently.
+func TestFamilyPythonicGemma(t *testing.T) {
+	s := pythonicSuite
+	s.endOfTurn, s.bpe, s.cases = []string{"<end_of_turn>"}, []string{"gemma3"}, nil
+	for _, tc := range pythonicSuite.cases {
+		tc.output = strings.ReplaceAll(tc.output, "<|eot_id|>", "<end_of_turn>")
+		s.cases = append(s.cases, tc)
+	}
+	s.run(t)
+}

@@ -109,9 +109,9 @@ func (f *xmlFormat) marker(p *FamilyParser, dst []Piece, k markerKind, text stri
 			if f.style == styleQwenCoder && p.callOpen {
 				// vLLM takes a value cut by the end of the call as it is.
 				if f.streaming {
-					dst = f.endStream(p, dst, f.buf.String())
+					dst = f.endStream(p, dst, f.valueText(f.buf.String()))
 				} else {
-					dst = f.param(p, dst, f.buf.String())
+					dst = f.param(p, dst, f.valueText(f.buf.String()))
 				}
 				return f.closeCall(p, dst, idx+1)
 			}
@@ -199,30 +199,103 @@ func (f *xmlFormat) paramStart(p *FamilyParser, dst []Piece) []Piece {
 	return p.args(dst, sep+pyQuote(f.key)+": ")
 }
 
-// streamValue emits the part of a string value b (not yet holding the end
-// tag) that can no longer be its trailing "\n</parameter>", and keeps the rest.
-func (f *xmlFormat) streamValue(p *FamilyParser, dst []Piece, b string) []Piece {
+// valueEnd finds the end of a qwen3_coder value in b: the index of a
+// </parameter> and whether it is structural. Like vLLM's _find_true_param_end,
+// a </parameter> ends the value only when what follows it (after whitespace)
+// is another parameter of the tool (any, without a schema), </function> or
+// </tool_call>; one followed by other text is part of the value. A
+// </parameter> with nothing decisive after it yet is returned undecided;
+// -1 when there is none.
+func (f *xmlFormat) valueEnd(b string) (int, bool) {
+	for {
+		j := strings.Index(b[min(f.scanned, len(b)):], qwenParameterEnd)
+		if j < 0 {
+			f.scanned = max(f.scanned, len(b)-len(qwenParameterEnd)+1)
+			return -1, false
+		}
+		j += min(f.scanned, len(b))
+		after := strings.TrimLeft(b[j+len(qwenParameterEnd):], " \t\r\n")
+		switch {
+		case strings.HasPrefix(after, qwenFunctionEnd):
+			return j, true
+		case strings.HasPrefix(after, qwenParameter):
+			k := strings.IndexByte(after[len(qwenParameter):], '>')
+			if k < 0 {
+				f.scanned = j
+				return j, false
+			}
+			if f.knownParam(after[len(qwenParameter) : len(qwenParameter)+k]) {
+				return j, true
+			}
+		case after == "" || strings.HasPrefix(qwenFunctionEnd, after) || strings.HasPrefix(qwenParameter, after):
+			f.scanned = j
+			return j, false
+		}
+		f.scanned = j + len(qwenParameterEnd)
+	}
+}
+
+// knownParam reports whether name is a parameter of the current tool (any
+// name when the tool has no schema).
+func (f *xmlFormat) knownParam(name string) bool {
+	props, ok := f.schemas[f.name]
+	if !ok || props == nil {
+		return true
+	}
+	_, ok = props[name]
+	return ok
+}
+
+// valueText returns the value in b at </tool_call>: up to an undecided
+// </parameter>, else all of it.
+func (f *xmlFormat) valueText(b string) string {
+	if i, _ := f.valueEnd(b); i >= 0 {
+		return b[:i]
+	}
+	if t := strings.TrimRight(b, " \t\r\n"); strings.HasSuffix(t, qwenFunctionEnd) {
+		return t[:len(t)-len(qwenFunctionEnd)] // the function's end, as vLLM's fallback finds it
+	}
+	return b
+}
+
+// streamValue emits the part of a string value b[:limit] that can no longer
+// be its trailing "\n</parameter>", and keeps the rest in the buffer.
+func (f *xmlFormat) streamValue(p *FamilyParser, dst []Piece, b string, limit int) []Piece {
 	if f.lead {
 		if b == "" {
 			return dst
 		}
-		b = strings.TrimPrefix(b, "\n")
+		if b[0] == '\n' {
+			b, limit = b[1:], limit-1
+			f.scanned = max(0, f.scanned-1)
+		}
 		f.lead = false
 	}
+	head := b[:limit]
 	hold := 0
-	for _, end := range []string{"\n" + qwenParameterEnd, qwenParameterEnd} {
-		for k := min(len(b), len(end)-1); k > hold; k-- {
-			if strings.HasPrefix(end, b[len(b)-k:]) {
+	for _, end := range []string{"\n" + qwenParameterEnd, qwenParameterEnd, "\n" + qwenFunctionEnd, qwenFunctionEnd} {
+		for k := min(len(head), len(end)-1); k > hold; k-- {
+			if strings.HasPrefix(end, head[len(head)-k:]) {
 				hold = k
 				break
 			}
 		}
 	}
-	if out := b[:len(b)-hold]; out != "" {
-		q := pyQuote(out)
+	// A </function> followed by nothing but whitespace may end the call
+	// (a value whose </parameter> is missing).
+	if i := strings.LastIndex(head, qwenFunctionEnd); i >= 0 && strings.TrimSpace(head[i+len(qwenFunctionEnd):]) == "" {
+		if i > 0 && head[i-1] == '\n' {
+			i--
+		}
+		hold = max(hold, len(head)-i)
+	}
+	n := limit - hold
+	if n > 0 {
+		q := pyQuote(b[:n])
 		dst = p.args(dst, q[1:len(q)-1])
 	}
-	f.setBuf(b[len(b)-hold:])
+	f.setBuf(b[n:])
+	f.scanned = max(0, f.scanned-n)
 	return dst
 }
 
@@ -289,6 +362,16 @@ func (f *xmlFormat) text(p *FamilyParser, dst []Piece, s string, idx int) []Piec
 				if partial {
 					return dst
 				}
+				if f.state == xBody {
+					// vLLM skips text between parameters (it looks for the
+					// next <parameter= or </function>).
+					if j := strings.IndexByte(t[1:], '<'); j >= 0 {
+						f.setBuf(t[1+j:])
+						continue
+					}
+					f.buf.Reset()
+					return dst
+				}
 				return p.breakCall(dst, f.state == xAfterFunc)
 			}
 			f.setBuf(t[len(matched):])
@@ -329,26 +412,26 @@ func (f *xmlFormat) text(p *FamilyParser, dst []Piece, s string, idx int) []Piec
 				}
 			}
 		case xValue:
-			if f.streaming {
-				i := strings.Index(b, qwenParameterEnd)
-				if i < 0 {
-					return f.streamValue(p, dst, b)
+			i, structural := f.valueEnd(b)
+			switch {
+			case structural:
+				if f.streaming {
+					dst = f.endStream(p, dst, b[:i])
+				} else {
+					dst = f.param(p, dst, b[:i])
 				}
-				dst = f.endStream(p, dst, b[:i])
 				f.setBuf(b[i+len(qwenParameterEnd):])
+				f.scanned = 0
 				f.state = xBody
-				continue
-			}
-			from := max(0, f.scanned-len(qwenParameterEnd)+1)
-			i := strings.Index(b[from:], qwenParameterEnd)
-			if i < 0 {
-				f.scanned = len(b)
+			case f.streaming:
+				limit := len(b)
+				if i >= 0 {
+					limit = i // hold from the undecided </parameter> on
+				}
+				return f.streamValue(p, dst, b, limit)
+			default:
 				return dst
 			}
-			i += from
-			dst = f.param(p, dst, b[:i])
-			f.setBuf(b[i+len(qwenParameterEnd):])
-			f.state = xBody
 		default:
 			return dst
 		}

@@ -121,7 +121,7 @@ func toolParsers() []ToolParserSpec {
 				Required: "<tool_call>\n<function=",
 				Named:    func(n string) string { return "<tool_call>\n<function=" + n + ">\n" },
 			},
-			Notes: "a parameter value ends at the first </parameter> (vLLM also checks what follows it); a repeated parameter is written twice (vLLM keeps the last value at the first's place); values are converted per parameter, when each ends",
+			Notes: "a </parameter> ends a value only before another of the tool's parameters, </function> or </tool_call> (vLLM's lookahead; its nesting count of literal <parameter= inside values is not kept); a repeated parameter is written twice (vLLM keeps the last value at the first's place); string values stream as written, other values are converted when they end",
 			newFormat: func(o *FamilyOptions) toolFormat {
 				return &xmlFormat{style: styleQwenCoder, schemas: parseSchemas(o.Tools)}
 			},

@@ -484,10 +484,13 @@ func (p *FamilyParser) closeBroken(dst []Piece, end int) []Piece {
 	return dst
 }
 
-// exitRegion leaves the tool-call region; message text starts at end.
+// exitRegion leaves the tool-call region; message text starts at end, or
+// the message before the region continues when the region held no call.
 func (p *FamilyParser) exitRegion(end int) {
 	p.mode = fmText
-	p.seg = segment{start: end, leading: true}
+	if !p.seg.open {
+		p.seg = segment{start: end, leading: true}
+	}
 }
 
 // exitRegionText leaves the region and continues the message with s (the

@@ -1,6 +1,8 @@
 package stream_test
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -152,5 +154,43 @@ func TestQwen3CoderStreamsStrings(t *testing.T) {
 	// </parameter>) is out before the tag arrives.
 	if want := `package main\n\nfunc main() {\n\tprintln(\"hi\")\n}`; streamed != want {
 		t.Errorf("streamed before </parameter>: %q, want %q", streamed, want)
+	}
+}
+
+// TestFamilyCombinationsKeepContract feeds seeded random outputs built from
+// every marker of a tool parser and a reasoning parser (all pairs, and each
+// alone) and checks the piece contract; the fuzz targets go deeper per suite.
+func TestFamilyCombinationsKeepContract(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 2))
+	frags := []string{"{", "}", "\"name\"", ": ", "\"f\"", ", ", "\"arguments\"", "\"parameters\"", "[", "]", "(", ")", "=", "x", "1", "\n", " ",
+		"<function=", "<parameter=", "</parameter>", "</function>", ">", "functions.f:0", "```json\n", "\n```", "é", "'", "\\", ";", "f"}
+	reasonings := append([]string{""}, stream.ReasoningParserNames()...)
+	for _, tool := range append([]string{""}, stream.ToolParserNames()...) {
+		for _, rs := range reasonings {
+			s := famSuite{tool: tool, reasoning: rs, endOfTurn: []string{"<eot>"}}
+			markers := s.markerStrings(t)
+			tz := bytesTokenizer(markers...)
+			for i := 0; i < 300; i++ {
+				var b strings.Builder
+				for n := rng.IntN(24); n > 0; n-- {
+					if rng.IntN(3) == 0 {
+						b.WriteString(markers[rng.IntN(len(markers))])
+					} else {
+						b.WriteString(frags[rng.IntN(len(frags))])
+					}
+				}
+				open := rng.IntN(2) == 0
+				p := s.newParser(t, tz, func(o *stream.FamilyOptions) { o.ThinkingOpen = open })
+				ids := tz.encode(b.String())
+				var pieces []stream.Piece
+				for _, id := range ids {
+					pieces = p.Append(pieces, id)
+				}
+				pieces = p.Finish(pieces)
+				if _, err := summarize(pieces, len(ids)); err != nil {
+					t.Fatalf("tool %q reasoning %q thinking open %v, output %q: %v\npieces %+v", tool, rs, open, b.String(), err, pieces)
+				}
+			}
+		}
 	}
 }

@@ -179,8 +179,18 @@ func TestFamilyCombinationsKeepContract(t *testing.T) {
 						b.WriteString(frags[rng.IntN(len(frags))])
 					}
 				}
-				open := rng.IntN(2) == 0
-				p := s.newParser(t, tz, func(o *stream.FamilyOptions) { o.ThinkingOpen = open })
+				open, parallel, disable, forced := rng.IntN(2) == 0, rng.IntN(3) > 0, rng.IntN(5) == 0, rng.IntN(4)
+				p := s.newParser(t, tz, func(o *stream.FamilyOptions) {
+					o.ThinkingOpen, o.ParallelToolCalls, o.DisableToolCalls = open, parallel, disable
+					if spec, err := stream.LookupToolParser(tool); err == nil {
+						switch forced {
+						case 1:
+							o.Prefill = tz.encode(spec.Forced.Required)
+						case 2:
+							o.Prefill = tz.encode(spec.Forced.Named("f"))
+						}
+					}
+				})
 				ids := tz.encode(b.String())
 				var pieces []stream.Piece
 				for _, id := range ids {
@@ -188,7 +198,7 @@ func TestFamilyCombinationsKeepContract(t *testing.T) {
 				}
 				pieces = p.Finish(pieces)
 				if _, err := summarize(pieces, len(ids)); err != nil {
-					t.Fatalf("tool %q reasoning %q thinking open %v, output %q: %v\npieces %+v", tool, rs, open, b.String(), err, pieces)
+					t.Fatalf("tool %q reasoning %q open %v parallel %v disable %v forced %d, output %q: %v\npieces %+v", tool, rs, open, parallel, disable, forced, b.String(), err, pieces)
 				}
 			}
 		}

@@ -278,6 +278,11 @@ func LookupToolParser(name string) (*ToolParserSpec, error) {
 			return &s, nil
 		}
 	}
+	if name == "openai" {
+		// gpt-oss writes Harmony: its own parser reads reasoning, text and
+		// calls together.
+		return nil, fmt.Errorf("tool call parser %q: %w: gpt-oss output is Harmony, read it with NewHarmonyParser (family parsers: %s)", name, ErrUnknownParser, strings.Join(ToolParserNames(), ", "))
+	}
 	return nil, fmt.Errorf("tool call parser %q: %w (supported: %s)", name, ErrUnknownParser, strings.Join(ToolParserNames(), ", "))
 }
 

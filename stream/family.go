@@ -101,7 +101,7 @@ type toolFormat interface {
 //
 // Text rules (shared with [Parser]): reasoning is stripped of leading and
 // trailing newlines; message text of leading newlines, and of trailing
-// newlines before a tool call; a segment that is only whitespace produces no
+// newlines before a tool call; a segment that is only newlines produces no
 // item.
 //
 // Tool calls: a call begins (PieceToolCall) once its name is known and its
@@ -248,15 +248,23 @@ func (p *FamilyParser) step(dst []Piece, id uint32, idx int) []Piece {
 			}
 		}
 	case fmTool:
-		if k != mkNone {
+		// Reasoning markers inside a call are text (a JSON string may hold
+		// one), as in [Parser].
+		if k != mkNone && k != mkThinkStart && k != mkThinkEnd {
 			dst = p.flushDecoder(dst, idx)
 			if p.mode != fmTool {
 				break
 			}
 			marker := p.dec.Next(id)
 			if p.broken {
-				if k == p.closer {
+				switch {
+				case k == p.closer:
 					dst = p.closeBroken(dst, idx+1)
+				case p.opens(k):
+					// A new call starts: the broken one ends here.
+					dst = p.closeBroken(dst, idx)
+					p.enterRegion(idx, k)
+					return p.format.marker(p, dst, k, marker, idx)
 				}
 				return dst
 			}
@@ -366,7 +374,7 @@ func (p *FamilyParser) segmentText(dst []Piece, s string, kind PieceKind) []Piec
 		p.seg.leading = false
 	}
 	body := strings.TrimRight(s, "\n")
-	if body == "" || (!p.seg.open && strings.TrimSpace(p.seg.held+body) == "") {
+	if body == "" {
 		p.seg.held += s
 		return dst
 	}

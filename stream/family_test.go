@@ -408,3 +408,17 @@ func FuzzFamilyHermes(f *testing.F) {
 }
 
 func FuzzFamilyDeepSeekR1(f *testing.F) { deepseekR1Suite.fuzz(f) }
+
+// TestFamilyHermesQwen25 runs hermes without a reasoning parser on the
+// Qwen2.5 tokenizer: <think> is plain text there.
+func TestFamilyHermesQwen25(t *testing.T) {
+	famSuite{tool: "hermes", endOfTurn: []string{"<|im_end|>"}, bpe: []string{"qwen2_5"}, cases: []famCase{
+		{name: "think is text", output: "<think>x</think> y<|im_end|>", want: []outItem{text("<think>x</think> y")}},
+		{name: "parallel", output: "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"日本\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call><|im_end|>",
+			want: []outItem{text("Sure."), call("f", `{"q": "日本"}`), call("g", `{}`)}},
+		{name: "broken", output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": tru}}\n</tool_call>ok<|im_end|>",
+			want: []outItem{incomplete("f", `{"q": tru`), text("ok")}, malformed: true},
+		{name: "forced named", prefill: "<tool_call>\n{\"name\": \"f\", \"arguments\": ", output: "{\"q\": 1}}\n</tool_call><|im_end|>",
+			want: []outItem{call("f", `{"q": 1}`)}},
+	}}.run(t)
+}

@@ -142,6 +142,9 @@ type FamilyParser struct {
 	brokenOK    bool // the broken call's arguments were whole
 	malformed   bool
 	argBuf      []byte
+
+	drop     string // message text the reasoning parser removes ("(no content)")
+	dropHeld string // text that may be the start of drop
 }
 
 type idKind struct {
@@ -230,6 +233,10 @@ func (p *FamilyParser) step(dst []Piece, id uint32, idx int) []Piece {
 			return dst
 		}
 	case fmText:
+		if k != mkNone && p.dropHeld != "" {
+			dst = p.flushDecoder(dst, idx)
+			dst = p.flushDrop(dst)
+		}
 		switch {
 		case k == mkThinkStart && p.thinkOK && p.reason != nil:
 			dst = p.flushDecoder(dst, idx)
@@ -291,6 +298,9 @@ func (p *FamilyParser) enterRegion(idx int, k markerKind) {
 
 func (p *FamilyParser) finish(dst []Piece, end int) []Piece {
 	dst = p.flushDecoder(dst, end)
+	if p.mode == fmText {
+		dst = p.flushDrop(dst)
+	}
 	switch p.mode {
 	case fmTool:
 		if p.broken {
@@ -358,9 +368,41 @@ func (p *FamilyParser) text(dst []Piece, s string, idx int) []Piece {
 			}
 			p.triggerOK = false
 		}
-		return p.segmentText(dst, s, PieceText)
+		return p.messageText(dst, s)
 	}
 	return dst
+}
+
+// messageText emits message text, removing the reasoning parser's
+// placeholder (Kimi K2's "(no content)", as vLLM's KimiK2ReasoningParser
+// does) and holding a tail that may be its start.
+func (p *FamilyParser) messageText(dst []Piece, s string) []Piece {
+	if p.drop == "" {
+		return p.segmentText(dst, s, PieceText)
+	}
+	s = strings.ReplaceAll(p.dropHeld+s, p.drop, "")
+	hold := 0
+	for k := min(len(s), len(p.drop)-1); k > 0; k-- {
+		if strings.HasPrefix(p.drop, s[len(s)-k:]) {
+			hold = k
+			break
+		}
+	}
+	p.dropHeld = s[len(s)-hold:]
+	if s = s[:len(s)-hold]; s == "" {
+		return dst
+	}
+	return p.segmentText(dst, s, PieceText)
+}
+
+// flushDrop emits held text that did not become the placeholder.
+func (p *FamilyParser) flushDrop(dst []Piece) []Piece {
+	if p.dropHeld == "" {
+		return dst
+	}
+	s := p.dropHeld
+	p.dropHeld = ""
+	return p.segmentText(dst, s, PieceText)
 }
 
 // segmentText emits text of the current segment, holding trailing newlines

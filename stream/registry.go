@@ -89,6 +89,8 @@ type ReasoningParserSpec struct {
 	StartsOpen bool
 	// Notes say where stitch departs from vLLM's parser.
 	Notes string
+
+	dropText string // message text the parser removes
 }
 
 type reasoningRule struct {
@@ -245,8 +247,8 @@ func reasoningParsers() []ReasoningParserSpec {
 			Notes: "vLLM's deepseek_v3 delegates to deepseek_r1 when chat_template_kwargs thinking is true and reads plain content otherwise: pass it only for thinking turns"},
 		{Name: "glm45", Markers: think,
 			Notes: "<think> opens reasoning only at the start of the output; set ThinkingOpen when the prompt opened it"},
-		{Name: "kimi_k2", Markers: think, StartsOpen: true,
-			Notes: "vLLM's kimi_k2 delegates to deepseek_r1 unless chat_template_kwargs thinking is false (then pass no reasoning parser); its \"(no content)\" filter is not applied"},
+		{Name: "kimi_k2", Markers: think, StartsOpen: true, dropText: "(no content)",
+			Notes: "vLLM's kimi_k2 delegates to deepseek_r1 unless chat_template_kwargs thinking is false (then pass no reasoning parser); \"(no content)\" is removed from message text, as vLLM does"},
 		{Name: "mistral", Markers: []MarkerSpec{m("[THINK]", mkThinkStart), m("[/THINK]", mkThinkEnd)},
 			Notes: "[THINK] opens reasoning only at the start of the output (vLLM also takes text before it as content)"},
 	}
@@ -360,6 +362,7 @@ func NewFamilyParser(dec TokenDecoder, tool *ToolParserSpec, reasoning *Reasonin
 			return nil, err
 		}
 		p.reason = &reasoningRule{startsOpen: reasoning.StartsOpen}
+		p.drop = reasoning.dropText
 	}
 	if tool != nil {
 		if err := add("tool call parser "+tool.Name, tool.Markers); err != nil {

@@ -23,6 +23,8 @@ var glm45Suite = famSuite{
 		{name: "junk breaks", output: "<tool_call>f\n<arg_key>k</arg_key>\n<arg_value>1</arg_value>\njunk</tool_call>after<|user|>",
 			want: []outItem{incomplete("f", `{"k": 1`), text("after")}, malformed: true},
 		{name: "empty name is text", output: "<tool_call>\n</tool_call><|user|>", want: []outItem{text("<tool_call>\n</tool_call>")}},
+		{name: "string value streams stripped", output: "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>\n  New \"York\"\n \x1f</arg_value>\n</tool_call><|user|>",
+			want: []outItem{call("get_weather", `{"city": "New \"York\""}`)}},
 		{name: "cut", output: "<tool_call>f\n<arg_key>k</arg_key>\n<arg_value>1", want: []outItem{incomplete("f", ``)}},
 		{name: "forced named", prefill: "<tool_call>get_weather\n", output: "<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call><|user|>",
 			want: []outItem{call("get_weather", `{"city": "Oslo"}`)}},

@@ -3,6 +3,7 @@ package stream
 import (
 	"encoding/json"
 	"strings"
+	"unicode"
 )
 
 // xmlStyle selects the XML-ish tool-call format.
@@ -134,16 +135,29 @@ func (f *xmlFormat) marker(p *FamilyParser, dst []Piece, k markerKind, text stri
 		f.buf.Reset()
 		return dst
 	case k == mkArgKeyEnd && f.state == xKey:
-		f.key = strings.TrimSpace(f.buf.String())
+		f.key = pyStrip(f.buf.String())
 		f.buf.Reset()
 		f.state = xAfterKey
 		return dst
 	case k == mkArgValue && f.state == xAfterKey:
 		f.state = xValue
 		f.buf.Reset()
+		// A "string"-typed value is the stripped text itself: it streams.
+		f.streaming = f.schemas.glmIsString(f.name, f.key)
+		f.lead = true
+		if f.streaming {
+			dst = f.paramStart(p, dst)
+			dst = p.args(dst, "\"")
+		}
 		return dst
 	case k == mkArgValueEnd && f.state == xValue:
-		dst = f.param(p, dst, f.buf.String())
+		if f.streaming {
+			// The held tail is trailing whitespace that strip() removes.
+			f.streaming = false
+			dst = p.args(dst, "\"")
+		} else {
+			dst = f.param(p, dst, f.buf.String())
+		}
 		f.buf.Reset()
 		f.state = xBody
 		return dst
@@ -319,7 +333,7 @@ func (f *xmlFormat) param(p *FamilyParser, dst []Piece, raw string) []Piece {
 		raw = strings.TrimSuffix(raw, "\n")
 		v = f.schemas.qwenValue(f.name, f.key, raw)
 	} else {
-		v = f.schemas.glmValue(f.name, f.key, strings.TrimSpace(raw))
+		v = f.schemas.glmValue(f.name, f.key, pyStrip(raw))
 	}
 	sep := ", "
 	if f.nparams == 0 {
@@ -468,8 +482,39 @@ func (f *xmlFormat) glmText(p *FamilyParser, dst []Piece) []Piece {
 			return p.breakCall(dst, false)
 		}
 		f.buf.Reset()
+	case xValue:
+		if !f.streaming {
+			return dst
+		}
+		if f.lead {
+			if b = strings.TrimLeftFunc(b, pyIsSpace); b == "" {
+				f.buf.Reset()
+				return dst
+			}
+			f.lead = false
+		}
+		body := strings.TrimRightFunc(b, pyIsSpace)
+		if body != "" {
+			q := pyQuote(body)
+			dst = p.args(dst, q[1:len(q)-1])
+		}
+		f.setBuf(b[len(body):])
 	}
 	return dst
+}
+
+// pyIsSpace is Python's str.isspace for one character (unicode.IsSpace plus
+// the ASCII separators U+001C–U+001F).
+func pyIsSpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
+
+// pyStrip is Python's str.strip() without arguments.
+func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
+
+// glmIsString reports whether a GLM parameter's schema type is "string"
+// (vLLM's _is_string_type): its value is the stripped text.
+func (ts toolSchemas) glmIsString(tool, param string) bool {
+	ps, ok := ts[tool][param]
+	return ok && ps.rawType == "string"
 }
 
 func (f *xmlFormat) finish(p *FamilyParser, dst []Piece, end int) []Piece {
@@ -658,10 +703,8 @@ func (ts toolSchemas) qwenValue(tool, param, v string) string {
 // does: a "string"-typed parameter stays a string; anything else is
 // json.loads, else ast.literal_eval, else the string.
 func (ts toolSchemas) glmValue(tool, param, v string) string {
-	if props, ok := ts[tool]; ok {
-		if ps, ok := props[param]; ok && ps.rawType == "string" {
-			return pyQuote(v)
-		}
+	if ts.glmIsString(tool, param) {
+		return pyQuote(v)
 	}
 	if out, _, _, ok := pyJSONLoadsDumps(v); ok {
 		return out

@@ -59,7 +59,8 @@ type Piece struct {
 	// a complete JSON object (cut by the end of output or by malformed JSON).
 	Incomplete bool
 	// CallID (PieceToolCall or PieceToolCallDone) is the call id the model
-	// wrote itself (Mistral's 9-character ids), "" when it wrote none; the
+	// wrote itself (Mistral's 9-character ids, Kimi K2's functions.NAME:IDX),
+	// "" when it wrote none; the
 	// function_call's call_id is then this id, so a re-rendered history
 	// matches what the model generated. A later non-empty CallID wins.
 	CallID string

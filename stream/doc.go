@@ -21,6 +21,34 @@
 // it returns with an [Encoder], and read [Converter.Response] and
 // [Converter.TokenIDs] at the end.
 //
+// # Model families
+//
+// Each model family writes reasoning and tool calls in its own format; vLLM
+// names its parsers (--tool-call-parser, --reasoning-parser) and stitch uses
+// the same names. [LookupToolParser] and [LookupReasoningParser] return a
+// [ToolParserSpec] / [ReasoningParserSpec] (their error lists the supported
+// names); [ResolveMarkers] finds the specs' marker tokens in the model's
+// tokenizer; [NewFamilyParser] composes one tool parser and an optional
+// reasoning parser into a [FamilyParser], an [OutputParser]:
+//
+//	tool, err := stream.LookupToolParser("qwen3_coder")
+//	reasoning, err := stream.LookupReasoningParser("qwen3")
+//	ids, err := stream.ResolveMarkers(tok, tool, reasoning)
+//	p, err := stream.NewFamilyParser(tok.NewDecodeStream(), tool, reasoning, stream.FamilyOptions{
+//		Markers: ids, EndOfTurn: stopIDs, ParallelToolCalls: true, Tools: schemas})
+//
+// Tool parsers: hermes, qwen3_coder, llama3_json, pythonic, mistral (both the
+// [TOOL_CALLS][{…}] and the NAME[CALL_ID]ID[ARGS]{…} forms), deepseek_v3,
+// deepseek_v31, kimi_k2, glm45, glm47. Reasoning parsers: qwen3, deepseek_r1,
+// glm45, kimi_k2, mistral. Arguments stream as the JSON the model wrote; the
+// XML (qwen3_coder, GLM) and Python-call (pythonic) families are converted to
+// JSON as vLLM converts them (json.dumps of values typed by the request's
+// tool schemas). A call id the model writes (Mistral, Kimi) is
+// [Piece.CallID]. [ToolParserSpec.Forced] is the family's forced tool-call
+// prefix for tool_choice "required" / named, parsed back with
+// [FamilyOptions.Prefill]. A call that breaks after it began ends Incomplete
+// and [FamilyParser.Malformed] (and [Parser.Malformed]) report it.
+//
 // # Token ranges
 //
 // Every output item records the half-open range [Start, End) of generated token

@@ -144,17 +144,15 @@ func (e *Emitter) Apply(dst []Event, pieces ...Piece) []Event {
 func (e *Emitter) piece(dst []Event, pc *Piece, doneStatus string) []Event {
 	switch pc.Kind {
 	case PieceReasoning:
-		dst = e.ensure(dst, ItemReasoning, "")
+		dst = e.ensure(dst, ItemReasoning, "", "")
 		return e.textDelta(dst, EventReasoningTextDelta, pc.Text)
 	case PieceText:
-		dst = e.ensure(dst, ItemMessage, "")
+		dst = e.ensure(dst, ItemMessage, "", "")
 		return e.textDelta(dst, EventOutputTextDelta, pc.Text)
 	case PieceToolCall:
-		dst = e.ensure(dst, ItemFunctionCall, pc.Text)
-		if pc.CallID != "" {
-			e.items[e.open].CallID = pc.CallID
-		}
-		return dst
+		// The model's own call id (Mistral, Kimi) is the call_id from
+		// output_item.added on (issue 16 item 6).
+		return e.ensure(dst, ItemFunctionCall, pc.Text, pc.CallID)
 	case PieceArguments:
 		if e.open < 0 || e.items[e.open].Type != ItemFunctionCall {
 			return dst // arguments without a call: nothing to attach them to
@@ -192,7 +190,7 @@ func (e *Emitter) piece(dst []Event, pc *Piece, doneStatus string) []Event {
 }
 
 // ensure makes an item of type typ the open item, closing another open one.
-func (e *Emitter) ensure(dst []Event, typ, name string) []Event {
+func (e *Emitter) ensure(dst []Event, typ, name, callID string) []Event {
 	if e.open >= 0 {
 		if e.items[e.open].Type == typ && typ != ItemFunctionCall {
 			return dst
@@ -211,7 +209,10 @@ func (e *Emitter) ensure(dst []Event, typ, name string) []Event {
 		part.Type = PartReasoningText
 	case ItemFunctionCall:
 		it.ID = e.opts.NewID("fc")
-		it.CallID = e.opts.NewID("call")
+		it.CallID = callID
+		if it.CallID == "" {
+			it.CallID = e.opts.NewID("call")
+		}
 		it.Name = name
 	}
 	e.items = append(e.items, it)

@@ -57,3 +57,44 @@ func Example() {
 	// response.completed
 	// completed Hi [72 105 151645] 0 2
 }
+
+// ExampleNewFamilyParser reads a Qwen3-Coder turn: the parsers are chosen by
+// vLLM's names, their markers found in the tokenizer, and the XML parameters
+// converted to JSON by the tool's schema.
+func ExampleNewFamilyParser() {
+	tok := qwen3Tokenizer()
+	tool, _ := stream.LookupToolParser("qwen3_coder")
+	reasoning, _ := stream.LookupReasoningParser("qwen3")
+	markers, err := stream.ResolveMarkers(tok, tool, reasoning)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	p, _ := stream.NewFamilyParser(tok.NewDecodeStream(), tool, reasoning, stream.FamilyOptions{
+		Markers:           markers,
+		EndOfTurn:         []uint32{imEnd},
+		ParallelToolCalls: true,
+		Tools:             []stream.ToolSchema{{Name: "get_weather", Parameters: []byte(`{"properties": {"days": {"type": "integer"}}}`)}},
+	})
+	var pieces []stream.Piece
+	for _, id := range tok.Encode("<think>\nweather\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call><|im_end|>") {
+		pieces = p.Append(pieces, id)
+	}
+	pieces = p.Finish(pieces)
+	var args string
+	for _, pc := range pieces {
+		switch pc.Kind {
+		case stream.PieceReasoning, stream.PieceToolCall:
+			fmt.Printf("%s %q\n", pc.Kind, pc.Text)
+		case stream.PieceArguments:
+			args += pc.Text
+		case stream.PieceToolCallDone:
+			fmt.Printf("%s %s [%d,%d)\n", pc.Kind, args, pc.Start, pc.End)
+		}
+	}
+	// Output:
+	// reasoning "weather"
+	// tool_call "get_weather"
+	// tool_call_done {"city": "Paris", "days": 3} [6,37)
+}

@@ -115,3 +115,12 @@ func (a *archive) format() []byte {
 	}
 	return b.Bytes()
 }
+
+// qwen3Tokenizer is the Qwen3 tokenizer for examples (they have no *testing.T).
+func qwen3Tokenizer() *bpe.Tokenizer {
+	tok, err := qwen3()
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}

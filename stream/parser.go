@@ -59,7 +59,8 @@ type Piece struct {
 	// a complete JSON object (cut by the end of output or by malformed JSON).
 	Incomplete bool
 	// CallID (PieceToolCall or PieceToolCallDone) is the call id the model
-	// wrote itself (Mistral's 9-character ids), "" when it wrote none; the
+	// wrote itself (Mistral's 9-character ids, Kimi K2's functions.NAME:IDX),
+	// "" when it wrote none; the
 	// function_call's call_id is then this id, so a re-rendered history
 	// matches what the model generated. A later non-empty CallID wins.
 	CallID string
@@ -166,9 +167,12 @@ type segment struct {
 // arguments object has started; argument bytes stream verbatim, so the deltas
 // concatenate to the exact JSON text the model wrote. A call that is malformed
 // before it begins becomes message text (its raw text, markers included). A
-// call that breaks after it began ends Incomplete, and the rest of its text
-// becomes message text. A call whose name and arguments are complete but whose
-// closing brace or </tool_call> is missing is accepted.
+// call that breaks after it began ends Incomplete at its </tool_call> (or the
+// end of output): the rest of its text is dropped, never message text, and
+// [Parser.Malformed] reports it. Text after a call whose name and arguments are
+// complete (junk before </tool_call>) is dropped the same way, and that call is
+// complete. A call whose name and arguments are complete but whose closing
+// brace or </tool_call> is missing is accepted.
 //
 // A Parser is not safe for concurrent use.
 type Parser struct {
@@ -187,6 +191,8 @@ type Parser struct {
 	suppress  bool   // committed but dropped (ParallelToolCalls false)
 	calls     int    // calls begun
 	argBuf    []byte // argument bytes of the current id
+	broken    bool   // the begun call broke: its text is dropped up to </tool_call>
+	malformed bool   // some call broke after it began
 }
 
 // NewParser returns a Parser that decodes text with dec. It panics if dec is nil.
@@ -215,6 +221,11 @@ func (p *Parser) Ended() bool { return p.mode == modeEnded }
 
 // Count returns the number of ids given to Append.
 func (p *Parser) Count() int { return p.n }
+
+// Malformed reports that a tool call broke after it began (issue 16 item 2):
+// it ended Incomplete, and the caller should end the response incomplete
+// rather than completed.
+func (p *Parser) Malformed() bool { return p.malformed }
 
 func (p *Parser) isEndOfTurn(id uint32) bool {
 	for _, e := range p.opts.EndOfTurn {
@@ -262,7 +273,7 @@ func (p *Parser) Append(dst []Piece, id uint32) []Piece {
 			p.mode = modeTool
 			p.callStart = idx
 			p.call.reset()
-			p.committed, p.suppress = false, false
+			p.committed, p.suppress, p.broken = false, false, false
 			p.raw = append(p.raw[:0], p.dec.Next(id)...)
 			return dst
 		}
@@ -389,13 +400,16 @@ func (p *Parser) closeSegment(dst []Piece, end int, keepHeld bool) []Piece {
 
 // callText feeds text of a tool call to the hermes scanner.
 func (p *Parser) callText(dst []Piece, s string, idx int) []Piece {
+	if p.broken {
+		return dst
+	}
 	p.raw = append(p.raw, s...)
 	p.argBuf = p.argBuf[:0]
 	for i := 0; i < len(s); i++ {
 		isArg, ok := p.call.step(s[i])
 		if !ok {
 			dst = p.flushArgs(dst)
-			return p.breakCall(dst, s[i:], idx)
+			return p.breakCall(dst)
 		}
 		if !p.committed {
 			if p.call.hasName && len(p.call.args) > 0 {
@@ -423,23 +437,20 @@ func (p *Parser) flushArgs(dst []Piece) []Piece {
 	return dst
 }
 
-// breakCall handles the first byte that makes the call malformed; rest is the
-// remaining text of token idx from that byte on.
-func (p *Parser) breakCall(dst []Piece, rest string, idx int) []Piece {
+// breakCall handles the first byte that makes the call malformed. A call that
+// never began becomes message text; a begun one drops the rest of its text up
+// to </tool_call> and ends there, Incomplete unless its name and arguments
+// were already whole.
+func (p *Parser) breakCall(dst []Piece) []Piece {
 	if !p.committed {
 		// Never began: the whole raw text, markers included, is message text.
 		return p.fallback(dst)
 	}
-	end := idx
-	if p.call.usable() {
-		end = idx + 1 // the call is whole; only trailing text broke it
+	p.broken = true
+	if !p.call.usable() && !p.suppress {
+		p.malformed = true
 	}
-	if !p.suppress {
-		dst = append(dst, Piece{Kind: PieceToolCallDone, Start: p.callStart, End: end, Incomplete: !p.call.usable()})
-	}
-	p.mode = modeText
-	p.seg = segment{start: end}
-	return p.segmentText(dst, rest, PieceText)
+	return dst
 }
 
 // fallback turns the uncommitted call's raw text into message text,

@@ -84,6 +84,7 @@ type outItem struct {
 	Text       string // text, or arguments for a call
 	Name       string
 	Incomplete bool
+	CallID     string
 }
 
 // collect runs ids through a Parser and summarizes the pieces, checking the
@@ -141,7 +142,7 @@ func summarize(pieces []stream.Piece, n int) ([]outItem, error) {
 			if cur != nil {
 				return nil, pieceError("tool call while an item is open")
 			}
-			items = append(items, outItem{Kind: "call", Name: pc.Text})
+			items = append(items, outItem{Kind: "call", Name: pc.Text, CallID: pc.CallID})
 			cur = &items[len(items)-1]
 		case stream.PieceArguments:
 			if cur == nil || cur.Kind != "call" {
@@ -158,6 +159,9 @@ func summarize(pieces []stream.Piece, n int) ([]outItem, error) {
 			}
 			lastEnd = pc.End
 			cur.Incomplete = pc.Incomplete
+			if pc.CallID != "" {
+				cur.CallID = pc.CallID
+			}
 			if cur.Kind == "call" && !pc.Incomplete && !json.Valid([]byte(cur.Text)) {
 				return nil, pieceError("complete call with invalid arguments " + cur.Text)
 			}
@@ -245,9 +249,11 @@ var parserCases = []parserCase{
 	{name: "missing outer brace", output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}\n</tool_call><|im_end|>",
 		want: []outItem{call("f", `{"a": 1}`)}},
 	{name: "syntax error after begin", output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1,,}}\n</tool_call><|im_end|>",
-		want: []outItem{{Kind: "call", Name: "f", Text: `{"a": 1,`, Incomplete: true}, text(",}}\n</tool_call>")}},
+		want: []outItem{{Kind: "call", Name: "f", Text: `{"a": 1,`, Incomplete: true}}},
+	{name: "syntax error after begin then text", output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\" 1}}\n</tool_call>\nok<|im_end|>",
+		want: []outItem{{Kind: "call", Name: "f", Text: `{"a" `, Incomplete: true}, text("ok")}},
 	{name: "junk after whole call", output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}} x\n</tool_call><|im_end|>",
-		want: []outItem{call("f", `{}`), text("x\n</tool_call>")}},
+		want: []outItem{call("f", `{}`)}},
 	{name: "nested tool_call restarts", output: "<tool_call>\n{\"name\": \"f\", <tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call><|im_end|>",
 		want: []outItem{text("<tool_call>\n{\"name\": \"f\", "), call("g", `{}`)}},
 	{name: "tool calls disabled", opts: func(o *stream.ParserOptions) { o.DisableToolCalls = true },

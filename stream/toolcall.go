@@ -19,6 +19,11 @@ type hermesCall struct {
 	hasName bool
 	args    []byte // raw arguments text so far
 	argsOK  bool   // the arguments object is complete
+
+	// parameters accepts "parameters" as the arguments key (Llama 3.x).
+	parameters bool
+	// id is the value of a string "id" member (Mistral's call ids).
+	id string
 }
 
 type callState uint8
@@ -41,13 +46,15 @@ const (
 	fieldOther callField = iota
 	fieldName
 	fieldArgs
+	fieldID
 )
 
 func (h *hermesCall) reset() {
 	args := h.args[:0]
 	raw := h.raw[:0]
 	stack := h.val.stack[:0]
-	*h = hermesCall{args: args, raw: raw}
+	parameters := h.parameters
+	*h = hermesCall{args: args, raw: raw, parameters: parameters}
 	h.val.stack = stack
 }
 
@@ -106,11 +113,17 @@ func (h *hermesCall) step(c byte) (isArg, ok bool) {
 					return h.fail()
 				}
 				h.field = fieldName
-			case "arguments":
+			case "arguments", "parameters":
+				if key == "parameters" && !h.parameters {
+					h.field = fieldOther
+					break
+				}
 				if h.argsOK || len(h.args) > 0 {
 					return h.fail()
 				}
 				h.field = fieldArgs
+			case "id":
+				h.field = fieldID
 			default:
 				h.field = fieldOther
 			}
@@ -150,6 +163,16 @@ func (h *hermesCall) step(c byte) (isArg, ok bool) {
 					return h.fail()
 				}
 				h.hasName = true
+			}
+		case fieldID:
+			if len(h.raw) < 256 {
+				h.raw = append(h.raw, c)
+			}
+			if r == scanEnd && len(h.raw) > 0 && h.raw[0] == '"' {
+				var id string
+				if json.Unmarshal(h.raw, &id) == nil {
+					h.id = id
+				}
 			}
 		case fieldArgs:
 			h.args = append(h.args, c)

@@ -39,6 +39,14 @@ type Options struct {
 	// NewRequestID makes a request id; default: "stitch-" and 16 random bytes in hex. Ids must be
 	// unique among the engine's running requests, since Abort names them.
 	NewRequestID func() string
+	// FirstByteTimeout and IdleTimeout bound a generation as on the HTTP client (upstream.Options):
+	// the wait for its first message, and the gap between two messages. 0: no bound.
+	FirstByteTimeout, IdleTimeout time.Duration
+	// AcceptSalt, when set, is asked about each request that carries a cache_salt: nil lets the
+	// request go without it (the caller vouches that one tenant alone uses this engine, so there
+	// is no prefix cache to keep apart), an error refuses it. Nil: every salted request is
+	// refused with ErrCacheSaltUnsupported.
+	AcceptSalt func(ctx context.Context, salt string) error
 }
 
 // Client talks to one vLLM gRPC engine. It is safe for concurrent use; Close releases it.
@@ -47,6 +55,8 @@ type Client struct {
 	conn   *grpc.ClientConn
 	engine pb.VllmEngineClient
 	newID  func() string
+	salt   func(ctx context.Context, salt string) error
+	watch  upstream.Watchdog
 }
 
 // ParseTarget reports whether upstreamURL selects the gRPC transport and returns its host:port.
@@ -77,7 +87,8 @@ func New(opts Options) (*Client, error) {
 	if newID == nil {
 		newID = randomRequestID
 	}
-	return &Client{target: target, conn: conn, engine: pb.NewVllmEngineClient(conn), newID: newID}, nil
+	return &Client{target: target, conn: conn, engine: pb.NewVllmEngineClient(conn), newID: newID, salt: opts.AcceptSalt,
+		watch: upstream.Watchdog{FirstByte: opts.FirstByteTimeout, Idle: opts.IdleTimeout}}, nil
 }
 
 // Close closes the connection; running streams fail.

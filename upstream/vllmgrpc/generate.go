@@ -82,6 +82,17 @@ func (s *Stream) RequestID() string { return s.requestID }
 // carry (a cache salt) or what the request cannot mean. Cancelling ctx aborts the request: the
 // stream's RPC is cancelled and an Abort names the request id.
 func (c *Client) Generate(ctx context.Context, req *upstream.CompletionRequest) (*Stream, error) {
+	if req.CacheSalt != "" {
+		if c.salt == nil {
+			return nil, ErrCacheSaltUnsupported
+		}
+		if err := c.salt(ctx, req.CacheSalt); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCacheSaltUnsupported, err)
+		}
+		unsalted := *req
+		unsalted.CacheSalt = ""
+		req = &unsalted
+	}
 	greq, err := c.buildRequest(req)
 	if err != nil {
 		return nil, err

@@ -36,9 +36,10 @@ var qwenTokenizer = sync.OnceValues(func() (*bpe.Tokenizer, error) {
 
 // simPair is one simulator serving HTTP and gRPC, and a client for each.
 type simPair struct {
-	sim  *sim.Server
-	http *upstream.Client
-	grpc *vllmgrpc.Client
+	sim    *sim.Server
+	http   *upstream.Client
+	grpc   *vllmgrpc.Client
+	target string // the gRPC address, for clients with other options
 }
 
 // startSim starts a simulator on loopback (HTTP via httptest, gRPC on a TCP port).
@@ -68,7 +69,7 @@ func startSim(t *testing.T, opts sim.Options) *simPair {
 		t.Fatalf("vllmgrpc.New: %v", err)
 	}
 	t.Cleanup(func() { gc.Close() })
-	return &simPair{sim: s, http: upstream.New(upstream.Options{BaseURL: hs.URL}), grpc: gc}
+	return &simPair{sim: s, http: upstream.New(upstream.Options{BaseURL: hs.URL}), grpc: gc, target: ln.Addr().String()}
 }
 
 func chatPrompt(t *testing.T, user string) []uint32 {
@@ -122,7 +123,7 @@ func readOutcome(t *testing.T, body io.ReadCloser) outcome {
 }
 
 // The gRPC transport, through the SSE adapter, gives the server's parser what the HTTP path gives
-// it for the same request: the same ids, finish and stop reason, prompt echo and usage (cached
+// it for the same request: the same ids, finish and stop reason and usage (cached
 // tokens included, from the shared prefix cache).
 func TestCompletionsSameOverBothTransports(t *testing.T) {
 	p := startSim(t, sim.Options{Fast: true})
@@ -152,6 +153,17 @@ func TestCompletionsSameOverBothTransports(t *testing.T) {
 					}
 					got[i][round] = readOutcome(t, body)
 				}
+			}
+			// vLLM's HTTP route echoes the prompt in the first chunk; the engine API does not,
+			// and the adapter fabricates no echo (the server never reads it).
+			for round := range 2 {
+				if !slices.Equal(got[0][round].PromptIDs, req.Prompt) {
+					t.Errorf("round %d: HTTP prompt echo differs from the prompt sent", round)
+				}
+				if got[1][round].PromptIDs != nil {
+					t.Errorf("round %d: gRPC adapter echoed %d prompt ids", round, len(got[1][round].PromptIDs))
+				}
+				got[0][round].PromptIDs = nil
 			}
 			http, grpcOut := got[0][0], got[1][0]
 			if len(http.IDs) == 0 || http.Finish == "" {

@@ -16,8 +16,8 @@ import (
 
 // Completions has the HTTP client's signature: body is an encoded upstream.CompletionRequest (in
 // parts), and the answer is the SSE stream vLLM's /v1/completions sends for it, built from the gRPC
-// chunks: one event per chunk with choices[0].token_ids (and prompt_token_ids on the first when
-// return_token_ids is set), finish_reason and stop_reason on the last, a usage event when
+// chunks: one event per chunk with choices[0].token_ids (return_token_ids; never the
+// prompt_token_ids echo, which the engine does not send and stitch does not use), finish_reason and stop_reason on the last, a usage event when
 // stream_options.include_usage is set, then [DONE]. "text" is always "" (the engine does not
 // detokenize). Closing the reader before the end aborts the request.
 //
@@ -27,11 +27,15 @@ func (c *Client) Completions(ctx context.Context, body [][]byte) (io.ReadCloser,
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.Generate(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return &sseReader{st: st, model: req.Model, prompt: req.Prompt, opts: opts}, nil
+	// The watchdog's first-byte bound covers Generate, which waits for the engine's first message
+	// (prefill); its idle bound covers each later Recv.
+	return c.watch.Open(ctx, func(ctx context.Context) (io.ReadCloser, error) {
+		st, err := c.Generate(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &sseReader{st: st, model: req.Model, opts: opts}, nil
+	})
 }
 
 // sseOptions are the request fields that shape the SSE answer.
@@ -90,16 +94,14 @@ func parseCompletionBody(body []byte) (*upstream.CompletionRequest, sseOptions, 
 
 // sseReader renders a Stream as vLLM's SSE bytes, one event per Read refill.
 type sseReader struct {
-	st     *Stream
-	model  string
-	prompt []uint32
-	opts   sseOptions
+	st    *Stream
+	model string
+	opts  sseOptions
 
-	buf     []byte
-	off     int
-	started bool // the first chunk event was written
-	final   Chunk
-	state   int // 0 streaming, 1 usage/done pending, 2 all written
+	buf   []byte
+	off   int
+	final Chunk
+	state int // 0 streaming, 1 usage/done pending, 2 all written
 }
 
 func (r *sseReader) Read(p []byte) (int, error) {
@@ -155,15 +157,12 @@ func (r *sseReader) fill() error {
 		r.buf = append(r.buf, "null"...)
 	}
 	if r.opts.returnTokenIDs {
-		if !r.started {
-			r.buf = append(r.buf, `,"prompt_token_ids":`...)
-			r.buf = jsonappend.Uint32s(r.buf, nonNil(r.prompt))
-		}
+		// No prompt_token_ids echo: the engine sends none, and re-encoding the prompt (400 KB for
+		// 100k ids) for a parser that never uses it would undo what the binary path saves.
 		r.buf = append(r.buf, `,"token_ids":`...)
 		r.buf = jsonappend.Uint32s(r.buf, nonNil(ch.TokenIDs))
 	}
 	r.buf = append(r.buf, "}]}\n\n"...)
-	r.started = true
 	if ch.FinishReason != "" {
 		r.final = ch
 		r.state = 1

@@ -125,7 +125,7 @@ func readTurnRecords(t *testing.T, path string) []simRecord {
 }
 
 // TestTransportsSameConversation runs one conversation (a text turn, a chained streamed turn, a
-// tool call and its result, stream and non-stream) against serve over the HTTP and over the gRPC
+// tool call and its result, stream and non-stream, a structured answer with sampling parameters) against serve over the HTTP and over the gRPC
 // upstream: the model must see identical prompt ids and max_tokens (sim --record), generate the
 // same ids with the same prefix-cache hits, and the client must see the same outcomes.
 func TestTransportsSameConversation(t *testing.T) {
@@ -179,6 +179,11 @@ func TestTransportsSameConversation(t *testing.T) {
 			"type": "function_call_output", "call_id": fc.CallID, "output": weatherOutput}}}, true)
 		r5 := turn("turn 5", map[string]any{"input": "Same for Oslo, please.", "tools": []any{tool}}, true)
 		checkWeatherCall(t, r5)
+		prev = ""
+		turn("turn 6 (structured, sampling)", map[string]any{"input": "Give me a city as JSON.", "temperature": 0.7, "top_p": 0.9,
+			"max_output_tokens": 300, "text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "city", "strict": true,
+				"schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}},
+					"required": []string{"city"}, "additionalProperties": false}}}}, false)
 	}
 	if diff := cmp.Diff(got[0], got[1]); diff != "" {
 		t.Errorf("client outcomes differ (-http +grpc):\n%s", diff)
@@ -191,8 +196,8 @@ func TestTransportsSameConversation(t *testing.T) {
 		}
 		recs[i] = readTurnRecords(t, ts.recPath)
 	}
-	if len(recs[0]) != 5 {
-		t.Fatalf("HTTP sim recorded %d turns, want 5", len(recs[0]))
+	if len(recs[0]) != 6 {
+		t.Fatalf("HTTP sim recorded %d turns, want 6", len(recs[0]))
 	}
 	if diff := cmp.Diff(recs[0], recs[1]); diff != "" {
 		t.Errorf("what the model saw differs (-http +grpc):\n%s", diff)
@@ -200,7 +205,7 @@ func TestTransportsSameConversation(t *testing.T) {
 	// Turns 2 and 3 change the system prompt (instructions, tools), so they reuse nothing; the
 	// tool result and the turn after it continue the same prefix.
 	for i, r := range recs[1] {
-		if i >= 3 && r.CachedTokens == 0 {
+		if (i == 3 || i == 4) && r.CachedTokens == 0 {
 			t.Errorf("gRPC turn %d: no prefix-cache hit", i+1)
 		}
 		t.Logf("turn %d: %d prompt ids, %d cached, %d generated, max_tokens %d", i+1, len(r.PromptTokenIDs), r.CachedTokens, len(r.OutputTokenIDs), r.MaxTokens)

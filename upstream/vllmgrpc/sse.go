@@ -56,19 +56,11 @@ func parseCompletionBody(body []byte) (*upstream.CompletionRequest, sseOptions, 
 	if !prompt.IsArray() {
 		return nil, opts, badRequest("prompt", "the gRPC upstream takes the prompt as a list of token ids")
 	}
-	var bad bool
-	prompt.ForEach(func(_, v gjson.Result) bool {
-		n := v.Uint()
-		if v.Type != gjson.Number || n > math.MaxUint32 || v.Raw != strconv.FormatUint(n, 10) {
-			bad = true
-			return false
-		}
-		req.Prompt = append(req.Prompt, uint32(n))
-		return true
-	})
-	if bad {
+	ids, ok := parseIDs(prompt.Raw)
+	if !ok {
 		return nil, opts, badRequest("prompt", "prompt token ids must be non-negative integers")
 	}
+	req.Prompt = ids
 	req.MaxTokens = int(root.Get("max_tokens").Int())
 	if v := root.Get("temperature"); v.Type == gjson.Number {
 		req.Temperature = json.RawMessage(v.Raw)
@@ -90,6 +82,65 @@ func parseCompletionBody(body []byte) (*upstream.CompletionRequest, sseOptions, 
 	opts.includeUsage = root.Get("stream_options.include_usage").Bool()
 	opts.returnTokenIDs = root.Get("return_token_ids").Bool()
 	return req, opts, nil
+}
+
+// parseIDs reads a JSON array of plain non-negative integers below 2³² (no sign, fraction,
+// exponent or leading zero) in one pass: the prompt of a long turn has 100k of them.
+func parseIDs(raw string) ([]uint32, bool) {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return nil, false
+	}
+	body := raw[1 : len(raw)-1]
+	ids := make([]uint32, 0, len(body)/7+1)
+	const (
+		expect   = iota // after '[' or ','
+		inNum           // inside a number
+		afterNum        // whitespace after a number
+	)
+	state, commas := expect, 0
+	var n uint64
+	var leadZero bool
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case '0' <= c && c <= '9':
+			switch state {
+			case expect:
+				n, leadZero, state = uint64(c-'0'), c == '0', inNum
+			case inNum:
+				if leadZero {
+					return nil, false
+				}
+				if n = n*10 + uint64(c-'0'); n > math.MaxUint32 {
+					return nil, false
+				}
+			default:
+				return nil, false
+			}
+		case c == ',':
+			switch state {
+			case expect:
+				return nil, false
+			case inNum:
+				ids = append(ids, uint32(n))
+			}
+			state = expect
+			commas++
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			if state == inNum {
+				ids = append(ids, uint32(n))
+				state = afterNum
+			}
+		default:
+			return nil, false
+		}
+	}
+	switch {
+	case state == inNum:
+		ids = append(ids, uint32(n))
+	case state == expect && commas > 0: // a trailing comma
+		return nil, false
+	}
+	return ids, true
 }
 
 // sseReader renders a Stream as vLLM's SSE bytes, one event per Read refill.

@@ -323,7 +323,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	defer rc.Close()
 
 	out := s.newOutput(t)
-	out.forced = t.forced
+	out.forced, out.sentMax = t.forced, t.maxTokens
 	var sink eventSink
 	if req.Stream {
 		sink = newSSESink(w)
@@ -394,6 +394,11 @@ func (s *Server) logSummary(ctx context.Context, t *turn, out *output, runErr er
 		slog.Float64("duration_ms", float64(s.opts.Now().Sub(t.start).Microseconds())/1000),
 	}
 	level := slog.LevelInfo
+	if out.lowered > 0 {
+		// The model server's own cap (generation_config max_new_tokens) ended the answer.
+		attrs = append(attrs, slog.Int("max_tokens_sent", out.sentMax), slog.Int("max_tokens_applied_upstream", out.lowered))
+		level = slog.LevelWarn
+	}
 	if runErr != nil {
 		attrs = append(attrs, slog.Any("err", runErr))
 		level = slog.LevelWarn

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 
@@ -218,12 +219,15 @@ func (c *Client) buildRequest(req *upstream.CompletionRequest) (*pb.GenerateRequ
 		return nil, ErrCacheSaltUnsupported
 	}
 	sp := &pb.SamplingParams{
-		// proto3 cannot leave top_p unset; 1 is vLLM's own default (a generation_config top_p is
-		// therefore not applied over gRPC unless the request sets top_p).
+		// proto3 cannot leave top_p unset: send the engine's generation_config default when
+		// GetModelInfo reported one (as vLLM's HTTP server applies it), else vLLM's own 1.
 		TopP:              1,
 		N:                 1,
 		SkipSpecialTokens: true, // vLLM's default; the token path reads ids, not text
 		StopTokenIds:      req.StopTokenIDs,
+	}
+	if tp := c.topP.Load(); tp != 0 {
+		sp.TopP = math.Float32frombits(tp)
 	}
 	mt := uint32(max(req.MaxTokens, 0))
 	if req.MaxTokens > 0 {

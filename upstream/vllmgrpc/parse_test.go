@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/stitchllm/stitch/upstream"
 )
 
 func TestParseIDs(t *testing.T) {
@@ -59,4 +61,37 @@ func FuzzParseIDs(f *testing.F) {
 			t.Fatalf("parseIDs(%q) = %v, encoding/json %v", raw, got, want)
 		}
 	})
+}
+
+// top_p: the request's, else the engine's generation_config default, else vLLM's 1.
+func TestBuildRequestTopP(t *testing.T) {
+	tests := []struct {
+		name    string
+		engine  float32 // 0: none reported
+		request string
+		want    float32
+	}{
+		{"no default", 0, "", 1},
+		{"engine default", 0.8, "", 0.8},
+		{"request wins", 0.8, "0.5", 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Client{newID: func() string { return "r" }}
+			if tt.engine != 0 {
+				c.topP.Store(math.Float32bits(tt.engine))
+			}
+			req := &upstream.CompletionRequest{Prompt: []uint32{1}, MaxTokens: 2}
+			if tt.request != "" {
+				req.TopP = json.RawMessage(tt.request)
+			}
+			g, err := c.buildRequest(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.GetSamplingParams().GetTopP(); got != tt.want {
+				t.Errorf("top_p = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

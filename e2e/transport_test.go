@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,6 +189,17 @@ func TestTransportsSameConversation(t *testing.T) {
 	if diff := cmp.Diff(got[0], got[1]); diff != "" {
 		t.Errorf("client outcomes differ (-http +grpc):\n%s", diff)
 	}
+	// The pass-through routes: /v1/models from GetModelInfo, chat completions refused in
+	// OpenAI's shape (the engine API has no such route).
+	g := stacks[1].front
+	if status, _, b := g.doRaw(t, ctx, http.MethodGet, "/v1/models", nil, nil); status != http.StatusOK || !bytes.Contains(b, []byte(`"id":"`+modelName+`"`)) {
+		t.Errorf("gRPC upstream: GET /v1/models = %d %s", status, b)
+	}
+	chat := mustJSON(t, map[string]any{"model": modelName, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	status, _, b := g.doRaw(t, ctx, http.MethodPost, "/v1/chat/completions", chat, nil)
+	if _, code, _, _ := decodeAPIError(t, b); status != http.StatusNotFound || code != "unsupported_upstream_route" {
+		t.Errorf("gRPC upstream: POST /v1/chat/completions = %d %s, want 404 unsupported_upstream_route", status, b)
+	}
 
 	var recs [2][]simRecord
 	for i, ts := range stacks {
@@ -258,6 +270,52 @@ func TestTransportsDisconnectAborts(t *testing.T) {
 			}
 			if r := recs[0]; r.FinishReason != "abort" || len(r.OutputTokenIDs) >= 400 {
 				t.Errorf("finish_reason %q after %d ids, want abort well before the end", r.FinishReason, len(r.OutputTokenIDs))
+			}
+		})
+	}
+}
+
+// TestGRPCUpstreamRefusals: serve refuses at startup, with a reason, a configuration the gRPC
+// engine API cannot carry (it has no cache_salt and no model or adapter field).
+func TestGRPCUpstreamRefusals(t *testing.T) {
+	st := requireStack(t)
+	if st.bin == "" {
+		t.Skip("external stack (STITCH_E2E_BASE_URL): cannot start serve")
+	}
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(keys, []byte(`[{"tenant":"acme","key_sha256":"`+strings.Repeat("1", 64)+
+		`"},{"tenant":"globex","key_sha256":"`+strings.Repeat("2", 64)+`"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"two tenants", []string{"--api-keys", keys}, "no cache_salt"},
+		{"upstream key", []string{"--upstream-api-key", "k"}, "takes no key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr, err := freeAddr()
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"serve", "--listen", addr, "--upstream", "grpc://127.0.0.1:1", "--served-model-name", modelName,
+				"--data-dir", t.TempDir()}, tt.extra...)
+			p, err := startProc("serve", st.bin, addr, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.done:
+			case <-time.After(readyTimeout):
+				_ = p.stop()
+				t.Fatal("serve did not refuse the configuration")
+			}
+			if p.exitCode() == 0 || !strings.Contains(p.output(), tt.want) {
+				t.Errorf("exit %d, output lacks %q:\n%s", p.exitCode(), tt.want, p.tail())
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -56,7 +57,8 @@ type countingUpstream struct {
 
 func (c *countingUpstream) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
 	if c.grpc != nil {
-		return c.grpc.completions(ctx, c.Upstream, body)
+		return c.grpc.capture(ctx, func(ctx context.Context) (io.ReadCloser, error) { return c.Upstream.Completions(ctx, body) },
+			func() []byte { return bytes.Join(body, nil) })
 	}
 	for _, p := range body {
 		c.sent.Add(int64(len(p)))

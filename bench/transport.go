@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,6 +117,22 @@ func (s *countingStream) SendMsg(m any) error {
 	return s.ClientStream.SendMsg(m)
 }
 
+// requestUpstream is server's optional typed capability (vllmgrpc.Client.CompletionsRequest).
+type requestUpstream interface {
+	CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error)
+}
+
+// CompletionsRequest forwards the server's typed token path to a gRPC client (counted by the
+// interceptor); on HTTP it encodes and counts as Completions does.
+func (c *countingUpstream) CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error) {
+	ru, ok := c.Upstream.(requestUpstream)
+	if !ok || c.grpc == nil {
+		return c.Completions(ctx, req.Parts())
+	}
+	return c.grpc.capture(ctx, func(ctx context.Context) (io.ReadCloser, error) { return ru.CompletionsRequest(ctx, req) },
+		func() []byte { return req.AppendJSON(nil) })
+}
+
 // bodyPair is one turn's upstream request in both encodings.
 type bodyPair struct {
 	promptTokens int
@@ -135,9 +150,11 @@ type captureKey struct{}
 
 type captureSlot struct{ req *pb.GenerateRequest }
 
-func (g *grpcCapture) completions(ctx context.Context, up server.Upstream, body [][]byte) (io.ReadCloser, error) {
+// capture runs call with a slot for the GenerateRequest it sends and keeps the turn's two
+// encodings when its bucket has none yet (jsonBody makes the HTTP body then, and only then).
+func (g *grpcCapture) capture(ctx context.Context, call func(ctx context.Context) (io.ReadCloser, error), jsonBody func() []byte) (io.ReadCloser, error) {
 	slot := &captureSlot{}
-	rc, err := up.Completions(context.WithValue(ctx, captureKey{}, slot), body)
+	rc, err := call(context.WithValue(ctx, captureKey{}, slot))
 	if slot.req != nil {
 		n := len(slot.req.GetTokenized().GetInputIds())
 		if b := bucketOf(n); b != "" {
@@ -145,7 +162,7 @@ func (g *grpcCapture) completions(ctx context.Context, up server.Upstream, body 
 			if g.samples[b] == nil {
 				pbBytes, merr := proto.Marshal(slot.req)
 				if merr == nil {
-					g.samples[b] = &bodyPair{promptTokens: n, json: bytes.Join(body, nil), proto: pbBytes}
+					g.samples[b] = &bodyPair{promptTokens: n, json: jsonBody(), proto: pbBytes}
 				}
 			}
 			g.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -287,6 +288,12 @@ func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
 	return out
 }
 
+// requestUpstream is the optional capability of an Upstream that takes the request itself rather
+// than its JSON encoding (vllmgrpc: the ids go out as protobuf; no JSON is built or parsed).
+type requestUpstream interface {
+	CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error)
+}
+
 // execute sends the prompt upstream and streams (or collects) the response, then persists it.
 func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	req := t.req
@@ -309,11 +316,15 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	} else if req.TextFormat.Type == "json_object" {
 		creq.StructuredOutputs = json.RawMessage(`{"json_object":true}`)
 	}
-	body := creq.Parts()
-
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()
-	rc, err := s.opts.Upstream.Completions(upCtx, body)
+	var rc io.ReadCloser
+	var err error
+	if ru, ok := s.opts.Upstream.(requestUpstream); ok {
+		rc, err = ru.CompletionsRequest(upCtx, &creq)
+	} else {
+		rc, err = s.opts.Upstream.Completions(upCtx, creq.Parts())
+	}
 	if err != nil {
 		ae := writeError(w, err)
 		s.metrics.responses.WithLabelValues("failed").Inc()

@@ -153,6 +153,16 @@ func TestCompletionsSameOverBothTransports(t *testing.T) {
 					}
 					got[i][round] = readOutcome(t, body)
 				}
+				// The typed entry (the server's token path) reads what the encoded one reads.
+				body, err := p.grpc.CompletionsRequest(ctx, &req)
+				if err != nil {
+					t.Fatalf("CompletionsRequest: %v", err)
+				}
+				typed := readOutcome(t, body)
+				typed.Usage.CachedTokens = got[1][round].Usage.CachedTokens // a later request: more cached
+				if diff := cmp.Diff(got[1][round], typed); diff != "" {
+					t.Errorf("round %d: CompletionsRequest differs from Completions (-encoded +typed):\n%s", round, diff)
+				}
 			}
 			// vLLM's HTTP route echoes the prompt in the first chunk; the engine API does not,
 			// and the adapter fabricates no echo (the server never reads it).

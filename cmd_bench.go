@@ -17,6 +17,7 @@ import (
 type benchFlags struct {
 	quick, simInProcess, noStreaming bool
 	out, target, modelDir, modes     string
+	transports                       string
 	auditRate                        float64
 	prepReps                         int
 	w                                bench.Workload
@@ -31,6 +32,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.StringVar(&f.out, "out", "", "`directory` for bench.json, prep.png, prep_cpu.png and hit_ratio.png (created)")
 	fs.StringVar(&f.target, "target", "", "drive a running stitch serve at this base `URL` instead of in-process servers (client-side numbers only)")
 	fs.StringVar(&f.modes, "modes", "full,canonical,exact", "comma-separated `modes` to compare: full (--no-artifacts), canonical, exact")
+	fs.StringVar(&f.transports, "transports", "http", "comma-separated upstream `transports` to run each mode over: http, grpc (the simulator's gRPC engine API; adds the upstream body-decode comparison)")
 	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory`; empty: the bundled Qwen3 demo model")
 	fs.BoolVar(&f.simInProcess, "sim-in-process", false, "run the simulator in this process (its CPU then counts as the proxy's) instead of a `stitch sim` child")
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
@@ -90,7 +92,17 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		modes = append(modes, m)
 	}
 
-	opts := bench.Options{Workload: w, Modes: modes, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
+	var transports []bench.Transport
+	for _, s := range strings.Split(f.transports, ",") {
+		t, err := bench.ParseTransport(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintf(env.stderr, "stitch bench: %v\n", err)
+			return errUsage
+		}
+		transports = append(transports, t)
+	}
+
+	opts := bench.Options{Workload: w, Modes: modes, Transports: transports, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
 		Progress: env.stderr, Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.target == "" {
 		m, err := loadModel(f.modelDir)

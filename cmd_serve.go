@@ -75,9 +75,11 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 			"sim", upstreamURL, "model", first.Name)
 	}
 	applyMemoryLimit(logger, cfg.Server.MemoryLimitMB)
-	up := upstream.New(upstreamOptions(cfg, upstreamURL))
-	maxLens := upstreamMaxModelLens(ctx, logger, up, cfg.Upstream.MaxModelLen)
-	checkTokenIDs(ctx, logger, up, cfg.Models[0].Name)
+	up, maxLens, closeUp, err := connectUpstream(ctx, logger, cfg, upstreamURL, models) // cmd_serve_grpc.go
+	if err != nil {
+		return err
+	}
+	defer closeUp()
 
 	// The embedded store keeps responses as long as Redis would (--response-ttl); an hourly sweep
 	// deletes older ones so --data-dir does not grow without bound.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
-	"github.com/stitchllm/stitch/upstream"
 )
 
 // Mode is a continuation mode under test.
@@ -45,17 +45,25 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("%w: unknown mode %q (want full, canonical or exact)", ErrBadOptions, s)
 }
 
-// countingUpstream counts the bytes the proxy sends to the upstream's completions endpoint.
+// countingUpstream counts the bytes the proxy sends to the upstream's completions endpoint: the
+// JSON bodies on HTTP; on gRPC the GenerateRequest messages (counted by the client's interceptor,
+// see transport.go), the JSON the server hands the adapter being no upstream traffic.
 type countingUpstream struct {
-	*upstream.Client
-	sent atomic.Int64
+	server.Upstream
+	sent  atomic.Int64
+	grpc  *grpcCapture // nil on HTTP
+	close func()
 }
 
 func (c *countingUpstream) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
+	if c.grpc != nil {
+		return c.grpc.capture(ctx, func(ctx context.Context) (io.ReadCloser, error) { return c.Upstream.Completions(ctx, body) },
+			func() []byte { return bytes.Join(body, nil) })
+	}
 	for _, p := range body {
 		c.sent.Add(int64(len(p)))
 	}
-	return c.Client.Completions(ctx, body)
+	return c.Upstream.Completions(ctx, body)
 }
 
 var _ server.Upstream = (*countingUpstream)(nil)
@@ -78,6 +86,8 @@ type proxyOptions struct {
 	mode      Mode
 	model     *render.Model
 	upstream  string
+	transport Transport
+	grpcAddr  string // the simulator's gRPC engine API, for TransportGRPC
 	w         Workload
 	auditRate float64
 	logger    *slog.Logger
@@ -87,7 +97,11 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	p := &proxy{up: &countingUpstream{Client: upstream.New(upstream.Options{BaseURL: o.upstream})}}
+	p := &proxy{}
+	var err error
+	if p.up, err = newCountingUpstream(o); err != nil {
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
 	rt := server.NewModelRuntime(server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt})
@@ -95,7 +109,8 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	if o.mode != ModeFull {
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)
-		sealer, err := store.NewSealer([]store.SealKey{{ID: "bench", Secret: secret}}, store.SealerOptions{})
+		var sealer *store.Sealer
+		sealer, err = store.NewSealer([]store.SealKey{{ID: "bench", Secret: secret}}, store.SealerOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("sealer: %w", err)
 		}
@@ -150,6 +165,9 @@ func (p *proxy) close() {
 		_ = p.l1.Close()
 	}
 	p.up.HTTPClient().CloseIdleConnections()
+	if p.up.close != nil {
+		p.up.close()
+	}
 }
 
 // turnKey names a workload turn.

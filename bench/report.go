@@ -92,6 +92,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, line := range r.Checks() {
 		fmt.Fprintln(w, line)
 	}
+	if r.BodyDecode != nil {
+		writeBodyDecode(w, r.BodyDecode)
+	}
 	if s := r.Streaming; s != nil {
 		fmt.Fprintf(w, "\nstreaming: %.2f µs/token through the proxy vs %.2f direct (overhead %.2f µs/token, %d tokens)\n",
 			s.ProxyUSPerToken, s.DirectUSPerToken, s.OverheadUSPerToken, s.Tokens)

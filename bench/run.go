@@ -20,6 +20,12 @@ type Options struct {
 	Workload Workload
 	// Modes to compare, in order. Default: full, canonical, exact.
 	Modes []Mode
+	// Transports to run each mode over (issue 19), in order. Default: HTTP only. A gRPC run's
+	// column is named "<mode>/grpc"; its preparation is not timed again (it does not depend on
+	// the transport). With both, Result.BodyDecode compares the upstream's decode of each body.
+	Transports []Transport
+	// DecodeReps is how many times each captured body is decoded in Python. Default 20.
+	DecodeReps int
 	// Model is the served model (tokenizer and chat template) for the proxy and an in-process
 	// simulator. Required unless Target is set.
 	Model *render.Model
@@ -46,6 +52,8 @@ type Result struct {
 	Machine   Machine          `json:"machine"`
 	Modes     []ModeResult     `json:"modes"`
 	Streaming *StreamingResult `json:"streaming,omitempty"`
+	// BodyDecode is the upstream's body decode cost, HTTP JSON vs gRPC protobuf (gRPC runs only).
+	BodyDecode *BodyDecodeResult `json:"body_decode,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -91,8 +99,10 @@ func (b BucketMS) get(bucket string) *float64 {
 
 // ModeResult is one mode's numbers.
 type ModeResult struct {
-	Mode  string `json:"mode"`
-	Turns int    `json:"turns"`
+	Mode string `json:"mode"`
+	// Transport is how the proxy reached the simulator: "http" or "grpc".
+	Transport string `json:"transport"`
+	Turns     int    `json:"turns"`
 	// HitRatio is the simulator's prefix-cache hits / queries, in tokens, over the whole mode.
 	HitRatio float64 `json:"hit_ratio"`
 	// PromptTokens and CachedTokens are those counters; PromptTokensRecomputed = PromptTokens −
@@ -156,6 +166,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.PrepReps <= 0 {
 		opts.PrepReps = 3
 	}
+	if len(opts.Transports) == 0 {
+		opts.Transports = []Transport{TransportHTTP}
+	}
+	if opts.DecodeReps <= 0 {
+		opts.DecodeReps = 20
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -181,20 +197,42 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}()
 	base := rssMB()
+	var timed []*modeRun
+	pairs := map[string]*bodyPair{}
 	for _, m := range opts.Modes {
-		r, err := runMode(ctx, opts, m, base)
-		if err != nil {
-			return nil, fmt.Errorf("mode %s: %w", m, err)
+		for i, tr := range opts.Transports {
+			r, err := runMode(ctx, opts, m, tr, base)
+			if err != nil {
+				return nil, fmt.Errorf("mode %s: %w", modeLabel(m, tr), err)
+			}
+			runs = append(runs, r)
+			if i == 0 {
+				timed = append(timed, r)
+			}
+			if g := r.proxy.up.grpc; g != nil {
+				for b, p := range g.pairs() {
+					if pairs[b] == nil {
+						pairs[b] = p
+					}
+				}
+			}
 		}
-		runs = append(runs, r)
 	}
-	fmt.Fprintf(opts.Progress, "timing preparation of %d modes, interleaved…\n", len(runs))
-	if err := timeInterleaved(ctx, runs, opts.PrepReps); err != nil {
+	fmt.Fprintf(opts.Progress, "timing preparation of %d modes, interleaved…\n", len(timed))
+	if err := timeInterleaved(ctx, timed, opts.PrepReps); err != nil {
 		return nil, err
 	}
 	for _, r := range runs {
 		fillPrep(r.result)
 		res.Modes = append(res.Modes, *r.result)
+	}
+	if len(pairs) > 0 {
+		fmt.Fprintln(opts.Progress, "timing the upstream's decode of the request bodies (Python)…")
+		d, err := measureBodyDecode(ctx, pairs, opts.DecodeReps)
+		if err != nil {
+			return nil, err
+		}
+		res.BodyDecode = d
 	}
 	return res, nil
 }
@@ -209,7 +247,7 @@ type modeRun struct {
 // runMode runs the workload against a fresh simulator and a fresh proxy in mode m. Peak RSS is
 // reported as if the mode ran alone: the earlier modes' proxies, still open, are subtracted
 // (base is the process's RSS before any mode).
-func runMode(ctx context.Context, opts Options, m Mode, base float64) (*modeRun, error) {
+func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float64) (*modeRun, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	start0 := rssMB()
@@ -219,8 +257,12 @@ func runMode(ctx context.Context, opts Options, m Mode, base float64) (*modeRun,
 		return nil, err
 	}
 	defer simi.Close()
-	p, err := newProxy(proxyOptions{mode: m, model: opts.Model, upstream: simi.URL(), w: opts.Workload,
-		auditRate: opts.AuditRate, logger: opts.Logger})
+	po := proxyOptions{mode: m, model: opts.Model, upstream: simi.URL(), transport: tr, w: opts.Workload,
+		auditRate: opts.AuditRate, logger: opts.Logger}
+	if g, ok := simi.(grpcAddresser); ok {
+		po.grpcAddr = g.GRPCAddr()
+	}
+	p, err := newProxy(po)
 	if err != nil {
 		return nil, err
 	}
@@ -247,9 +289,9 @@ func runMode(ctx context.Context, opts Options, m Mode, base float64) (*modeRun,
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(opts.Progress, "%-9s %d turns in %.1fs\n", m, len(turns), wall.Seconds())
+	fmt.Fprintf(opts.Progress, "%-14s %d turns in %.1fs\n", modeLabel(m, tr), len(turns), wall.Seconds())
 
-	mr := &ModeResult{Mode: string(m), Turns: len(turns), PromptTokens: st.Queries, CachedTokens: st.Hits,
+	mr := &ModeResult{Mode: modeLabel(m, tr), Transport: string(tr), Turns: len(turns), PromptTokens: st.Queries, CachedTokens: st.Hits,
 		PromptTokensRecomputed: st.Queries - st.Hits, CPUSPerTurn: cpu.Seconds() / float64(len(turns)),
 		BytesToUpstream: p.up.sent.Load(), PeakRSSMB: peak, WallS: wall.Seconds(), Outcomes: map[string]int{}}
 	if st.Queries > 0 {

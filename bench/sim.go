@@ -70,14 +70,24 @@ func (l InProcessSim) Start(_ context.Context, w Workload) (SimInstance, error) 
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	return &inProcess{s: s, hs: hs, url: "http://" + ln.Addr().String()}, nil
+	p := &inProcess{s: s, hs: hs, url: "http://" + ln.Addr().String()}
+	if p.gs, p.grpcAddr, err = serveGRPC(s); err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("%w: %w", ErrSimUnavailable, err)
+	}
+	return p, nil
 }
 
 type inProcess struct {
-	s   *sim.Server
-	hs  *http.Server
-	url string
+	s        *sim.Server
+	hs       *http.Server
+	url      string
+	gs       interface{ Stop() }
+	grpcAddr string
 }
+
+// GRPCAddr is the host:port of its gRPC engine API.
+func (p *inProcess) GRPCAddr() string { return p.grpcAddr }
 
 func (p *inProcess) URL() string { return p.url }
 
@@ -89,6 +99,9 @@ func (p *inProcess) Stats(context.Context) (SimStats, error) {
 }
 
 func (p *inProcess) Close() error {
+	if p.gs != nil {
+		p.gs.Stop()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.hs.Shutdown(ctx); err != nil {
@@ -115,6 +128,11 @@ func (l ProcessSim) Start(ctx context.Context, w Workload) (SimInstance, error) 
 		return nil, fmt.Errorf("%w: %w", ErrSimUnavailable, err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	gport, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSimUnavailable, err)
+	}
+	grpcAddr := "127.0.0.1:" + strconv.Itoa(gport)
 	us := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', -1, 64)
 	}
@@ -122,7 +140,8 @@ func (l ProcessSim) Start(ctx context.Context, w Workload) (SimInstance, error) 
 		"--max-model-len", strconv.Itoa(w.MaxModelLen), "--kv-blocks", strconv.Itoa(w.KVBlocks),
 		"--seed", strconv.FormatInt(w.Seed, 10), "--drift", strconv.FormatFloat(w.Drift, 'f', -1, 64),
 		"--ttft-base", w.TTFTBase.String(), "--prefill-us-per-token", us(w.PrefillPerToken),
-		"--decode-us-per-token", us(w.DecodePerToken), "--output-len", strconv.Itoa(w.OutputLen), "--log-level", "warn"}
+		"--decode-us-per-token", us(w.DecodePerToken), "--output-len", strconv.Itoa(w.OutputLen), "--log-level", "warn",
+		"--grpc-listen", grpcAddr}
 	cmd := exec.Command(l.Path, args...)
 	cmd.Stdout = io.Discard
 	cmd.Stderr = l.Stderr
@@ -132,7 +151,7 @@ func (l ProcessSim) Start(ctx context.Context, w Workload) (SimInstance, error) 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: start %s sim: %w", ErrSimUnavailable, l.Path, err)
 	}
-	p := &child{cmd: cmd, url: "http://" + addr, done: make(chan error, 1)}
+	p := &child{cmd: cmd, url: "http://" + addr, grpcAddr: grpcAddr, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
 	if err := p.waitHealthy(ctx, 30*time.Second); err != nil {
 		_ = p.Close()
@@ -142,14 +161,18 @@ func (l ProcessSim) Start(ctx context.Context, w Workload) (SimInstance, error) 
 }
 
 type child struct {
-	cmd    *exec.Cmd
-	url    string
-	done   chan error
-	cpu    float64
-	closed bool
+	cmd      *exec.Cmd
+	url      string
+	grpcAddr string
+	done     chan error
+	cpu      float64
+	closed   bool
 }
 
 func (p *child) URL() string { return p.url }
+
+// GRPCAddr is the host:port of the child's gRPC engine API (--grpc-listen).
+func (p *child) GRPCAddr() string { return p.grpcAddr }
 
 func (p *child) CPUSeconds() float64 { return p.cpu }
 

@@ -55,7 +55,7 @@ type singleModel struct {
 func options(sm *singleModel) []option {
 	return []option{
 		{"listen", "address to serve on", func(c *Config) flag.Value { return (*stringValue)(&c.Server.Listen) }},
-		{"upstream", "vLLM base URL (no /v1); empty runs the built-in simulator with the demo model", func(c *Config) flag.Value { return (*stringValue)(&c.Upstream.URL) }},
+		{"upstream", "vLLM base URL (no /v1), or grpc://host:port for vLLM's gRPC engine API (vllm serve --grpc); empty runs the built-in simulator with the demo model", func(c *Config) flag.Value { return (*stringValue)(&c.Upstream.URL) }},
 		{"upstream-api-key", "Bearer key sent to vLLM (vLLM --api-key)", func(c *Config) flag.Value { return (*secretValue)(&c.Upstream.APIKey) }},
 		{"max-model-len", "context length; 0 reads it from the upstream's /v1/models", func(c *Config) flag.Value { return (*intValue)(&c.Upstream.MaxModelLen) }},
 		{"model-dir", "model directory (tokenizer.json, tokenizer_config.json); empty: bundled Qwen3 demo model", func(*Config) flag.Value { return (*stringValue)(&sm.dir) }},
@@ -228,8 +228,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("max-input-items: must be positive"))
 	}
 	if c.Upstream.URL != "" {
-		if u, err := url.Parse(c.Upstream.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("upstream: %q is not an http(s) URL", c.Upstream.URL))
+		if u, err := url.Parse(c.Upstream.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "grpc") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("upstream: %q is not an http(s) URL or grpc://host:port", c.Upstream.URL))
 		}
 	}
 	if c.Upstream.MaxModelLen < 0 {

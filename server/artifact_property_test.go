@@ -311,7 +311,7 @@ func (e *artEnv) respond(p *server.Prepared, g generation) *response {
 	conv.Start(nil)
 	// Two chunks, so the parser sees a split mid-stream as it does upstream.
 	half := len(ids) / 2
-	conv.Chunk(nil, &stream.Chunk{TokenIDs: ids[:half], PromptTokenIDs: p.IDs})
+	conv.Chunk(nil, &stream.Chunk{TokenIDs: ids[:half], PromptTokens: len(p.IDs)})
 	conv.Chunk(nil, &stream.Chunk{TokenIDs: ids[half:], FinishReason: finish})
 	conv.End(nil)
 	r := conv.Response()

@@ -24,6 +24,8 @@ type output struct {
 	terminal   []stream.Event // the terminal event, held until persisted
 	failed     bool           // the response was failed after the stream ended (store error)
 	forced     []uint32       // prompt-forced output ids, fed to the parser before upstream's
+	sentMax    int            // the max_tokens sent upstream
+	lowered    int            // when > 0: the max_tokens the upstream applied, below sentMax
 }
 
 func (s *Server) newOutput(t *turn) *output {
@@ -94,6 +96,7 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 		ch, err := chunks.Next()
 		switch {
 		case errors.Is(err, io.EOF):
+			o.checkLoweredLimit()
 			return o.hold(sink, o.conv.End(events[:0]))
 		case err != nil:
 			if ctx.Err() != nil {
@@ -128,6 +131,22 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 				return fmt.Errorf("write to client: %w", err)
 			}
 		}
+	}
+}
+
+// checkLoweredLimit reports the limit vLLM applied when it stopped for length before the
+// max_tokens stitch sent: vLLM caps max_tokens itself with the model's generation_config
+// (max_new_tokens; vllm/entrypoints/utils.py get_max_tokens takes the minimum with
+// default_sampling_params["max_tokens"]), and the response must not claim the client's
+// max_output_tokens was what ended it.
+func (o *output) checkLoweredLimit() {
+	if o.conv.FinishReason() != stream.FinishLength || o.sentMax <= 0 {
+		return
+	}
+	all := len(o.conv.TokenIDs())
+	if gen := all - len(o.forced); gen >= 0 && gen < o.sentMax {
+		o.lowered = gen
+		o.conv.Emitter().SetMaxOutputTokens(all) // the client's output counts prompt-forced ids too
 	}
 }
 

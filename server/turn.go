@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -291,6 +292,12 @@ func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
 	return out
 }
 
+// requestUpstream is the optional capability of an Upstream that takes the request itself rather
+// than its JSON encoding (vllmgrpc: the ids go out as protobuf; no JSON is built or parsed).
+type requestUpstream interface {
+	CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error)
+}
+
 // execute sends the prompt upstream and streams (or collects) the response, then persists it.
 func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	req := t.req
@@ -313,11 +320,15 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	} else if req.TextFormat.Type == "json_object" {
 		creq.StructuredOutputs = json.RawMessage(`{"json_object":true}`)
 	}
-	body := creq.Parts()
-
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()
-	rc, err := s.opts.Upstream.Completions(upCtx, body)
+	var rc io.ReadCloser
+	var err error
+	if ru, ok := s.opts.Upstream.(requestUpstream); ok {
+		rc, err = ru.CompletionsRequest(upCtx, &creq)
+	} else {
+		rc, err = s.opts.Upstream.Completions(upCtx, creq.Parts())
+	}
 	if err != nil {
 		ae := writeError(w, err)
 		s.metrics.responses.WithLabelValues("failed").Inc()
@@ -327,7 +338,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	defer rc.Close()
 
 	out := s.newOutput(t)
-	out.forced = t.forced
+	out.forced, out.sentMax = t.forced, t.maxTokens
 	var sink eventSink
 	if req.Stream {
 		sink = newSSESink(w)
@@ -398,6 +409,11 @@ func (s *Server) logSummary(ctx context.Context, t *turn, out *output, runErr er
 		slog.Float64("duration_ms", float64(s.opts.Now().Sub(t.start).Microseconds())/1000),
 	}
 	level := slog.LevelInfo
+	if out.lowered > 0 {
+		// The model server's own cap (generation_config max_new_tokens) ended the answer.
+		attrs = append(attrs, slog.Int("max_tokens_sent", out.sentMax), slog.Int("max_tokens_applied_upstream", out.lowered))
+		level = slog.LevelWarn
+	}
 	if runErr != nil {
 		attrs = append(attrs, slog.Any("err", runErr))
 		level = slog.LevelWarn

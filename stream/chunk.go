@@ -28,13 +28,15 @@ type Usage struct {
 // asks for n > 1).
 //
 // A Chunk read by [ParseChunk] into a reused value keeps its slices' capacity
-// across calls: TokenIDs and PromptTokenIDs are overwritten by the next parse.
+// across calls: TokenIDs is overwritten by the next parse.
 type Chunk struct {
 	// TokenIDs are the ids generated since the previous chunk (return_token_ids);
 	// a chunk may carry several, and the last one includes the EOS/stop id.
 	TokenIDs []uint32
-	// PromptTokenIDs is the full prompt; vLLM sends it in the first chunk only.
-	PromptTokenIDs []uint32
+	// PromptTokens is the length of the prompt echo (prompt_token_ids, which vLLM sends in the
+	// first chunk only). The ids are counted, not copied: stitch sent them and never reads them
+	// back (a 100k-token prompt would be a 400 KB copy per turn).
+	PromptTokens int
 	// Text is vLLM's detokenized text for TokenIDs (informational: stitch
 	// decodes ids itself).
 	Text string
@@ -54,7 +56,7 @@ type Chunk struct {
 // reset clears c for reuse, keeping slice capacity.
 func (c *Chunk) reset() {
 	c.TokenIDs = c.TokenIDs[:0]
-	c.PromptTokenIDs = c.PromptTokenIDs[:0]
+	c.PromptTokens = 0
 	c.Text = ""
 	c.FinishReason = ""
 	c.StopReason = c.StopReason[:0]
@@ -152,7 +154,7 @@ func (c *Chunk) parseChoice(ch gjson.Result) {
 		case "token_ids":
 			c.TokenIDs = appendIDs(c.TokenIDs, v)
 		case "prompt_token_ids":
-			c.PromptTokenIDs = appendIDs(c.PromptTokenIDs, v)
+			c.PromptTokens = countIDs(v)
 		}
 		return true
 	})
@@ -210,6 +212,20 @@ func appendIDs(dst []uint32, v gjson.Result) []uint32 {
 		}
 	}
 	return dst
+}
+
+// countIDs returns the number of elements of a JSON array of ids (0 for anything else) without
+// decoding them.
+func countIDs(v gjson.Result) int {
+	raw := v.Raw
+	if len(raw) < 2 || raw[0] != '[' {
+		return 0
+	}
+	n := strings.Count(raw, ",")
+	if n == 0 && strings.TrimSpace(raw[1:len(raw)-1]) == "" {
+		return 0
+	}
+	return n + 1
 }
 
 func appendIDsSlow(dst []uint32, v gjson.Result) []uint32 {

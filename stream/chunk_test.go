@@ -23,7 +23,7 @@ func TestParseChunk(t *testing.T) {
 		{
 			name: "first chunk",
 			in:   `{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"Hi \"x\"","logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[13048,220],"prompt_token_ids":[1,2,3]}],"usage":null}`,
-			want: stream.Chunk{TokenIDs: []uint32{13048, 220}, PromptTokenIDs: []uint32{1, 2, 3}, Text: `Hi "x"`},
+			want: stream.Chunk{TokenIDs: []uint32{13048, 220}, PromptTokens: 3, Text: `Hi "x"`},
 		},
 		{
 			name: "finish with stop string",

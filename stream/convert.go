@@ -28,7 +28,7 @@ type Converter struct {
 	p      OutputParser
 	e      *Emitter
 	ids    []uint32
-	prompt []uint32
+	prompt int // prompt length from vLLM's echo (for usage when no usage chunk came)
 	pieces []Piece
 	usage  *Usage
 	u      Usage
@@ -67,8 +67,8 @@ func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
 		}
 		return c.e.Fail(dst, "server_error", msg, c.pieces...)
 	}
-	if len(ch.PromptTokenIDs) > 0 && len(c.prompt) == 0 {
-		c.prompt = append(c.prompt, ch.PromptTokenIDs...)
+	if ch.PromptTokens > 0 && c.prompt == 0 {
+		c.prompt = ch.PromptTokens
 	}
 	c.ids = append(c.ids, ch.TokenIDs...)
 	c.pieces = c.pieces[:0]
@@ -115,16 +115,12 @@ func (c *Converter) fallbackUsage() *Usage {
 	if c.usage != nil {
 		return c.usage
 	}
-	return &Usage{PromptTokens: len(c.prompt), CompletionTokens: len(c.ids)}
+	return &Usage{PromptTokens: c.prompt, CompletionTokens: len(c.ids)}
 }
 
 // TokenIDs returns every generated id so far, including a final stop id.
 // The slice is owned by the Converter and grows with later chunks.
 func (c *Converter) TokenIDs() []uint32 { return c.ids }
-
-// PromptTokenIDs returns the prompt ids vLLM echoed in its first chunk (nil if
-// it sent none). Owned by the Converter.
-func (c *Converter) PromptTokenIDs() []uint32 { return c.prompt }
 
 // FinishReason returns the last finish_reason seen ("" before the end).
 func (c *Converter) FinishReason() string { return c.finish }

@@ -97,6 +97,10 @@ func (e *Emitter) Ended() bool { return e.ended }
 // The slice is owned by the Emitter; do not modify it.
 func (e *Emitter) Ranges() []ItemRange { return e.ranges }
 
+// SetMaxOutputTokens sets the response's max_output_tokens (reported from the terminal event
+// on): the server reports the limit the model server applied when it was lower than requested.
+func (e *Emitter) SetMaxOutputTokens(n int) { e.resp.MaxOutputTokens = &n }
+
 // Response returns a snapshot of the response object: status in_progress
 // until Complete or Fail, then the final object.
 func (e *Emitter) Response() *Response {

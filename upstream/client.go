@@ -34,11 +34,9 @@ type Options struct {
 
 // Client talks to one vLLM server. It is safe for concurrent use.
 type Client struct {
-	base      string
-	http      *http.Client
-	firstByte time.Duration
-	idle      time.Duration
-	progress  progress
+	base  string
+	http  *http.Client
+	watch Watchdog
 }
 
 // New returns a Client for opts.BaseURL.
@@ -56,7 +54,7 @@ func New(opts Options) *Client {
 		wrapped.Transport = &bearerTransport{base: base, header: "Bearer " + opts.APIKey}
 		hc = &wrapped
 	}
-	return &Client{base: strings.TrimRight(opts.BaseURL, "/"), http: hc, firstByte: opts.FirstByteTimeout, idle: opts.IdleTimeout}
+	return &Client{base: strings.TrimRight(opts.BaseURL, "/"), http: hc, watch: Watchdog{FirstByte: opts.FirstByteTimeout, Idle: opts.IdleTimeout}}
 }
 
 // bearerTransport sets the upstream's Authorization on every request it sends, so no caller (the

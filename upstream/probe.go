@@ -32,7 +32,7 @@ func (c *Client) Probe(ctx context.Context, model string) error {
 	if err != nil {
 		return fmt.Errorf("probe generation: read: %w", err)
 	}
-	c.progress.sawByte()
+	c.watch.SawByte()
 	if err := jsonlimit.CheckDepth(data, jsonlimit.DefaultMaxDepth); err != nil || !gjson.ValidBytes(data) {
 		return fmt.Errorf("probe generation: answer is not JSON: %.80q", data)
 	}

@@ -32,40 +32,70 @@ type progress struct {
 func (p *progress) sawByte()    { p.lastByte.Store(time.Now().UnixNano()) }
 func (p *progress) sawTimeout() { p.lastTimeout.Store(time.Now().UnixNano()) }
 
-// Stalled reports whether the most recent event of any generation was a timeout: no byte arrived
-// since. A later byte (of any generation, or of Probe) clears it.
-func (c *Client) Stalled() bool {
-	t := c.progress.lastTimeout.Load()
-	return t != 0 && t > c.progress.lastByte.Load()
+// Watchdog applies the first-byte and idle timeouts to generation streams and records their
+// progress for readiness. The HTTP Client holds one; another transport (vllmgrpc's engine client)
+// wraps its streams in its own. The zero value has no timeouts; it is safe for concurrent use.
+type Watchdog struct {
+	// FirstByte bounds the wait for a stream's first byte; Idle bounds the gap between two reads
+	// that return data. 0: unbounded.
+	FirstByte, Idle time.Duration
+
+	progress progress
 }
 
-// withTimeouts posts a generation under the first-byte and idle timeouts. The returned body's
-// Read fails with an error wrapping ErrTimeout when one fires.
-func (c *Client) withTimeouts(ctx context.Context, send func(ctx context.Context) (*http.Response, error)) (io.ReadCloser, error) {
-	if c.firstByte <= 0 && c.idle <= 0 {
-		resp, err := send(ctx)
+// Stalled reports whether the most recent event of any generation was a timeout: no byte arrived
+// since. A later byte (of any generation, or of Probe) clears it.
+func (c *Client) Stalled() bool { return c.watch.Stalled() }
+
+// Stalled reports whether the most recent event of any watched stream was a timeout.
+func (w *Watchdog) Stalled() bool {
+	t := w.progress.lastTimeout.Load()
+	return t != 0 && t > w.progress.lastByte.Load()
+}
+
+// SawByte records progress outside a watched stream (a probe's answer), clearing Stalled.
+func (w *Watchdog) SawByte() { w.progress.sawByte() }
+
+// Open starts a stream with send under the timeouts: send's context is cancelled with a cause
+// wrapping ErrTimeout when no first byte arrives in time (send itself may be what waits for it,
+// as an HTTP request waits for response headers), or when a read of the returned body waits
+// longer than Idle. Closing the body stops the timers and cancels send's context.
+func (w *Watchdog) Open(ctx context.Context, send func(ctx context.Context) (io.ReadCloser, error)) (io.ReadCloser, error) {
+	if w.FirstByte <= 0 && w.Idle <= 0 {
+		rc, err := send(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return &watchedBody{rc: resp.Body, progress: &c.progress, cancel: func(error) {}, ctx: ctx}, nil
+		return &watchedBody{rc: rc, progress: &w.progress, cancel: func(error) {}, ctx: ctx}, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	wb := &watchedBody{progress: &c.progress, cancel: cancel, ctx: ctx, idle: c.idle}
-	if c.firstByte > 0 {
-		wb.timer = time.AfterFunc(c.firstByte, func() { cancel(errFirstByte) })
+	wb := &watchedBody{progress: &w.progress, cancel: cancel, ctx: ctx, idle: w.Idle}
+	if w.FirstByte > 0 {
+		wb.timer = time.AfterFunc(w.FirstByte, func() { cancel(errFirstByte) })
 	}
-	resp, err := send(ctx)
+	rc, err := send(ctx)
 	if err != nil {
 		wb.stop()
 		if cause := context.Cause(ctx); errors.Is(cause, ErrTimeout) {
-			c.progress.sawTimeout()
-			return nil, fmt.Errorf("%w (after %v)", cause, c.firstByte)
+			w.progress.sawTimeout()
+			return nil, fmt.Errorf("%w (after %v)", cause, w.FirstByte)
 		}
 		cancel(nil)
 		return nil, err
 	}
-	wb.rc = resp.Body
+	wb.rc = rc
 	return wb, nil
+}
+
+// withTimeouts posts a generation under the client's watchdog.
+func (c *Client) withTimeouts(ctx context.Context, send func(ctx context.Context) (*http.Response, error)) (io.ReadCloser, error) {
+	return c.watch.Open(ctx, func(ctx context.Context) (io.ReadCloser, error) {
+		resp, err := send(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Body, nil
+	})
 }
 
 // watchedBody is a generation's body under the timers: the first byte stops the first-byte timer

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -39,6 +42,14 @@ type Options struct {
 	// NewRequestID makes a request id; default: "stitch-" and 16 random bytes in hex. Ids must be
 	// unique among the engine's running requests, since Abort names them.
 	NewRequestID func() string
+	// FirstByteTimeout and IdleTimeout bound a generation as on the HTTP client (upstream.Options):
+	// the wait for its first message, and the gap between two messages. 0: no bound.
+	FirstByteTimeout, IdleTimeout time.Duration
+	// AcceptSalt, when set, is asked about each request that carries a cache_salt: nil lets the
+	// request go without it (the caller vouches that one tenant alone uses this engine, so there
+	// is no prefix cache to keep apart), an error refuses it. Nil: every salted request is
+	// refused with ErrCacheSaltUnsupported.
+	AcceptSalt func(ctx context.Context, salt string) error
 }
 
 // Client talks to one vLLM gRPC engine. It is safe for concurrent use; Close releases it.
@@ -47,6 +58,11 @@ type Client struct {
 	conn   *grpc.ClientConn
 	engine pb.VllmEngineClient
 	newID  func() string
+	salt   func(ctx context.Context, salt string) error
+	watch  upstream.Watchdog
+	// topP is the engine's default top_p (generation_config, from GetModelInfo) as float32 bits;
+	// 0: none known, send 1.
+	topP atomic.Uint32
 }
 
 // ParseTarget reports whether upstreamURL selects the gRPC transport and returns its host:port.
@@ -77,7 +93,8 @@ func New(opts Options) (*Client, error) {
 	if newID == nil {
 		newID = randomRequestID
 	}
-	return &Client{target: target, conn: conn, engine: pb.NewVllmEngineClient(conn), newID: newID}, nil
+	return &Client{target: target, conn: conn, engine: pb.NewVllmEngineClient(conn), newID: newID, salt: opts.AcceptSalt,
+		watch: upstream.Watchdog{FirstByte: opts.FirstByteTimeout, Idle: opts.IdleTimeout}}, nil
 }
 
 // Close closes the connection; running streams fail.
@@ -127,6 +144,11 @@ func (c *Client) ModelInfo(ctx context.Context) (ModelInfo, error) {
 		MaxRequestInputLen:        int(max(resp.GetMaxReqInputLen(), 0)),
 		VocabSize:                 int(resp.GetVocabSize()),
 		DefaultSamplingParamsJSON: resp.GetDefaultSamplingParamsJson(),
+	}
+	// proto3 cannot leave top_p unset, so the request carries the default vLLM's HTTP server
+	// would apply (its default_sampling_params) when the turn sets none.
+	if tp := gjson.Get(mi.DefaultSamplingParamsJSON, "top_p"); tp.Type == gjson.Number && tp.Float() > 0 && tp.Float() <= 1 {
+		c.topP.Store(math.Float32bits(float32(tp.Float())))
 	}
 	for _, id := range resp.GetEosTokenIds() {
 		if id >= 0 {

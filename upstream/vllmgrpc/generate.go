@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 
@@ -82,6 +83,17 @@ func (s *Stream) RequestID() string { return s.requestID }
 // carry (a cache salt) or what the request cannot mean. Cancelling ctx aborts the request: the
 // stream's RPC is cancelled and an Abort names the request id.
 func (c *Client) Generate(ctx context.Context, req *upstream.CompletionRequest) (*Stream, error) {
+	if req.CacheSalt != "" {
+		if c.salt == nil {
+			return nil, ErrCacheSaltUnsupported
+		}
+		if err := c.salt(ctx, req.CacheSalt); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCacheSaltUnsupported, err)
+		}
+		unsalted := *req
+		unsalted.CacheSalt = ""
+		req = &unsalted
+	}
 	greq, err := c.buildRequest(req)
 	if err != nil {
 		return nil, err
@@ -207,12 +219,15 @@ func (c *Client) buildRequest(req *upstream.CompletionRequest) (*pb.GenerateRequ
 		return nil, ErrCacheSaltUnsupported
 	}
 	sp := &pb.SamplingParams{
-		// proto3 cannot leave top_p unset; 1 is vLLM's own default (a generation_config top_p is
-		// therefore not applied over gRPC unless the request sets top_p).
+		// proto3 cannot leave top_p unset: send the engine's generation_config default when
+		// GetModelInfo reported one (as vLLM's HTTP server applies it), else vLLM's own 1.
 		TopP:              1,
 		N:                 1,
 		SkipSpecialTokens: true, // vLLM's default; the token path reads ids, not text
 		StopTokenIds:      req.StopTokenIDs,
+	}
+	if tp := c.topP.Load(); tp != 0 {
+		sp.TopP = math.Float32frombits(tp)
 	}
 	mt := uint32(max(req.MaxTokens, 0))
 	if req.MaxTokens > 0 {

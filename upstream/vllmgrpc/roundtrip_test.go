@@ -36,9 +36,10 @@ var qwenTokenizer = sync.OnceValues(func() (*bpe.Tokenizer, error) {
 
 // simPair is one simulator serving HTTP and gRPC, and a client for each.
 type simPair struct {
-	sim  *sim.Server
-	http *upstream.Client
-	grpc *vllmgrpc.Client
+	sim    *sim.Server
+	http   *upstream.Client
+	grpc   *vllmgrpc.Client
+	target string // the gRPC address, for clients with other options
 }
 
 // startSim starts a simulator on loopback (HTTP via httptest, gRPC on a TCP port).
@@ -68,7 +69,7 @@ func startSim(t *testing.T, opts sim.Options) *simPair {
 		t.Fatalf("vllmgrpc.New: %v", err)
 	}
 	t.Cleanup(func() { gc.Close() })
-	return &simPair{sim: s, http: upstream.New(upstream.Options{BaseURL: hs.URL}), grpc: gc}
+	return &simPair{sim: s, http: upstream.New(upstream.Options{BaseURL: hs.URL}), grpc: gc, target: ln.Addr().String()}
 }
 
 func chatPrompt(t *testing.T, user string) []uint32 {
@@ -82,7 +83,7 @@ func chatPrompt(t *testing.T, user string) []uint32 {
 // outcome is what the server's parser reads from a token-path stream.
 type outcome struct {
 	IDs          []uint32
-	PromptIDs    []uint32
+	PromptLen    int // the prompt echo's length (the parser counts it, never copies it)
 	Finish       string
 	StopReason   string
 	Usage        stream.Usage
@@ -109,8 +110,8 @@ func readOutcome(t *testing.T, body io.ReadCloser) outcome {
 			o.ChunksWithID++
 		}
 		o.IDs = append(o.IDs, c.TokenIDs...)
-		if len(c.PromptTokenIDs) > 0 {
-			o.PromptIDs = slices.Clone(c.PromptTokenIDs)
+		if c.PromptTokens > 0 {
+			o.PromptLen = c.PromptTokens
 		}
 		if c.FinishReason != "" {
 			o.Finish, o.StopReason = c.FinishReason, string(c.StopReason)
@@ -122,7 +123,7 @@ func readOutcome(t *testing.T, body io.ReadCloser) outcome {
 }
 
 // The gRPC transport, through the SSE adapter, gives the server's parser what the HTTP path gives
-// it for the same request: the same ids, finish and stop reason, prompt echo and usage (cached
+// it for the same request: the same ids, finish and stop reason and usage (cached
 // tokens included, from the shared prefix cache).
 func TestCompletionsSameOverBothTransports(t *testing.T) {
 	p := startSim(t, sim.Options{Fast: true})
@@ -152,6 +153,27 @@ func TestCompletionsSameOverBothTransports(t *testing.T) {
 					}
 					got[i][round] = readOutcome(t, body)
 				}
+				// The typed entry (the server's token path) reads what the encoded one reads.
+				body, err := p.grpc.CompletionsRequest(ctx, &req)
+				if err != nil {
+					t.Fatalf("CompletionsRequest: %v", err)
+				}
+				typed := readOutcome(t, body)
+				typed.Usage.CachedTokens = got[1][round].Usage.CachedTokens // a later request: more cached
+				if diff := cmp.Diff(got[1][round], typed); diff != "" {
+					t.Errorf("round %d: CompletionsRequest differs from Completions (-encoded +typed):\n%s", round, diff)
+				}
+			}
+			// vLLM's HTTP route echoes the prompt in the first chunk; the engine API does not,
+			// and the adapter fabricates no echo (the server never reads it).
+			for round := range 2 {
+				if got[0][round].PromptLen != len(req.Prompt) {
+					t.Errorf("round %d: HTTP prompt echo has %d ids, %d were sent", round, got[0][round].PromptLen, len(req.Prompt))
+				}
+				if got[1][round].PromptLen != 0 {
+					t.Errorf("round %d: gRPC adapter echoed %d prompt ids", round, got[1][round].PromptLen)
+				}
+				got[0][round].PromptLen = 0
 			}
 			http, grpcOut := got[0][0], got[1][0]
 			if len(http.IDs) == 0 || http.Finish == "" {

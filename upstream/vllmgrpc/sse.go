@@ -16,8 +16,8 @@ import (
 
 // Completions has the HTTP client's signature: body is an encoded upstream.CompletionRequest (in
 // parts), and the answer is the SSE stream vLLM's /v1/completions sends for it, built from the gRPC
-// chunks: one event per chunk with choices[0].token_ids (and prompt_token_ids on the first when
-// return_token_ids is set), finish_reason and stop_reason on the last, a usage event when
+// chunks: one event per chunk with choices[0].token_ids (return_token_ids; never the
+// prompt_token_ids echo, which the engine does not send and stitch does not use), finish_reason and stop_reason on the last, a usage event when
 // stream_options.include_usage is set, then [DONE]. "text" is always "" (the engine does not
 // detokenize). Closing the reader before the end aborts the request.
 //
@@ -27,11 +27,28 @@ func (c *Client) Completions(ctx context.Context, body [][]byte) (io.ReadCloser,
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.Generate(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return &sseReader{st: st, model: req.Model, prompt: req.Prompt, opts: opts}, nil
+	// The watchdog's first-byte bound covers Generate, which waits for the engine's first message
+	// (prefill); its idle bound covers each later Recv.
+	return c.watch.Open(ctx, func(ctx context.Context) (io.ReadCloser, error) {
+		st, err := c.Generate(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &sseReader{st: st, model: req.Model, opts: opts}, nil
+	})
+}
+
+// CompletionsRequest is Completions for a request not yet encoded: the server's token path
+// calls it when the upstream has it, so no JSON is built for the engine only to be parsed here.
+func (c *Client) CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error) {
+	opts := sseOptions{includeUsage: req.Stream && req.IncludeUsage, returnTokenIDs: req.ReturnTokenIDs}
+	return c.watch.Open(ctx, func(ctx context.Context) (io.ReadCloser, error) {
+		st, err := c.Generate(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &sseReader{st: st, model: req.Model, opts: opts}, nil
+	})
 }
 
 // sseOptions are the request fields that shape the SSE answer.
@@ -52,19 +69,11 @@ func parseCompletionBody(body []byte) (*upstream.CompletionRequest, sseOptions, 
 	if !prompt.IsArray() {
 		return nil, opts, badRequest("prompt", "the gRPC upstream takes the prompt as a list of token ids")
 	}
-	var bad bool
-	prompt.ForEach(func(_, v gjson.Result) bool {
-		n := v.Uint()
-		if v.Type != gjson.Number || n > math.MaxUint32 || v.Raw != strconv.FormatUint(n, 10) {
-			bad = true
-			return false
-		}
-		req.Prompt = append(req.Prompt, uint32(n))
-		return true
-	})
-	if bad {
+	ids, ok := parseIDs(prompt.Raw)
+	if !ok {
 		return nil, opts, badRequest("prompt", "prompt token ids must be non-negative integers")
 	}
+	req.Prompt = ids
 	req.MaxTokens = int(root.Get("max_tokens").Int())
 	if v := root.Get("temperature"); v.Type == gjson.Number {
 		req.Temperature = json.RawMessage(v.Raw)
@@ -88,18 +97,75 @@ func parseCompletionBody(body []byte) (*upstream.CompletionRequest, sseOptions, 
 	return req, opts, nil
 }
 
+// parseIDs reads a JSON array of plain non-negative integers below 2³² (no sign, fraction,
+// exponent or leading zero) in one pass: the prompt of a long turn has 100k of them.
+func parseIDs(raw string) ([]uint32, bool) {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return nil, false
+	}
+	body := raw[1 : len(raw)-1]
+	ids := make([]uint32, 0, len(body)/7+1)
+	const (
+		expect   = iota // after '[' or ','
+		inNum           // inside a number
+		afterNum        // whitespace after a number
+	)
+	state, commas := expect, 0
+	var n uint64
+	var leadZero bool
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case '0' <= c && c <= '9':
+			switch state {
+			case expect:
+				n, leadZero, state = uint64(c-'0'), c == '0', inNum
+			case inNum:
+				if leadZero {
+					return nil, false
+				}
+				if n = n*10 + uint64(c-'0'); n > math.MaxUint32 {
+					return nil, false
+				}
+			default:
+				return nil, false
+			}
+		case c == ',':
+			switch state {
+			case expect:
+				return nil, false
+			case inNum:
+				ids = append(ids, uint32(n))
+			}
+			state = expect
+			commas++
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			if state == inNum {
+				ids = append(ids, uint32(n))
+				state = afterNum
+			}
+		default:
+			return nil, false
+		}
+	}
+	switch {
+	case state == inNum:
+		ids = append(ids, uint32(n))
+	case state == expect && commas > 0: // a trailing comma
+		return nil, false
+	}
+	return ids, true
+}
+
 // sseReader renders a Stream as vLLM's SSE bytes, one event per Read refill.
 type sseReader struct {
-	st     *Stream
-	model  string
-	prompt []uint32
-	opts   sseOptions
+	st    *Stream
+	model string
+	opts  sseOptions
 
-	buf     []byte
-	off     int
-	started bool // the first chunk event was written
-	final   Chunk
-	state   int // 0 streaming, 1 usage/done pending, 2 all written
+	buf   []byte
+	off   int
+	final Chunk
+	state int // 0 streaming, 1 usage/done pending, 2 all written
 }
 
 func (r *sseReader) Read(p []byte) (int, error) {
@@ -155,15 +221,12 @@ func (r *sseReader) fill() error {
 		r.buf = append(r.buf, "null"...)
 	}
 	if r.opts.returnTokenIDs {
-		if !r.started {
-			r.buf = append(r.buf, `,"prompt_token_ids":`...)
-			r.buf = jsonappend.Uint32s(r.buf, nonNil(r.prompt))
-		}
+		// No prompt_token_ids echo: the engine sends none, and re-encoding the prompt (400 KB for
+		// 100k ids) for a parser that never uses it would undo what the binary path saves.
 		r.buf = append(r.buf, `,"token_ids":`...)
 		r.buf = jsonappend.Uint32s(r.buf, nonNil(ch.TokenIDs))
 	}
 	r.buf = append(r.buf, "}]}\n\n"...)
-	r.started = true
 	if ch.FinishReason != "" {
 		r.final = ch
 		r.state = 1

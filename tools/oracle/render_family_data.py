@@ -27,7 +27,7 @@ KEEP = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_to
         "additional_special_tokens", "chat_template", "tokenizer_class"]
 CONFIGS = {"qwen3": "qwen3", "qwen2_5": "qwen2_5", "llama3": "llama3_2", "deepseek_v3": "deepseek_v3",
            "deepseek_v4": "deepseek_v4", "mistral": "mistral_nemo", "gemma3": "gemma3", "gptoss": "gptoss",
-           "mistral_v0": "llama2"}
+           "mistral_v0": "llama2", "llama3_0": "llama3_1"}
 TEMPLATES = [
     ("qwen3", "qwen3-coder", "Qwen3-Coder.jinja"),
     ("qwen3", "qwen3.5", "Qwen3.5-4B.jinja"),

@@ -142,9 +142,10 @@ func TestGoldenSentencePieceDecode(t *testing.T) {
 	}
 }
 
-// TestSentencePieceSpecialTokens pins what stitch leaves out: with add_special_tokens=true the
+// TestSentencePieceSpecialTokens pins what Encode leaves out: with add_special_tokens=true the
 // crate's TemplateProcessing puts the BOS token first, and nothing else; vLLM's chat path encodes
 // with add_special_tokens=false (the chat template writes the BOS), which is what Encode does.
+// EncodeWithSpecialTokens (`stitch tokenize --add-special-tokens`) adds it as the crate does.
 func TestSentencePieceSpecialTokens(t *testing.T) {
 	for _, m := range []struct {
 		name string
@@ -159,6 +160,9 @@ func TestSentencePieceSpecialTokens(t *testing.T) {
 				got := append([]uint32{m.bos}, tok.Encode(texts[i])...)
 				if !equalIDs(got, want) {
 					t.Fatalf("line %d: BOS + Encode(%.60q) = %v, the crate with special tokens %v", i+1, texts[i], window(got, 0), window(want, 0))
+				}
+				if got := tok.EncodeWithSpecialTokens(texts[i]); !equalIDs(got, want) {
+					t.Fatalf("line %d: EncodeWithSpecialTokens(%.60q) = %v, the crate with special tokens %v", i+1, texts[i], window(got, 0), window(want, 0))
 				}
 			}
 		})

@@ -59,7 +59,7 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 		}
 		return renderLines(ctx, textRenderer(ct), env.stdin, env.stdout)
 	}
-	m, err := render.LoadModel(fsys, opts)
+	m, err := render.LoadModel(modelDirFS{fsys}, opts)
 	if err != nil {
 		return err
 	}

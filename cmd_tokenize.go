@@ -59,6 +59,20 @@ func loadModelTokenizer(dir string) (*bpe.Tokenizer, error) {
 			return nil, err
 		}
 	}
+	data, err := readTokenizerJSON(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("read tokenizer.json: %w", err)
+	}
+	tok, err := bpe.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer.json: %w", err)
+	}
+	return tok, nil
+}
+
+// readTokenizerJSON reads tokenizer.json, or gunzips tokenizer.json.gz when there is no
+// tokenizer.json; a directory with tiktoken.model and neither gets an error that says why.
+func readTokenizerJSON(fsys fs.FS) ([]byte, error) {
 	data, err := fs.ReadFile(fsys, "tokenizer.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		var gz []byte
@@ -69,17 +83,21 @@ func loadModelTokenizer(dir string) (*bpe.Tokenizer, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, terr := fs.Stat(fsys, "tiktoken.model"); terr == nil {
 			// Kimi K2 (and other tiktoken models with custom tokenizer code) ship no tokenizer.json.
-			return nil, fmt.Errorf("read tokenizer.json: %w: the model directory has tiktoken.model (a tiktoken tokenizer with custom Python code, as Kimi K2 ships) and no Hugging Face tokenizer.json; stitch only reproduces tokenizer.json tokenizers exactly, so serve this model without stitch's token path", err)
+			return nil, fmt.Errorf("%w: the model directory has tiktoken.model (a tiktoken tokenizer with custom Python code, as Kimi K2 ships) and no Hugging Face tokenizer.json; stitch only reproduces tokenizer.json tokenizers exactly, so serve this model without stitch's token path", err)
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read tokenizer.json: %w", err)
+	return data, err
+}
+
+// modelDirFS serves a model directory to render.LoadModel with tokenizer.json read as
+// readTokenizerJSON does (tokenizer.json.gz accepted, tiktoken directories refused clearly).
+type modelDirFS struct{ fs.FS }
+
+func (m modelDirFS) ReadFile(name string) ([]byte, error) {
+	if name == "tokenizer.json" {
+		return readTokenizerJSON(m.FS)
 	}
-	tok, err := bpe.Load(data)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer.json: %w", err)
-	}
-	return tok, nil
+	return fs.ReadFile(m.FS, name)
 }
 
 func gunzip(b []byte) ([]byte, error) {

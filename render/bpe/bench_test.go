@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,13 +16,16 @@ import (
 
 // Benchmarks (single core: go test -run '^$' -bench . -cpu 1 ./render/bpe/):
 //   - BenchmarkLoad: Load of each model's tokenizer.json (bytes already in memory; every model of
-//     goldenFamilies);
+//     benchModels: the byte-level families and the SentencePiece-style llama2 and gemma3);
 //   - BenchmarkEncodeCold: 1 MiB of mixed text with an empty word cache (a fresh tokenizer);
 //   - BenchmarkEncodeWarm: the same text again with the cache filled by earlier iterations.
 // tools/oracle/bench_oracle.js measures the Rust crate on the same text for the ratio.
 
+// benchModels are the models the benchmarks and CPU probes measure side by side.
+var benchModels = append(slices.Clone(goldenFamilies), "llama2", "gemma3")
+
 func BenchmarkLoad(b *testing.B) {
-	for _, name := range goldenFamilies {
+	for _, name := range benchModels {
 		data := readModel(b, name)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -37,7 +41,7 @@ func BenchmarkLoad(b *testing.B) {
 
 func benchEncode(b *testing.B, warm bool) {
 	text := string(readCorpusFile(b, "mixed.txt"))
-	for _, name := range goldenFamilies {
+	for _, name := range benchModels {
 		b.Run(name, func(b *testing.B) {
 			tok := family(b, name)
 			dst := make([]uint32, 0, len(text))
@@ -74,7 +78,7 @@ func TestRSSAfterLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
-	for _, name := range goldenFamilies {
+	for _, name := range benchModels {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRSSAfterLoad$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "BPE_RSS_CHILD="+name)
 		out, err := cmd.CombinedOutput()

@@ -28,7 +28,7 @@ func TestCPUThroughput(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	text := string(readCorpusFile(t, "mixed.txt"))
 	only := os.Getenv("BPE_MODELS") // comma-separated subset; default every model
-	for _, name := range goldenFamilies {
+	for _, name := range benchModels {
 		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
 			continue
 		}
@@ -58,7 +58,7 @@ func TestCPULoad(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	only := os.Getenv("BPE_MODELS")
-	for _, name := range goldenFamilies {
+	for _, name := range benchModels {
 		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
 			continue
 		}

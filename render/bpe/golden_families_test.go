@@ -216,6 +216,8 @@ func TestModelFiles(t *testing.T) {
 		"deepseek_v4":  "8f9f37ca37fdc4f5fd36d5cf4d3b0e8392edb4e894fd10cc0d70b4957c8633cf",
 		"mistral_nemo": "e11c71726323d33da7b8d6f6f269f1988931c0a52b7122bcdd8c05042974e0db",
 		"gptoss":       "0614fe83cadab421296e664e1f48f4261fa8fef6e03e63bb75c20f38e37d07d3",
+		"llama2":       "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc",
+		"gemma3":       "4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795",
 	}
 	for name, sum := range want {
 		got := sha256.Sum256(readModel(t, name))

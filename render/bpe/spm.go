@@ -269,7 +269,15 @@ func (f *spmFile) build() (*Tokenizer, error) {
 	if err = checkSPMPostProcessor(f.postProc); err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{spm: p, ignoreMerges: f.model.IgnoreMerges}
+	// The TemplateProcessing BOS of EncodeWithSpecialTokens (`stitch tokenize --add-special-tokens`);
+	// Encode, the chat path, never adds it.
+	var post loader
+	if f.postProc != "" {
+		if err = post.parsePostProcessor(f.postProc); err != nil {
+			return nil, err
+		}
+	}
+	t := &Tokenizer{spm: p, ignoreMerges: f.model.IgnoreMerges, post: post.post}
 	if err := t.buildSPMVocab(f); err != nil {
 		return nil, err
 	}

@@ -7,13 +7,22 @@ import (
 )
 
 // The exactness suite of the SentencePiece-style models: the shared corpus (edge, fuzz, docs,
-// mixed) plus spm.jsonl (aimed at SentencePiece's rules), with the Rust crate's ids and decodes.
-// Regenerate with `python3 tools/oracle/corpus_spm.py --ids` (testdata/tokenizer/README.md).
+// mixed) plus spm.jsonl (aimed at SentencePiece's rules) and each model's added set (every added
+// token of the model in and around text, <model>/added.jsonl), with the Rust crate's ids and
+// decodes. Regenerate with `python3 tools/oracle/corpus_spm.py --ids` (testdata/tokenizer/README.md).
 
-var spmSets = []string{"edge", "spm", "fuzz", "docs", "mixed"}
+var spmSets = []string{"edge", "spm", "fuzz", "docs", "mixed", "added"}
 
 // spmTextSets have the oracle's decode of their reference ids.
-var spmTextSets = map[string]bool{"edge": true, "spm": true, "fuzz": true}
+var spmTextSets = map[string]bool{"edge": true, "spm": true, "fuzz": true, "added": true}
+
+// spmSetPath names a set's input file under testdata/tokenizer: the added set is per model.
+func spmSetPath(model, set string) string {
+	if set == "added" {
+		return model + "/added"
+	}
+	return set
+}
 
 func readStrings(t testing.TB, name string) []string {
 	t.Helper()
@@ -72,7 +81,7 @@ func TestGoldenSentencePiece(t *testing.T) {
 					t.Skip("golden sweep skipped in -short mode")
 				}
 				tok := m.tok(t)
-				cases := loadGolden(t, m.name, set)
+				cases := loadGolden(t, m.name, spmSetPath(m.name, set))
 				var texts []string
 				if spmTextSets[set] {
 					texts = readDecodes(t, filepath.Join(m.name, set+".text.jsonl"), cases)
@@ -133,9 +142,10 @@ func TestGoldenSentencePieceDecode(t *testing.T) {
 	}
 }
 
-// TestSentencePieceSpecialTokens pins what stitch leaves out: with add_special_tokens=true the
+// TestSentencePieceSpecialTokens pins what Encode leaves out: with add_special_tokens=true the
 // crate's TemplateProcessing puts the BOS token first, and nothing else; vLLM's chat path encodes
 // with add_special_tokens=false (the chat template writes the BOS), which is what Encode does.
+// EncodeWithSpecialTokens (`stitch tokenize --add-special-tokens`) adds it as the crate does.
 func TestSentencePieceSpecialTokens(t *testing.T) {
 	for _, m := range []struct {
 		name string
@@ -150,6 +160,9 @@ func TestSentencePieceSpecialTokens(t *testing.T) {
 				got := append([]uint32{m.bos}, tok.Encode(texts[i])...)
 				if !equalIDs(got, want) {
 					t.Fatalf("line %d: BOS + Encode(%.60q) = %v, the crate with special tokens %v", i+1, texts[i], window(got, 0), window(want, 0))
+				}
+				if got := tok.EncodeWithSpecialTokens(texts[i]); !equalIDs(got, want) {
+					t.Fatalf("line %d: EncodeWithSpecialTokens(%.60q) = %v, the crate with special tokens %v", i+1, texts[i], window(got, 0), window(want, 0))
 				}
 			}
 		})
@@ -182,5 +195,35 @@ func TestSentencePieceBoundaryIndependence(t *testing.T) {
 		if checked < 1000 {
 			t.Errorf("%s: only %d texts with added tokens", m.name, checked)
 		}
+	}
+}
+
+// TestSentencePieceGoldenCounts: like TestGoldenCounts, every SentencePiece-style model is checked
+// on at least 60,000 strings, and its added set names every added token of the model.
+func TestSentencePieceGoldenCounts(t *testing.T) {
+	for _, m := range spmModels {
+		n := 0
+		for _, set := range spmSets {
+			n += len(loadGolden(t, m.name, spmSetPath(m.name, set)))
+		}
+		if n < 60000 {
+			t.Errorf("%s: %d strings with reference ids, want >= 60000", m.name, n)
+		}
+		added := readStrings(t, m.name+"/added.jsonl")
+		have := make(map[string]bool, len(added))
+		for _, s := range added {
+			have[s] = true
+		}
+		tok := m.tok(t)
+		missing := 0
+		for a := range tok.addedByContent {
+			if !have[a] {
+				missing++
+			}
+		}
+		if missing > 0 {
+			t.Errorf("%s: %d added tokens have no line of their own in added.jsonl", m.name, missing)
+		}
+		t.Logf("%s: %d strings, %d added tokens", m.name, n, len(tok.addedByContent))
 	}
 }

@@ -22,6 +22,11 @@ Outputs, per model (testdata/tokenizer/<model>/):
   decode.text.jsonl[.gz]   their decode
   special.ids.jsonl        ids of encode(text, add_special_tokens=true) of the first 200 spm lines
                            (the TemplateProcessing BOS that stitch must NOT add)
+  added.jsonl[.gz]         every added token of that model (Gemma 3: 6,415) alone, inside words, cut
+                           in two and doubled, plus 4,000 random mixes (corpus.py's added_cases,
+                           seeded by the model's name); with added.ids.jsonl and added.text.jsonl
+
+    python3 tools/oracle/corpus_spm.py --ids --added-only   # only the added sets (spm corpus kept)
 """
 import gzip
 import json
@@ -203,7 +208,22 @@ def only_changed(inputs, decodes):
     return b"\n".join(lines) + b"\n"
 
 
+def added_sets(model):
+    """model/added.jsonl: the strings around each of its added tokens, with ids and decodes."""
+    corpus.MODELS[model] = MODELS[model]
+    cases = corpus.added_cases(model, random.Random(f"{corpus.SEED}-{model}"))
+    data = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases).encode("utf-8")
+    corpus.write_out(f"{model}/added.jsonl", data)  # gzip from 256 KiB, as the byte-level families'
+    ids = oracle(model, data)
+    corpus.write_out(f"{model}/added.ids.jsonl", ids)
+    corpus.write_out(f"{model}/added.text.jsonl", only_changed(data, oracle(model, ids, "--decode")))
+
+
 def main():
+    if "--added-only" in sys.argv:
+        for model in MODELS:
+            added_sets(model)
+        return
     rng = random.Random(SEED)
     spm = [spm_string(rng) for _ in range(SPM_COUNT)]
     spm_name = corpus.write_lines("spm.jsonl", spm)
@@ -226,6 +246,7 @@ def main():
         ids = "".join(json.dumps(c) + "\n" for c in cases).encode("utf-8")
         write_out(f"{model}/decode.ids.jsonl", ids)
         write_out(f"{model}/decode.text.jsonl", oracle(model, ids, "--decode"))
+        added_sets(model)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@
   templates), byte for byte.
 
 vLLM's own tool templates (deepseek_v3/vllm-tool-*.jinja, gemma3/vllm-tool-gemma3-pythonic.jinja)
-are not copied by this script: see testdata/render/PROVENANCE.md.
+and examples/tool_chat_template_mistral.jinja
+(mistral_v0/vllm-tool-mistral.jinja) are not copied by this script: see testdata/render/PROVENANCE.md.
 
 Usage: python3 tools/oracle/render_family_data.py LLAMA_CPP_CHECKOUT
   (LLAMA_CPP_CHECKOUT: `git clone` of the gitRelease.bundle in npm node-llama-cpp 3.22.1's
@@ -25,7 +26,8 @@ OUT = os.path.join(HERE, "..", "..", "testdata", "render")
 KEEP = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
         "additional_special_tokens", "chat_template", "tokenizer_class"]
 CONFIGS = {"qwen3": "qwen3", "qwen2_5": "qwen2_5", "llama3": "llama3_2", "deepseek_v3": "deepseek_v3",
-           "deepseek_v4": "deepseek_v4", "mistral": "mistral_nemo", "gemma3": "gemma3", "gptoss": "gptoss"}
+           "deepseek_v4": "deepseek_v4", "mistral": "mistral_nemo", "gemma3": "gemma3", "gptoss": "gptoss",
+           "mistral_v0": "llama2", "llama3_0": "llama3_1"}
 TEMPLATES = [
     ("qwen3", "qwen3-coder", "Qwen3-Coder.jinja"),
     ("qwen3", "qwen3.5", "Qwen3.5-4B.jinja"),

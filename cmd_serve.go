@@ -29,6 +29,7 @@ import (
 
 	"github.com/stitchllm/stitch/configs"
 	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/middleware"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
@@ -45,6 +46,12 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		}
 		fmt.Fprintf(env.stderr, "stitch serve: %v\n", err)
 		return errUsage
+	}
+	for _, p := range cfg.Models { // before any model loads: an unknown family is a usage error
+		if err := family.Check(family.Names{ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser}); err != nil {
+			fmt.Fprintf(env.stderr, "stitch serve: model %s: %v\n", p.Name, err)
+			return errUsage
+		}
 	}
 	logger, err := newLogger(cfg.Log, env.stderr)
 	if err != nil {
@@ -164,17 +171,21 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 			logger.Warn("upstream did not report max_model_len; assuming 32768", "model", p.Name)
 		}
 		salt := cacheSalter(saltSecret(cfg, sealKeys[0].Secret), p.Name, p.CacheSalt)
-		rt := server.NewModelRuntime(server.ModelConfig{
+		rt, err := server.NewModelRuntime(server.ModelConfig{
 			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
+			Family:             family.Names{ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
 			ChatTemplateKwargs: p.ChatTemplateKwargs, CacheSalt: salt,
 		})
+		if err != nil {
+			return err
+		}
 		if artifacts != nil {
 			mode := store.ModeCanonical
 			if p.Mode == "exact" {
 				mode = store.ModeExact
 			}
 			rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-				Model: models[p.Name], Store: artifacts, Mode: mode, CacheSalt: salt, Checkpoints: checkpoints,
+				Model: models[p.Name], Family: rt.Family, Store: artifacts, Mode: mode, CacheSalt: salt, Checkpoints: checkpoints,
 				Identity: render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
 				TTL:      cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
 				Hot: hot, Items: items,

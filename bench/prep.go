@@ -160,14 +160,14 @@ type PrepTiming struct {
 // prepareRequest is what the issue counts as a continuation's preparation: resolve, render,
 // tokenize (Preparer.Prepare) and encode the upstream request body, as the server's execute
 // builds it.
-func prepareRequest(ctx context.Context, p server.Preparer, in *server.PrepareInput) (*server.Prepared, [][]byte, error) {
+func prepareRequest(ctx context.Context, p server.Preparer, stop []uint32, in *server.PrepareInput) (*server.Prepared, [][]byte, error) {
 	res, err := p.Prepare(ctx, in)
 	if err != nil {
 		return nil, nil, err
 	}
 	req := upstream.CompletionRequest{
 		Model: "bench", Prompt: res.IDs, PromptPrefix: res.PromptPrefix, PromptPrefixIDs: res.PromptPrefixIDs, MaxTokens: 4096,
-		Stream: true, IncludeUsage: true, ReturnTokenIDs: true, StopTokenIDs: []uint32{151645, 151643},
+		Stream: true, IncludeUsage: true, ReturnTokenIDs: true, StopTokenIDs: stop,
 	}
 	return res, req.Parts(), nil
 }
@@ -221,7 +221,7 @@ func timeInterleaved(ctx context.Context, runs []*modeRun, reps int) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if err := timeOnce(ctx, sl.run.proxy.timing, sl.sample, sl.out); err != nil {
+				if err := timeOnce(ctx, sl.run.proxy.timing, sl.run.proxy.stop, sl.sample, sl.out); err != nil {
 					return fmt.Errorf("%s: %w", sl.run.result.Mode, err)
 				}
 			}
@@ -231,10 +231,10 @@ func timeInterleaved(ctx context.Context, runs []*modeRun, reps int) error {
 }
 
 // timeOnce prepares one sampled turn and appends its wall and thread CPU time to t.
-func timeOnce(ctx context.Context, p server.Preparer, s prepSample, t *PrepTiming) error {
+func timeOnce(ctx context.Context, p server.Preparer, stop []uint32, s prepSample, t *PrepTiming) error {
 	cpu0, cpuOK := threadCPU()
 	start := time.Now()
-	res, _, err := prepareRequest(ctx, p, s.in)
+	res, _, err := prepareRequest(ctx, p, stop, s.in)
 	elapsed := time.Since(start)
 	cpu1, _ := threadCPU()
 	if err != nil {

@@ -69,6 +69,7 @@ type proxy struct {
 	up     *countingUpstream
 	rec    *prepRecorder
 	timing server.Preparer // the same preparer without background audits, for the timing pass
+	stop   []uint32        // the model's stop_token_ids
 	l1     *store.L1
 	store  *store.Tiered // the artifact store (nil in full mode)
 }
@@ -90,8 +91,11 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	p := &proxy{up: &countingUpstream{Client: upstream.New(upstream.Options{BaseURL: o.upstream})}}
 	reg := prometheus.NewRegistry()
 	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
-	rt := server.NewModelRuntime(server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt})
-	p.timing = rt.Preparer
+	rt, err := server.NewModelRuntime(server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt})
+	if err != nil {
+		return nil, err
+	}
+	p.timing, p.stop = rt.Preparer, rt.Family.StopTokenIDs()
 	if o.mode != ModeFull {
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)
@@ -110,7 +114,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		}
 		hot, items := server.NewHotCaches(256<<20, reg) // stitch serve's default --artifact-hot-mb
 		ao := server.ArtifactOptions{
-			Model: o.model, Store: artifacts, Mode: mode, CacheSalt: salt,
+			Model: o.model, Family: rt.Family, Store: artifacts, Mode: mode, CacheSalt: salt,
 			Identity: render.Fingerprint{ServedModel: o.w.Model, ToolCallParser: "hermes", ReasoningParser: "qwen3"},
 			TTL:      time.Hour, AuditRate: o.auditRate, Logger: o.logger, Metrics: server.NewArtifactMetrics(reg),
 			Hot: hot, Items: items,

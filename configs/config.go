@@ -74,9 +74,11 @@ type Model struct {
 	// Dir holds tokenizer.json and tokenizer_config.json (or chat_template.jinja). Empty: the bundled
 	// Qwen3 demo model.
 	Dir string `yaml:"dir"`
-	// ToolCallParser names the output parser for tool calls. Default "hermes" (Qwen3).
+	// ToolCallParser is vLLM's --tool-call-parser for this model, spelled as vLLM spells it; with
+	// ReasoningParser it selects the model family (output parser, stop ids, forced tool calls).
+	// Default "hermes" (Qwen3).
 	ToolCallParser string `yaml:"tool_call_parser"`
-	// ReasoningParser names the output parser for reasoning. Default "qwen3".
+	// ReasoningParser is vLLM's --reasoning-parser for this model. Default "qwen3".
 	ReasoningParser string `yaml:"reasoning_parser"`
 	// Mode is the continuation mode: "canonical" (default) or "exact". Empty: Artifacts.Mode.
 	Mode string `yaml:"mode"`

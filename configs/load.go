@@ -49,7 +49,7 @@ type option struct {
 
 // single-model flags: they fill (or create) Models[0].
 type singleModel struct {
-	dir, name, mode string
+	dir, name, toolCallParser, reasoningParser string
 }
 
 func options(sm *singleModel) []option {
@@ -60,6 +60,8 @@ func options(sm *singleModel) []option {
 		{"max-model-len", "context length; 0 reads it from the upstream's /v1/models", func(c *Config) flag.Value { return (*intValue)(&c.Upstream.MaxModelLen) }},
 		{"model-dir", "model directory (tokenizer.json, tokenizer_config.json); empty: bundled Qwen3 demo model", func(*Config) flag.Value { return (*stringValue)(&sm.dir) }},
 		{"served-model-name", "model name clients send (and vLLM serves); default qwen3", func(*Config) flag.Value { return (*stringValue)(&sm.name) }},
+		{"tool-call-parser", "vLLM's --tool-call-parser of the model (selects its family); default hermes", func(*Config) flag.Value { return (*stringValue)(&sm.toolCallParser) }},
+		{"reasoning-parser", "vLLM's --reasoning-parser of the model (selects its family); default qwen3", func(*Config) flag.Value { return (*stringValue)(&sm.reasoningParser) }},
 		{"data-dir", "directory of the embedded response store", func(c *Config) flag.Value { return (*stringValue)(&c.Store.DataDir) }},
 		{"redis", "redis:// URL for shared checkpoints and artifacts (multi-pod)", func(c *Config) flag.Value { return (*secretValue)(&c.Store.Redis) }},
 		{"response-ttl", "how long stored responses live (Redis TTL; the embedded store sweeps hourly)", func(c *Config) flag.Value { return (*durationValue)(&c.Store.ResponseTTL) }},
@@ -176,8 +178,14 @@ func applySingleModel(cfg *Config, sm singleModel) error {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []Model{{}}
 	}
-	if len(cfg.Models) > 1 && (sm.dir != "" || sm.name != "") {
-		return errors.New("--model-dir and --served-model-name describe one model; the config file lists several")
+	if len(cfg.Models) > 1 && (sm.dir != "" || sm.name != "" || sm.toolCallParser != "" || sm.reasoningParser != "") {
+		return errors.New("--model-dir, --served-model-name, --tool-call-parser and --reasoning-parser describe one model; the config file lists several")
+	}
+	if sm.toolCallParser != "" {
+		cfg.Models[0].ToolCallParser = sm.toolCallParser
+	}
+	if sm.reasoningParser != "" {
+		cfg.Models[0].ReasoningParser = sm.reasoningParser
 	}
 	if sm.dir != "" {
 		cfg.Models[0].Dir = sm.dir
@@ -249,12 +257,8 @@ func (c *Config) Validate() error {
 		if !modes[m.Mode] {
 			errs = append(errs, fmt.Errorf("models[%d].mode: %q is not canonical or exact", i, m.Mode))
 		}
-		if m.ToolCallParser != "hermes" {
-			errs = append(errs, fmt.Errorf("models[%d].tool_call_parser: %q not supported (hermes)", i, m.ToolCallParser))
-		}
-		if m.ReasoningParser != "qwen3" {
-			errs = append(errs, fmt.Errorf("models[%d].reasoning_parser: %q not supported (qwen3)", i, m.ReasoningParser))
-		}
+		// Parser names select a model family (package family); stitch serve refuses an unknown
+		// pair at startup, listing the supported ones.
 		if m.CacheSalt != "" {
 			if err := CheckCacheSalt(m.CacheSalt); err != nil {
 				errs = append(errs, fmt.Errorf("models[%d].cache_salt: %w", i, err))

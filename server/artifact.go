@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
@@ -40,7 +41,9 @@ const (
 // ArtifactOptions configure the artifact preparer of one model.
 type ArtifactOptions struct {
 	Model *render.Model
-	Store ArtifactStore
+	// Family is the model's family (reasoning opened by the prompt, exact mode's turn ends).
+	Family family.Family
+	Store  ArtifactStore
 	// Mode is store.ModeCanonical (ids equal a full render) or store.ModeExact (history frozen).
 	Mode store.Mode
 	// Identity is the model's fixed part of the fingerprint (name, parsers, LoRA); per-request
@@ -99,8 +102,8 @@ type ArtifactPreparer struct {
 
 // NewArtifactPreparer returns the fast-path preparer.
 func NewArtifactPreparer(opts ArtifactOptions) *ArtifactPreparer {
-	if opts.Model == nil || opts.Store == nil || opts.Metrics == nil {
-		panic("server: NewArtifactPreparer needs Model, Store and Metrics")
+	if opts.Model == nil || opts.Family == nil || opts.Store == nil || opts.Metrics == nil {
+		panic("server: NewArtifactPreparer needs Model, Family, Store and Metrics")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -145,7 +148,7 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 	if err != nil {
 		return nil, err
 	}
-	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text), Fingerprint: fp}
+	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: a.opts.Family.OpensReasoning(text), Fingerprint: fp}
 	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), previousID: in.PreviousID}
 	p.Artifact = pending
 	if hot != nil && a.opts.Mode == store.ModeCanonical {

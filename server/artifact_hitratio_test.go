@@ -100,7 +100,10 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 	t.Cleanup(simSrv.Close)
 
 	cps := store.NewMemory()
-	rt := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})
+	rt, err := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if o.mode != "none" {
 		sealer, err := store.NewSealer([]store.SealKey{testSealKey}, store.SealerOptions{})
 		if err != nil {
@@ -117,7 +120,7 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 			mode = store.ModeExact
 		}
 		rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-			Model: m, Store: st.artifacts, Mode: mode, Checkpoints: cps,
+			Model: m, Family: rt.Family, Store: st.artifacts, Mode: mode, Checkpoints: cps,
 			Identity:  render.Fingerprint{ServedModel: "qwen3", ToolCallParser: "hermes", ReasoningParser: "qwen3"},
 			AuditRate: o.audit, Metrics: server.NewArtifactMetrics(st.reg),
 			Hot: server.NewHotArtifacts(64<<20, nil), Items: render.NewItemCache(16 << 20), // as stitch serve

@@ -573,7 +573,7 @@ func TestArtifactExactSplit(t *testing.T) {
 				if tt.change != nil {
 					// Changed instructions or tools must reach the model: a frozen history would
 					// hide them, so the turn starts a new exact chain from a full render.
-					full, err := server.FullRender{Model: env.model}.Prepare(t.Context(), next)
+					full, err := env.full.Prepare(t.Context(), next)
 					if err != nil {
 						t.Fatal(err)
 					}

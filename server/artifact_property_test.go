@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
@@ -140,7 +141,7 @@ var testSealKey = store.SealKey{ID: "k1", Secret: []byte("0123456789abcdef012345
 func newArtEnv(t testing.TB, o envOptions) *artEnv {
 	t.Helper()
 	m := loadQwen3(t)
-	e := &artEnv{t: t, opts: o, model: m, clock: o.clock, sealer: o.sealer, full: server.FullRender{Model: m},
+	e := &artEnv{t: t, opts: o, model: m, clock: o.clock, sealer: o.sealer,
 		reg: prometheus.NewRegistry(), cps: store.NewMemory(), counter: new(atomic.Uint64)}
 	if e.clock == nil {
 		e.clock = newTestClock()
@@ -164,14 +165,18 @@ func newArtEnv(t testing.TB, o envOptions) *artEnv {
 		e.l1 = l1
 	}
 	e.tiered = store.NewTiered(store.TieredOptions{Sealer: e.sealer, L1: e.l1, L2: o.l2, TTL: o.ttl, Now: e.clock.Now})
-	e.rt = server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 1 << 20})
+	rt, err := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rt, e.full = rt, server.FullRender{Model: m, Family: rt.Family}
 	var items *render.ItemCache
 	if o.hot {
 		e.hot = server.NewHotArtifacts(cmp.Or(o.hotBytes, 4<<20), e.reg)
 		items = render.NewItemCache(1 << 20)
 	}
 	e.prep = server.NewArtifactPreparer(server.ArtifactOptions{
-		Model: m, Store: e.tiered, Mode: o.mode, Identity: render.Fingerprint{ServedModel: "qwen3"},
+		Model: m, Family: rt.Family, Store: e.tiered, Mode: o.mode, Identity: render.Fingerprint{ServedModel: "qwen3"},
 		CacheSalt: func(tenant string) string { return "salt-" + tenant },
 		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: !o.asyncAudit, Checkpoints: e.cps,
 		Now: e.clock.Now, Metrics: server.NewArtifactMetrics(e.reg), Hot: e.hot, Items: items,
@@ -296,16 +301,13 @@ func (e *artEnv) respond(p *server.Prepared, g generation) *response {
 	}
 	// vLLM stops at the first stop id: a "<|im_end|>" the invented text spells out ends the turn.
 	for i, id := range ids {
-		if slices.Contains(e.rt.StopTokenIDs, id) {
+		if slices.Contains(e.rt.Family.StopTokenIDs(), id) {
 			ids, finish = ids[:i+1], "stop"
 			break
 		}
 	}
-	popts := e.rt.Parser
-	popts.ThinkingOpen = p.ThinkingOpen
-	popts.ParallelToolCalls = true
-	conv := stream.NewConverter(e.rt.NewDecoder(), stream.ConverterOptions{
-		Parser:  popts,
+	conv := stream.NewConverter(nil, stream.ConverterOptions{
+		Output:  e.rt.Family.NewParser(e.rt.NewDecoder(), family.Turn{ReasoningOpen: p.ThinkingOpen, ParallelToolCalls: true}),
 		Emitter: stream.EmitterOptions{Response: stream.Response{Model: "qwen3"}, NewID: e.newID, Now: e.clock.Now},
 	})
 	conv.Start(nil)

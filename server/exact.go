@@ -60,21 +60,10 @@ func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p
 }
 
 // closeTurn appends the template's end-of-turn token when the generation did not end with it
-// (a max_tokens cut, or <|endoftext|>), as the template closes every assistant turn.
-func (a *ArtifactPreparer) closeTurn(ids []uint32) []uint32 {
-	end := a.endOfTurn()
-	if len(ids) == 0 || ids[len(ids)-1] != end {
-		ids = append(ids, end)
-	}
-	return ids
-}
+// (a max_tokens cut, or another stop id), as the template closes every assistant turn.
+func (a *ArtifactPreparer) closeTurn(ids []uint32) []uint32 { return a.opts.Family.CloseTurn(ids) }
 
-func (a *ArtifactPreparer) endOfTurn() uint32 {
-	if id, ok := a.opts.Model.Tokenizer().TokenID("<|im_end|>"); ok {
-		return id
-	}
-	return a.opts.Model.StopTokenIDs[0]
-}
+func (a *ArtifactPreparer) endOfTurn() uint32 { return a.opts.Family.EndOfTurn() }
 
 // newTurnStart returns the byte offset of text just after the end-of-turn token that closes the
 // previous response: after its n-th end-of-turn token, n being the number of end-of-turn tokens in

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/stitchllm/stitch/family"
+
 	"github.com/stitchllm/stitch/stream"
 )
 
@@ -13,13 +15,10 @@ type Model struct {
 	Name string
 	// Preparer builds prompt ids for a conversation.
 	Preparer Preparer
+	// Family is the model family: output parser, stop ids, forced tool calls (package family).
+	Family family.Family
 	// NewDecoder returns a fresh incremental token decoder for one stream.
 	NewDecoder func() stream.TokenDecoder
-	// Parser holds the model's marker token ids for the output parser (per-turn fields are set
-	// by the server).
-	Parser stream.ParserOptions
-	// StopTokenIDs end an assistant turn (sent as stop_token_ids).
-	StopTokenIDs []uint32
 	// MaxModelLen is the context length (prompt + output).
 	MaxModelLen int
 	// ChatTemplateKwargs are the profile's defaults (a JSON object, key order kept), or nil.

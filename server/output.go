@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
 	"github.com/stitchllm/stitch/upstream"
@@ -43,9 +44,6 @@ func (s *Server) newOutput(t *turn) *output {
 	}
 	resp.Temperature = rawFloat(req.Temperature)
 	resp.TopP = rawFloat(req.TopP)
-	popts := t.model.Parser
-	popts.ThinkingOpen = t.prompt.ThinkingOpen
-	popts.ParallelToolCalls = req.ParallelToolCalls
 	eopts := stream.EmitterOptions{Response: resp, NewID: s.opts.NewID, Now: s.opts.Now}
 	if req.IncludeEncrypted && s.opts.Reseed != nil {
 		// The response id must be known before the first event to seal it into reasoning items.
@@ -57,7 +55,8 @@ func (s *Server) newOutput(t *turn) *output {
 			}
 		}
 	}
-	conv := stream.NewConverter(t.model.NewDecoder(), stream.ConverterOptions{Parser: popts, Emitter: eopts})
+	parser := t.model.Family.NewParser(t.model.NewDecoder(), family.Turn{ReasoningOpen: t.prompt.ThinkingOpen, ParallelToolCalls: req.ParallelToolCalls})
+	conv := stream.NewConverter(nil, stream.ConverterOptions{Output: parser, Emitter: eopts})
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
 }
 

@@ -4,17 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"unicode"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/stream"
 )
 
 // ModelConfig describes one served model for NewModelRuntime.
 type ModelConfig struct {
-	Name               string
-	Render             *render.Model
+	Name   string
+	Render *render.Model
+	// Family names the model family by vLLM's parser names; zero: hermes + qwen3.
+	Family             family.Names
 	MaxModelLen        int
 	ChatTemplateKwargs json.RawMessage
 	CacheSalt          func(tenant string) string
@@ -22,34 +23,34 @@ type ModelConfig struct {
 
 // NewModelRuntime builds a model's runtime with the full-render preparer (every turn renders and
 // tokenizes the whole conversation).
-func NewModelRuntime(c ModelConfig) *Model {
+func NewModelRuntime(c ModelConfig) (*Model, error) {
 	tok := c.Render.Tokenizer()
-	opts := stream.Qwen3Options()
-	for _, m := range []struct {
-		text string
-		dst  *uint32
-	}{{"<think>", &opts.ThinkStart}, {"</think>", &opts.ThinkEnd}, {"<tool_call>", &opts.ToolCallStart}, {"</tool_call>", &opts.ToolCallEnd}} {
-		if id, ok := tok.TokenID(m.text); ok {
-			*m.dst = id
-		}
+	names := c.Family
+	if names == (family.Names{}) {
+		names = family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}
 	}
-	opts.EndOfTurn = append([]uint32(nil), c.Render.StopTokenIDs...)
+	fam, err := family.New(names, family.Vocabulary{TokenID: tok.TokenID, StopTokenIDs: c.Render.StopTokenIDs})
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", c.Name, err)
+	}
 	return &Model{
 		Name:               c.Name,
-		Preparer:           FullRender{Model: c.Render},
+		Preparer:           FullRender{Model: c.Render, Family: fam},
+		Family:             fam,
 		NewDecoder:         func() stream.TokenDecoder { return tok.NewDecodeStream() },
-		Parser:             opts,
-		StopTokenIDs:       c.Render.StopTokenIDs,
 		MaxModelLen:        c.MaxModelLen,
 		ChatTemplateKwargs: c.ChatTemplateKwargs,
 		CacheSalt:          c.CacheSalt,
 		Encode:             c.Render.Encode,
-	}
+	}, nil
 }
 
 // FullRender prepares every turn by rendering the whole conversation and tokenizing all of it:
 // exactly vLLM's chat path. It is the baseline and the fallback of the artifact fast path.
-type FullRender struct{ Model *render.Model }
+type FullRender struct {
+	Model  *render.Model
+	Family family.Family
+}
 
 // Prepare implements Preparer.
 func (f FullRender) Prepare(_ context.Context, in *PrepareInput) (*Prepared, error) {
@@ -62,7 +63,7 @@ func (f FullRender) Prepare(_ context.Context, in *PrepareInput) (*Prepared, err
 	if in.PreviousID == "" {
 		outcome = "new"
 	}
-	return &Prepared{IDs: f.Model.Encode(text), Text: text, Outcome: outcome, SkippedTools: skipped, ThinkingOpen: opensThink(text)}, nil
+	return &Prepared{IDs: f.Model.Encode(text), Text: text, Outcome: outcome, SkippedTools: skipped, ThinkingOpen: f.Family.OpensReasoning(text)}, nil
 }
 
 // RenderConversation maps the Responses conversation to chat messages and renders the chat
@@ -91,12 +92,4 @@ func conversation(in *PrepareInput, cache *render.ItemCache) (*render.Conversati
 // chat_template_kwargs applied.
 func chatRequest(in *PrepareInput, conv *render.Conversation) render.ChatRequest {
 	return render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
-}
-
-// opensThink reports whether a prompt ends inside an opened <think> block (the template's generation
-// prompt opened it), so the model's output starts as reasoning.
-func opensThink(prompt string) bool {
-	// Only white space may follow the opening tag, so it ends the trimmed prompt; searching from
-	// the end keeps this independent of the conversation's length.
-	return strings.HasSuffix(strings.TrimRightFunc(prompt, unicode.IsSpace), "<think>")
 }

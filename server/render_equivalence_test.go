@@ -63,8 +63,11 @@ func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
 	}
 	simSrv := httptest.NewServer(s)
 	t.Cleanup(simSrv.Close)
-	rt := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
+	rt, err := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
 		CacheSalt: func(tenant string) string { return "salt-" + tenant }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if artifacts {
 		sealer, err := store.NewSealer([]store.SealKey{{ID: "k1", Secret: bytes.Repeat([]byte{7}, 32)}}, store.SealerOptions{})
 		if err != nil {
@@ -76,7 +79,7 @@ func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
 		}
 		t.Cleanup(func() { l1.Close() })
 		rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-			Model: m, Store: store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1}), AuditRate: 1, SyncAudit: true,
+			Model: m, Family: rt.Family, Store: store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1}), AuditRate: 1, SyncAudit: true,
 			Identity: render.Fingerprint{ServedModel: "qwen3"}, Metrics: server.NewArtifactMetrics(prometheus.NewRegistry()),
 			Hot: server.NewHotArtifacts(64<<20, nil), Items: render.NewItemCache(16 << 20), // as stitch serve
 		})

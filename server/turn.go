@@ -148,18 +148,20 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 	return nil
 }
 
-// forcedToolCall returns the ids that open a tool call when tool_choice requires one: the model
-// continues "<tool_call>\n" (required), or "<tool_call>\n{\"name\": \"f\", \"arguments\": "
-// (a named function), in the hermes format it was trained on.
+// forcedToolCall returns the ids that open a tool call when tool_choice requires one (any
+// function, or a named one), in the format the model's family was trained on.
 func forcedToolCall(m *Model, req *request) []uint32 {
+	var text string
 	switch req.ToolChoice.Mode {
 	case "required":
-		return m.Encode("<tool_call>\n")
+		text = m.Family.ForcedToolCall("")
 	case "function":
-		name := appendJSONString(nil, req.ToolChoice.Name)
-		return m.Encode("<tool_call>\n{\"name\": " + string(name) + ", \"arguments\": ")
+		text = m.Family.ForcedToolCall(req.ToolChoice.Name)
 	}
-	return nil
+	if text == "" {
+		return nil
+	}
+	return m.Encode(text)
 }
 
 // prepare renders the conversation to prompt ids, applying truncation and the output budget.
@@ -298,7 +300,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		Model: req.Model, Prompt: prompt, MaxTokens: t.maxTokens,
 		Temperature: req.Temperature, TopP: req.TopP,
 		Stream: true, IncludeUsage: true, ReturnTokenIDs: true,
-		StopTokenIDs: t.model.StopTokenIDs,
+		StopTokenIDs: t.model.Family.StopTokenIDs(),
 	}
 	creq.PromptPrefix, creq.PromptPrefixIDs = t.prompt.PromptPrefix, t.prompt.PromptPrefixIDs
 	if t.model.CacheSalt != nil {

@@ -16,7 +16,7 @@ build:
 
 test: lint e2e-deps
 	$(GO) test -count=1 $(NORACE_PKGS)
-	$(GO) test -count=1 -run 'TestArtifactProperty' ./server/
+	$(GO) test -count=1 -run 'TestArtifactProperty' ./prepare/
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
 # Unit tests only: skips e2e and long golden sweeps.

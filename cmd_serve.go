@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,10 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,7 +76,11 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	}
 	applyMemoryLimit(logger, cfg.Server.MemoryLimitMB)
 	up := upstream.New(upstreamOptions(cfg, upstreamURL))
-	maxLens := upstreamMaxModelLens(ctx, logger, up, cfg.Upstream.MaxModelLen)
+	// vLLM may still be loading: wait up to 10 s for /v1/models.
+	maxLens, err := up.MaxModelLens(ctx, 10*time.Second)
+	if err != nil {
+		logger.Warn("upstream /v1/models unavailable at start", "err", err)
+	}
 	checkTokenIDs(ctx, logger, up, cfg.Models[0].Name)
 
 	// The embedded store keeps responses as long as Redis would (--response-ttl); an hourly sweep
@@ -105,7 +102,10 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		stopSweep()
 		<-swept
 	}()
-	sealKeys, err := loadSealKeys(cfg.Auth.SealKeysFile, cfg.Store.Redis != "", logger)
+	if cfg.Auth.SealKeysFile == "" && cfg.Store.Redis != "" {
+		logger.Warn("--redis without --seal-keys: each pod seals with its own random key, so artifacts are not portable")
+	}
+	sealKeys, err := store.LoadSealKeys(cfg.Auth.SealKeysFile)
 	if err != nil {
 		return err
 	}
@@ -119,12 +119,12 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	if cfg.Auth.SealKeysFile != "" {
 		checkpointSealer = sealer
 	}
-	var checkpoints server.Checkpoints = local
+	var checkpoints store.Checkpoints = local
 	var portable store.PortableCache
 	if cfg.Store.Redis != "" {
-		ropts, err := redisOptions(string(cfg.Store.Redis))
+		ropts, err := store.ParseRedisURL(string(cfg.Store.Redis))
 		if err != nil {
-			return err
+			return fmt.Errorf("--redis: %w", err)
 		}
 		// go-redis logs failed dials through a process-wide logger; route it to ours at Debug (the
 		// store already turns every failure into ErrUnavailable, logged once where it matters).
@@ -138,22 +138,16 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		portable = store.NewRedisArtifacts(rc, store.RedisArtifactsOptions{})
 		logger.Info("sharing responses and artifacts through Redis", "redis", ropts)
 	}
-	var artifacts *store.Tiered
-	var artifactMetrics *server.ArtifactMetrics
-	var hot *server.HotArtifacts
-	var items *render.ItemCache
-	if !cfg.Artifacts.Disabled && cfg.Artifacts.HotMB > 0 {
-		hot, items = server.NewHotCaches(int64(cfg.Artifacts.HotMB)<<20, reg)
-	}
+	var artifacts *server.Artifacts // nil: --no-artifacts, a full render every turn
 	if !cfg.Artifacts.Disabled {
-		l1, err := store.NewL1(store.L1Options{MaxMB: cfg.Artifacts.CacheMB, TTL: cfg.Artifacts.TTL})
+		artifacts, err = server.NewArtifacts(server.ArtifactsConfig{
+			Sealer: sealer, CacheMB: cfg.Artifacts.CacheMB, L2: portable, HotMB: cfg.Artifacts.HotMB, TTL: cfg.Artifacts.TTL,
+			AuditRate: cfg.Artifacts.AuditRate, Checkpoints: checkpoints, Logger: logger, Registry: reg,
+		})
 		if err != nil {
-			return fmt.Errorf("artifact cache: %w", err)
+			return err
 		}
-		defer l1.Close()
-		artifacts = store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1, L2: portable, TTL: cfg.Artifacts.TTL, Logger: logger})
-		artifactMetrics = server.NewArtifactMetrics(reg)
-		reg.MustRegister(store.NewCollector(artifacts))
+		defer artifacts.Close()
 	}
 
 	var auth middleware.Authenticator = middleware.DevAuth{}
@@ -163,33 +157,21 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		}
 	}
 
-	runtimes := make(map[string]*server.Model, len(cfg.Models))
+	runtimes := make(map[string]*server.ModelRuntime, len(cfg.Models))
 	for _, p := range cfg.Models {
-		maxLen := maxLens[p.Name]
-		if maxLen == 0 {
-			maxLen = 32768
+		maxLen, reported := modelMaxLen(cfg.Upstream.MaxModelLen, maxLens, p.Name)
+		if !reported {
 			logger.Warn("upstream did not report max_model_len; assuming 32768", "model", p.Name)
 		}
-		salt := cacheSalter(saltSecret(cfg, sealKeys[0].Secret), p.Name, p.CacheSalt)
 		rt, err := server.NewModelRuntime(server.ModelConfig{
 			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
 			Family:             family.Names{ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
-			ChatTemplateKwargs: p.ChatTemplateKwargs, CacheSalt: salt,
+			ChatTemplateKwargs: p.ChatTemplateKwargs,
+			CacheSalt:          cacheSalter(saltSecret(cfg, sealKeys[0].Secret), p.Name, p.CacheSalt),
+			Mode:               p.ContinuationMode, Artifacts: artifacts,
 		})
 		if err != nil {
 			return err
-		}
-		if artifacts != nil {
-			mode := store.ModeCanonical
-			if p.Mode == "exact" {
-				mode = store.ModeExact
-			}
-			rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-				Model: models[p.Name], Family: rt.Family, Store: artifacts, Mode: mode, CacheSalt: salt, Checkpoints: checkpoints,
-				Identity: render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
-				TTL:      cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
-				Hot: hot, Items: items,
-			})
 		}
 		runtimes[p.Name] = rt
 	}
@@ -296,37 +278,16 @@ func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Model, 
 	return ln.Addr().String(), stop, nil
 }
 
-// upstreamMaxModelLens asks /v1/models for each model's context length, waiting up to 10 s for the
-// upstream to come up (vLLM may still be loading). A fixed override wins.
-func upstreamMaxModelLens(ctx context.Context, logger *slog.Logger, up *upstream.Client, override int) map[string]int {
-	out := map[string]int{}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		models, err := up.Models(cctx)
-		cancel()
-		if err == nil {
-			for _, m := range models {
-				out[m.ID] = m.MaxModelLen
-			}
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			logger.Warn("upstream /v1/models unavailable at start", "err", err)
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+// modelMaxLen is a model's context length: the --max-model-len override when set (whatever
+// /v1/models lists), else what the upstream reported for it, else 32768 (reported false).
+func modelMaxLen(override int, reported map[string]int, name string) (int, bool) {
 	if override > 0 {
-		for k := range out {
-			out[k] = override
-		}
-		out[""] = override
+		return override, true
 	}
-	return out
+	if n := reported[name]; n > 0 {
+		return n, true
+	}
+	return 32768, false
 }
 
 // cacheSalter returns the per-tenant cache_salt: HMAC-SHA256(secret, tenant, model), so tenants
@@ -354,68 +315,6 @@ func newLogger(lc configs.Log, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
-}
-
-// loadSealKeys reads --seal-keys: a JSON list [{"id":"k1","secret":"<base64>"}]; the first signs,
-// all verify. Without a file, a random key is made: artifacts and cache salts then do not survive a
-// restart or cross pods, which is only right for a single dev process.
-func loadSealKeys(path string, shared bool, logger *slog.Logger) ([]store.SealKey, error) {
-	if path == "" {
-		if shared {
-			logger.Warn("--redis without --seal-keys: each pod seals with its own random key, so artifacts are not portable")
-		}
-		secret := make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
-			return nil, fmt.Errorf("seal key: %w", err)
-		}
-		return []store.SealKey{{ID: "ephemeral", Secret: secret}}, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("seal keys: %w", err)
-	}
-	var entries []struct {
-		ID     string `json:"id"`
-		Secret string `json:"secret"`
-	}
-	if err := json.Unmarshal(data, &entries); err != nil {
-		return nil, fmt.Errorf("seal keys %s: %w", path, err)
-	}
-	if len(entries) == 0 {
-		return nil, fmt.Errorf("seal keys %s: empty list", path)
-	}
-	keys := make([]store.SealKey, 0, len(entries))
-	for i, e := range entries {
-		secret, err := base64.StdEncoding.DecodeString(e.Secret)
-		if err != nil {
-			return nil, fmt.Errorf("seal keys %s: entry %d: secret is not base64", path, i)
-		}
-		keys = append(keys, store.SealKey{ID: e.ID, Secret: secret})
-	}
-	return keys, nil
-}
-
-// redisOptions parses redis://[user:password@]host:port[/db] (rediss:// for TLS); several
-// comma-separated hosts, or ?cluster=true, select Redis Cluster.
-func redisOptions(raw string) (store.RedisOptions, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		return store.RedisOptions{}, errors.New("--redis: want redis://[user:password@]host:port[/db]")
-	}
-	opts := store.RedisOptions{Addrs: strings.Split(u.Host, ","), Cluster: u.Query().Get("cluster") == "true"}
-	if u.User != nil {
-		opts.Username = u.User.Username()
-		opts.Password, _ = u.User.Password()
-	}
-	if db := strings.Trim(u.Path, "/"); db != "" {
-		if opts.DB, err = strconv.Atoi(db); err != nil {
-			return store.RedisOptions{}, fmt.Errorf("--redis: database %q is not a number", db)
-		}
-	}
-	if u.Scheme == "rediss" {
-		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	return opts, nil
 }
 
 // redisLogger adapts slog to go-redis's logger.

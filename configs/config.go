@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stitchllm/stitch/store"
 )
 
 // Config is the whole configuration of `stitch serve`. The zero value is not valid; use Default or Load.
@@ -82,6 +84,8 @@ type Model struct {
 	ReasoningParser string `yaml:"reasoning_parser"`
 	// Mode is the continuation mode: "canonical" (default) or "exact". Empty: Artifacts.Mode.
 	Mode string `yaml:"mode"`
+	// ContinuationMode is Mode parsed (store.ParseMode) by Load.
+	ContinuationMode store.Mode `yaml:"-"`
 	// ChatTemplateKwargs are defaults passed to the chat template as a JSON object in YAML's key order
 	// (e.g. {"enable_thinking": false}); a request's reasoning.effort overrides enable_thinking.
 	ChatTemplateKwargs json.RawMessage `yaml:"-"`

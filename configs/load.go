@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stitchllm/stitch/store"
 )
 
 // Default returns the configuration with every default applied.
@@ -212,6 +214,7 @@ func (c *Config) normalize() error {
 		if m.Mode == "" {
 			m.Mode = c.Artifacts.Mode
 		}
+		m.ContinuationMode, _ = store.ParseMode(m.Mode) // Validate reports a bad one
 		if m.KwargsNode.Kind != 0 {
 			js, err := nodeJSON(&m.KwargsNode)
 			if err != nil {
@@ -244,9 +247,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("max-model-len: negative"))
 	}
 	errs = append(errs, c.validateLimits()...)
-	modes := map[string]bool{"canonical": true, "exact": true}
-	if !modes[c.Artifacts.Mode] {
-		errs = append(errs, fmt.Errorf("mode: %q is not canonical or exact", c.Artifacts.Mode))
+	if _, err := store.ParseMode(c.Artifacts.Mode); err != nil {
+		errs = append(errs, fmt.Errorf("mode: %w", err))
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
@@ -254,8 +256,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("models[%d]: duplicate name %q", i, m.Name))
 		}
 		seen[m.Name] = true
-		if !modes[m.Mode] {
-			errs = append(errs, fmt.Errorf("models[%d].mode: %q is not canonical or exact", i, m.Mode))
+		if _, err := store.ParseMode(m.Mode); err != nil {
+			errs = append(errs, fmt.Errorf("models[%d].mode: %w", i, err))
 		}
 		// Parser names select a model family (package family); stitch serve refuses an unknown
 		// pair at startup, listing the supported ones.

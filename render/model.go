@@ -52,7 +52,7 @@ type Model struct {
 	TemplateSource string
 	// StopTokenIDs are the ids that end an assistant turn: eos_token, generation_config.json's
 	// eos_token_id, and the usual end-of-turn tokens the vocabulary has as special tokens
-	// (<|im_end|>, <|endoftext|>, <|eot_id|>). For Qwen3: 151645, 151643.
+	// (<|im_end|>, <|endoftext|>, <|eot_id|>).
 	StopTokenIDs []uint32
 	// GenerationOpensThink reports whether the generation prompt leaves a <think> block open
 	// (the model's output then starts inside reasoning), probed by rendering a one-message chat.

@@ -47,7 +47,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}), Checkpoints: checkpoints,
-		Models: map[string]*server.Model{"qwen3": rt},
+		Models: map[string]*server.ModelRuntime{"qwen3": rt},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func (s *Server) newOutput(t *turn) *output {
 			}
 		}
 	}
-	parser := t.model.Family.NewParser(t.model.NewDecoder(), family.Turn{ReasoningOpen: t.prompt.ThinkingOpen, ParallelToolCalls: req.ParallelToolCalls})
+	parser := t.model.Family.NewParser(t.model.NewDecoder(), family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls})
 	conv := stream.NewConverter(nil, stream.ConverterOptions{Output: parser, Emitter: eopts})
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
@@ -23,14 +24,15 @@ import (
 // once streamed, its output (conv). Kept apart so no single struct carries everything.
 type turn struct {
 	req    *request
-	model  *Model
+	model  *ModelRuntime
 	tenant string
 	log    *slog.Logger
 	start  time.Time
 
 	prevItems []json.RawMessage // the conversation before this request's input
 	prevIDs   []string
-	prompt    *Prepared
+	prevCP    *store.Checkpoint // the previous response's checkpoint, when there is one
+	prompt    *prepare.Prompt
 	maxTokens int
 	// forced are ids appended after the prompt to force a tool call (tool_choice required or a
 	// named function); the parser sees them as the start of the output.
@@ -107,7 +109,7 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 			}
 			return fmt.Errorf("load conversation of %s: %w", cp.ID, err)
 		}
-		t.prevIDs = cp.ConversationItemIDs
+		t.prevCP, t.prevIDs = cp, cp.ConversationItemIDs
 		t.prevItems = make([]json.RawMessage, len(items))
 		for i, it := range items {
 			t.prevItems[i] = it.Data
@@ -150,7 +152,7 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 
 // forcedToolCall returns the ids that open a tool call when tool_choice requires one (any
 // function, or a named one), in the format the model's family was trained on.
-func forcedToolCall(m *Model, req *request) []uint32 {
+func forcedToolCall(m *ModelRuntime, req *request) []uint32 {
 	var text string
 	switch req.ToolChoice.Mode {
 	case "required":
@@ -174,7 +176,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 	if t.req.Instructions != nil {
 		instructions = *t.req.Instructions
 	}
-	prevID := t.req.PreviousResponseID
+	prevID, prevCP := t.req.PreviousResponseID, t.prevCP
 	if prevID == "" && s.opts.Reseed != nil {
 		// A stateless client replaying its history: its reasoning items may name the response
 		// whose artifact covers that history.
@@ -186,8 +188,8 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		tools = nil // the model is not told about tools it may not call
 	}
 	for {
-		in := &PrepareInput{
-			Tenant: t.tenant, PreviousID: prevID, Instructions: instructions,
+		in := &prepare.Input{
+			Tenant: t.tenant, PreviousID: prevID, Previous: prevCP, Instructions: instructions,
 			Items: items, Tools: tools, Kwargs: t.kwargs,
 			ItemParam: func(i int) string {
 				if i < nPrev {
@@ -197,7 +199,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 			},
 		}
 		start := time.Now()
-		p, err := t.model.Preparer.Prepare(ctx, in)
+		p, err := t.model.Engine.Prepare(ctx, in)
 		if err != nil {
 			var ie *render.InputError
 			if errors.As(err, &ie) {
@@ -213,7 +215,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 				path = "fast"
 			}
 			s.metrics.prepare.WithLabelValues(path).Observe(time.Since(start).Seconds())
-			s.metrics.resolutions.WithLabelValues(p.Outcome).Inc()
+			s.metrics.resolutions.WithLabelValues(string(p.Outcome)).Inc()
 			s.metrics.promptTokens.WithLabelValues("reused").Add(float64(p.Reused))
 			s.metrics.promptTokens.WithLabelValues("rendered").Add(float64(len(p.IDs) - p.Reused))
 			t.prompt = p
@@ -238,7 +240,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		dropped := len(items) - len(next)
 		nPrev -= dropped
 		items = next
-		prevID = "" // the prefix changed: no artifact applies
+		prevID, prevCP = "", nil // the prefix changed: no artifact applies
 	}
 }
 
@@ -362,11 +364,10 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	// Stateless clients that carry encrypted_content can resume from the artifact too.
 	continuable := stored || (!req.Store && req.IncludeEncrypted && s.opts.Reseed != nil)
 	if st := out.status(); continuable && (st == stream.StatusCompleted || st == stream.StatusIncomplete) {
-		if c, ok := t.model.Preparer.(artifactCommitter); ok {
-			actx, cancel := context.WithTimeout(wctx, 2*time.Second)
-			c.Commit(actx, t.tenant, out.responseID(), t.prompt, out.conv)
-			cancel()
-		}
+		// The prompt's after-response step (prepare.Prompt.Commit): advance the artifact.
+		actx, cancel := context.WithTimeout(wctx, 2*time.Second)
+		t.prompt.Commit(actx, out.responseID(), out.conv)
+		cancel()
 	}
 	s.metrics.responses.WithLabelValues(out.status()).Inc()
 	if req.Stream {
@@ -391,7 +392,7 @@ func (s *Server) logSummary(ctx context.Context, t *turn, out *output, runErr er
 		slog.String("status", out.status()), slog.Bool("stream", t.req.Stream),
 		slog.Int("prompt_tokens", len(t.prompt.IDs)), slog.Int("reused_tokens", t.prompt.Reused),
 		slog.Int("output_tokens", out.outputTokens()), slog.Int("cached_tokens", out.cachedTokens()),
-		slog.String("outcome", t.prompt.Outcome), slog.String("reseeded_from", t.reseededFrom),
+		slog.String("outcome", string(t.prompt.Outcome)), slog.String("reseeded_from", t.reseededFrom),
 		slog.Float64("ttft_ms", out.ttft().Seconds()*1000),
 		slog.Float64("duration_ms", float64(s.opts.Now().Sub(t.start).Microseconds())/1000),
 	}
@@ -433,26 +434,17 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 		ConversationItemIDs: conv, Instructions: instructions, Response: out.responseJSON(),
 		PromptLen: len(t.prompt.IDs), GeneratedIDs: out.tokenIDs(),
 	}
-	if t.prompt.ExactSuffix != nil {
-		cp.Mode, cp.PromptSuffixIDs = store.ModeExact, t.prompt.ExactSuffix
-	}
-	cp.Fingerprint = t.prompt.Fingerprint
-	var err error
-	if hp, ok := s.opts.Checkpoints.(historyPutter); ok {
-		// The conversation's earlier items, already loaded: a pod's local copy needs them when
-		// earlier turns were served elsewhere (FallbackCheckpoints).
-		var history []store.Item
-		if len(t.prevItems) == len(t.prevIDs) {
-			history = make([]store.Item, len(t.prevIDs))
-			for i, id := range t.prevIDs {
-				history[i] = store.Item{ID: id, Data: t.prevItems[i]}
-			}
+	t.prompt.Annotate(cp) // the fields the engine reads back (exact mode's suffix, fingerprint)
+	// The conversation's earlier items, already loaded: a pod's local copy needs them when
+	// earlier turns were served elsewhere (store.Fallback).
+	var history []store.Item
+	if len(t.prevItems) == len(t.prevIDs) {
+		history = make([]store.Item, len(t.prevIDs))
+		for i, id := range t.prevIDs {
+			history[i] = store.Item{ID: id, Data: t.prevItems[i]}
 		}
-		err = hp.PutResponseHistory(ctx, cp, items, history)
-	} else {
-		err = s.opts.Checkpoints.PutResponse(ctx, cp, items)
 	}
-	if err != nil {
+	if err := s.opts.Checkpoints.PutResponseHistory(ctx, cp, items, history); err != nil {
 		return fmt.Errorf("put response %s: %w", cp.ID, err)
 	}
 	return nil
@@ -460,9 +452,4 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 
 func setRaw(obj []byte, key, raw string) ([]byte, error) {
 	return sjson.SetRawBytes(obj, key, []byte(raw))
-}
-
-// artifactCommitter is the optional capability of a Preparer that keeps token artifacts.
-type artifactCommitter interface {
-	Commit(ctx context.Context, tenant, responseID string, p *Prepared, out *stream.Converter)
 }

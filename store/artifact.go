@@ -26,6 +26,18 @@ const (
 	ModeExact Mode = 1
 )
 
+// ParseMode reads a continuation mode by the name String gives it ("canonical" or "exact"):
+// the one parse of a configured mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "canonical":
+		return ModeCanonical, nil
+	case "exact":
+		return ModeExact, nil
+	}
+	return 0, fmt.Errorf("%q is not canonical or exact", s)
+}
+
 // String returns "canonical" or "exact".
 func (m Mode) String() string {
 	switch m {

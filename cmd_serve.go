@@ -32,6 +32,12 @@ import (
 )
 
 func runServe(ctx context.Context, env cliEnv, args []string) error {
+	return runServeReady(ctx, env, args, nil)
+}
+
+// runServeReady is runServe calling ready (when not nil) with the listening address once it
+// accepts connections (tests listen on port 0).
+func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(addr string)) error {
 	cfg, err := configs.Load("stitch serve", args, os.Getenv, env.stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -192,6 +198,9 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
 	logger.Info("stitch serving the Responses API", "addr", ln.Addr().String(), "upstream", upstreamURL,
 		"data_dir", cfg.Store.DataDir, "models", len(runtimes), "version", version)
 	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout)

@@ -340,6 +340,10 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	}
 	runErr := out.consume(ctx, rc, sink)
 	final := out.finish(runErr)
+	if d := out.ttft(); d > 0 {
+		s.metrics.ttft.Observe(d.Seconds())
+	}
+	s.metrics.cachedTokens.Add(float64(out.cachedTokens()))
 
 	// Persist before the terminal event: a client that saw response.completed can continue from it.
 	if ctx.Err() != nil {

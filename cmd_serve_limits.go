@@ -76,7 +76,7 @@ func saltSecret(cfg *configs.Config, sealSecret []byte) []byte {
 
 // passthroughSalter returns the cache_salt of a tenant for any model a pass-through generation
 // names: the profile's pinned salt for a served model that pins one, else the keyed derivation.
-func passthroughSalter(secret []byte, profiles []configs.Model) func(tenant, model string) string {
+func passthroughSalter(secret []byte, profiles []configs.ModelProfile) func(tenant, model string) string {
 	pinned := map[string]string{}
 	for _, p := range profiles {
 		if p.CacheSalt != "" {

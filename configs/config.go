@@ -12,14 +12,14 @@ import (
 
 // Config is the whole configuration of `stitch serve`. The zero value is not valid; use Default or Load.
 type Config struct {
-	Server    Server    `yaml:"server"`
-	Upstream  Upstream  `yaml:"upstream"`
-	Models    []Model   `yaml:"models"`
-	Store     Store     `yaml:"store"`
-	Artifacts Artifacts `yaml:"artifacts"`
-	Auth      Auth      `yaml:"auth"`
-	Log       Log       `yaml:"log"`
-	Sim       Sim       `yaml:"sim"`
+	Server    Server         `yaml:"server"`
+	Upstream  Upstream       `yaml:"upstream"`
+	Models    []ModelProfile `yaml:"models"`
+	Store     Store          `yaml:"store"`
+	Artifacts Artifacts      `yaml:"artifacts"`
+	Auth      Auth           `yaml:"auth"`
+	Log       Log            `yaml:"log"`
+	Sim       Sim            `yaml:"sim"`
 }
 
 // Server configures the HTTP listener and request limits.
@@ -69,8 +69,8 @@ type Upstream struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
-// Model is one served model profile.
-type Model struct {
+// ModelProfile is one served model's profile (an entry of models).
+type ModelProfile struct {
 	// Name is the served model name clients send as "model" (and vLLM's --served-model-name).
 	Name string `yaml:"name"`
 	// Dir holds tokenizer.json and tokenizer_config.json (or chat_template.jinja). Empty: the bundled

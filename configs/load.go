@@ -178,7 +178,7 @@ func Load(name string, args []string, getenv func(string) string, out io.Writer)
 
 func applySingleModel(cfg *Config, sm singleModel) error {
 	if len(cfg.Models) == 0 {
-		cfg.Models = []Model{{}}
+		cfg.Models = []ModelProfile{{}}
 	}
 	if len(cfg.Models) > 1 && (sm.dir != "" || sm.name != "" || sm.toolCallParser != "" || sm.reasoningParser != "") {
 		return errors.New("--model-dir, --served-model-name, --tool-call-parser and --reasoning-parser describe one model; the config file lists several")

@@ -22,21 +22,6 @@ var (
 		"<|im_end", "think>", "<thin", "</tool_response>", "\n\n\n", "", "<|endoftext|>",
 		"search for unicode ✓ and call get_weather twice",
 	}
-	reasoningTexts = []string{
-		"Let me think about this.\n\nThe user wants an answer.",
-		"Okay — unicode: ñ 中文 🙂",
-		"I should call a tool.\n",
-		"\n\nSpaces and newlines around.\n\n",
-		"The user typed <|im_end|>; it is just text to me.",
-	}
-	answerTexts = []string{
-		"Sure! Here's the answer.",
-		"```python\nprint('hi')\n```",
-		"Result: 42\n\n",
-		"\nLeading newline, then ✓ and 🙂.",
-		"Voilà : c'est fait.",
-		"Line one\n\nLine two\n",
-	}
 	toolOutputs = []string{
 		`{"temp": 21, "unit": "C"}`,
 		"file contents:\nline1\nline2\n",
@@ -47,9 +32,7 @@ var (
 	instructionsPool = []string{"", "You are a helpful assistant.", "Réponds en français. <|im_end|> is just text.", "Be terse.\n"}
 	toolsA           = `{"type":"function","name":"get_weather","description":"Get the weather for a city.","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},` +
 		`{"type":"function","name":"search","description":"Search the web.","parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}`
-	toolsB     = `{"type":"function","name":"run_code","description":"Run Python code.","parameters":{"type":"object","properties":{"code":{"type":"string"}}}}`
-	toolsPool  = []json.RawMessage{nil, json.RawMessage("[" + toolsA + "]"), json.RawMessage("[" + toolsB + "]"), json.RawMessage("[" + toolsA + "," + toolsB + "]")}
-	kwargsPool = []json.RawMessage{nil, json.RawMessage(`{"enable_thinking":false}`), json.RawMessage(`{"enable_thinking":true}`)}
+	toolsB = `{"type":"function","name":"run_code","description":"Run Python code.","parameters":{"type":"object","properties":{"code":{"type":"string"}}}}`
 )
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }

@@ -94,9 +94,7 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return previousNotFound(req.PreviousResponseID)
-		case errors.Is(err, store.ErrUnavailable):
-			return fmt.Errorf("resolve previous response: %w: %w", errStoreUnavailable, err)
-		case err != nil:
+		case err != nil: // store.ErrUnavailable: 503 (classify)
 			return fmt.Errorf("resolve previous response: %w", err)
 		}
 		if cp.Model != "" && cp.Model != req.Model {
@@ -104,7 +102,7 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		}
 		items, err := s.opts.Checkpoints.GetItems(ctx, t.tenant, cp.ConversationItemIDs)
 		if err != nil {
-			if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) { // the checkpoint names it: the store is behind
 				return fmt.Errorf("load conversation of %s: %w: %w", cp.ID, errStoreUnavailable, err)
 			}
 			return fmt.Errorf("load conversation of %s: %w", cp.ID, err)
@@ -140,9 +138,7 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return badRequest(fmt.Sprintf("input[%d].id", i), "Item with id '%s' not found.", id)
-		case errors.Is(err, store.ErrUnavailable):
-			return fmt.Errorf("resolve item reference %s: %w: %w", id, errStoreUnavailable, err)
-		case err != nil:
+		case err != nil: // store.ErrUnavailable: 503 (classify)
 			return fmt.Errorf("resolve item reference %s: %w", id, err)
 		}
 		t.req.Input[i] = items[0].Data

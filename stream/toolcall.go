@@ -51,10 +51,6 @@ func (h *hermesCall) reset() {
 	h.val.stack = stack
 }
 
-// complete reports whether the object is closed and carries a name and an
-// arguments object.
-func (h *hermesCall) complete() bool { return h.state == csDone }
-
 // usable reports whether name and a complete arguments object are known, even
 // if the outer object is not closed (models sometimes drop the last brace).
 func (h *hermesCall) usable() bool { return h.hasName && h.argsOK }

@@ -59,7 +59,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	models := make(map[string]*render.Model, len(cfg.Models))
+	models := make(map[string]*render.Renderer, len(cfg.Models))
 	for _, p := range cfg.Models {
 		m, err := loadModel(p.Dir)
 		if err != nil {
@@ -251,7 +251,7 @@ func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, l
 	return nil
 }
 
-func loadModel(dir string) (*render.Model, error) {
+func loadModel(dir string) (*render.Renderer, error) {
 	var fsys fs.FS
 	if dir == "" {
 		var err error
@@ -265,7 +265,7 @@ func loadModel(dir string) (*render.Model, error) {
 }
 
 // startBuiltinSim runs the simulator in-process on a loopback port.
-func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Model, name string, sc configs.Sim) (string, func(), error) {
+func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Renderer, name string, sc configs.Sim) (string, func(), error) {
 	s, err := sim.New(sim.Options{
 		Tokenizer: m.Tokenizer(), Renderer: sim.ModelRenderer(m), ServedModelName: name,
 		Fast: sc.Fast, Seed: sc.Seed, Logger: logger.With("component", "sim"),

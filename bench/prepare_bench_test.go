@@ -20,7 +20,7 @@ type prepFixture struct {
 	// inputs[mode][bucket] is the sampled turn closest to the bucket's nominal size.
 	inputs map[Mode]map[string]prepSample
 	timing map[Mode]*proxy
-	model  *render.Model
+	model  *render.Renderer
 }
 
 var fixture prepFixture

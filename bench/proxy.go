@@ -82,7 +82,7 @@ type proxy struct {
 // proxyOptions are what newProxy needs besides the mode.
 type proxyOptions struct {
 	mode      Mode
-	model     *render.Model
+	model     *render.Renderer
 	upstream  string
 	w         Workload
 	auditRate float64

@@ -77,7 +77,7 @@ type Vocabulary struct {
 	// vocabulary has it.
 	TokenID func(text string) (uint32, bool)
 	// StopTokenIDs are the model's end-of-turn ids as its files declare them (eos_token,
-	// generation_config.json's eos_token_id; render.Model.StopTokenIDs).
+	// generation_config.json's eos_token_id; render.Renderer.StopTokenIDs).
 	StopTokenIDs []uint32
 }
 

@@ -15,11 +15,11 @@ import (
 
 var (
 	qwen3Once  sync.Once
-	qwen3Model *render.Model
+	qwen3Model *render.Renderer
 	qwen3Err   error
 )
 
-func loadQwen3(t *testing.T) *render.Model {
+func loadQwen3(t *testing.T) *render.Renderer {
 	t.Helper()
 	qwen3Once.Do(func() {
 		qwen3Model, qwen3Err = render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
@@ -30,7 +30,7 @@ func loadQwen3(t *testing.T) *render.Model {
 	return qwen3Model
 }
 
-func vocabulary(m *render.Model) family.Vocabulary {
+func vocabulary(m *render.Renderer) family.Vocabulary {
 	return family.Vocabulary{TokenID: m.Tokenizer().TokenID, StopTokenIDs: m.StopTokenIDs}
 }
 

@@ -33,7 +33,7 @@ type CheckpointReader interface {
 
 // ArtifactOptions configure the artifact engine of one model.
 type ArtifactOptions struct {
-	Model *render.Model
+	Model *render.Renderer
 	// Family is the model's family (reasoning opened by the prompt, exact mode's turn ends).
 	Family family.Family
 	Store  ArtifactStore

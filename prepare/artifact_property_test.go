@@ -30,11 +30,11 @@ import (
 // model generation and turn it into the output items a server would store.
 
 // qwen3 loads the real Qwen3 tokenizer and template once per test binary (about half a second).
-var qwen3 = sync.OnceValues(func() (*render.Model, error) {
+var qwen3 = sync.OnceValues(func() (*render.Renderer, error) {
 	return render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
 })
 
-func loadQwen3(t testing.TB) *render.Model {
+func loadQwen3(t testing.TB) *render.Renderer {
 	t.Helper()
 	m, err := qwen3()
 	if err != nil {
@@ -122,7 +122,7 @@ type envOptions struct {
 type artEnv struct {
 	t       testing.TB
 	opts    envOptions
-	model   *render.Model
+	model   *render.Renderer
 	fam     family.Family
 	clock   *testClock
 	sealer  *store.Sealer

@@ -12,7 +12,7 @@ import (
 // exactly vLLM's chat path. It is the baseline and the fallback of the artifact fast path.
 type FullRender struct {
 	// Model renders and tokenizes; Family tells whether the prompt opened reasoning.
-	Model  *render.Model
+	Model  *render.Renderer
 	Family family.Family
 }
 
@@ -34,7 +34,7 @@ func (f FullRender) Prepare(_ context.Context, in *Input) (*Prompt, error) {
 
 // RenderConversation maps the Responses conversation to chat messages and renders the chat
 // template with the generation prompt. It returns the prompt text and the chat conversation.
-func RenderConversation(m *render.Model, in *Input) (string, *render.Conversation, error) {
+func RenderConversation(m *render.Renderer, in *Input) (string, *render.Conversation, error) {
 	conv, err := conversation(in, nil)
 	if err != nil {
 		return "", nil, err

@@ -18,8 +18,8 @@ const RendererVersion = "stitch-render/1"
 // model-visible token or the KV cache it lands in belongs here.
 type Fingerprint struct {
 	ServedModel     string // the model name the client asked for
-	TokenizerDigest string // sha256 hex of tokenizer.json (Model.TokenizerDigest)
-	TemplateDigest  string // sha256 hex of the chat template text (Model.TemplateDigest)
+	TokenizerDigest string // sha256 hex of tokenizer.json (Renderer.TokenizerDigest)
+	TemplateDigest  string // sha256 hex of the chat template text (Renderer.TemplateDigest)
 	RendererVersion string // RendererVersion
 	ToolCallParser  string // e.g. "hermes"
 	ReasoningParser string // e.g. "qwen3"

@@ -32,11 +32,11 @@ import (
 var testSealKey = store.SealKey{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
 
 // qwen3 loads the real Qwen3 tokenizer and template once per test binary (about half a second).
-var qwen3 = sync.OnceValues(func() (*render.Model, error) {
+var qwen3 = sync.OnceValues(func() (*render.Renderer, error) {
 	return render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
 })
 
-func loadQwen3(t testing.TB) *render.Model {
+func loadQwen3(t testing.TB) *render.Renderer {
 	t.Helper()
 	m, err := qwen3()
 	if err != nil {

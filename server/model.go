@@ -42,7 +42,7 @@ type ModelRuntime struct {
 // give a model that renders every turn in full.
 type ModelConfig struct {
 	Name   string
-	Render *render.Model
+	Render *render.Renderer
 	// Family names the model family by vLLM's parser names; zero: hermes + qwen3.
 	Family family.Names
 	// MaxModelLen is the context length (prompt + output).

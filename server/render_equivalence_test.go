@@ -46,7 +46,7 @@ func (l *lockedBuffer) lines() []string {
 type equivalenceStack struct {
 	url    string
 	record *lockedBuffer
-	model  *render.Model
+	model  *render.Renderer
 }
 
 func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
@@ -111,7 +111,7 @@ func (st *equivalenceStack) create(t *testing.T, body string) gjson.Result {
 }
 
 // renderIDs is what `stitch render` produces for one chat request line.
-func renderIDs(t *testing.T, m *render.Model, line string) []uint32 {
+func renderIDs(t *testing.T, m *render.Renderer, line string) []uint32 {
 	t.Helper()
 	req, err := render.ParseChatRequest([]byte(line))
 	if err != nil {

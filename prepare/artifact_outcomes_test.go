@@ -242,7 +242,7 @@ func rewrite(t *testing.T, env *artEnv, tenant, id string, f func(a *store.Artif
 	}
 }
 
-// TestArtifactOutcomes provokes every typed outcome (DESIGN.md "Typed outcomes"); each must give
+// TestArtifactOutcomes provokes every typed outcome (docs/design.md "Typed outcomes"); each must give
 // the full render's ids.
 func TestArtifactOutcomes(t *testing.T) {
 	sp := outcomeParams

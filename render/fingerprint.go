@@ -13,7 +13,7 @@ import (
 // old code stops matching.
 const RendererVersion = "stitch-render/1"
 
-// Fingerprint is a model execution identity (DESIGN.md "Identities"): an artifact is only reused
+// Fingerprint is a model execution identity (docs/design.md "Identities"): an artifact is only reused
 // when the new request's fingerprint digest equals the artifact's. Every field that can change a
 // model-visible token or the KV cache it lands in belongs here.
 type Fingerprint struct {

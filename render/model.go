@@ -266,7 +266,7 @@ func (m *Renderer) EncodeWithBoundaries(text string) Encoding {
 
 // Extend tokenizes next reusing prev, the Encoding of an earlier prompt: ids up to the last
 // added-token boundary where both texts agree are copied and only the rest is tokenized (the
-// certified suffix of DESIGN.md). The result always equals EncodeWithBoundaries(next).
+// certified suffix of docs/design.md). The result always equals EncodeWithBoundaries(next).
 func (m *Renderer) Extend(prev Encoding, next string) (Encoding, Reuse) {
 	return extend(m.seg, prev, next)
 }

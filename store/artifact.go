@@ -93,7 +93,7 @@ type Artifact struct {
 	// ResponseID is the checkpoint id (resp_…) whose prompt and output these
 	// ids are.
 	ResponseID string
-	// Fingerprint is the model execution identity (see DESIGN.md); consumers
+	// Fingerprint is the model execution identity (docs/design.md "Identities"); consumers
 	// use the artifact only if it equals the new request's fingerprint.
 	Fingerprint [32]byte
 	// Mode is the continuation mode the ids were produced for.

@@ -7,7 +7,8 @@
 //   - the end-of-turn and stop ids (vLLM's stop_token_ids);
 //   - the text that forces a tool call (tool_choice "required" or a named function);
 //   - how exact mode closes a generated turn and where a rendered turn ends;
-//   - whether a generation prompt opened a reasoning block.
+//   - whether a generation prompt opened a reasoning block, and the chat_template_kwargs switch
+//     that turns reasoning on and off.
 //
 // Nothing outside this package (and the parsers in package stream) knows a family's token ids.
 //
@@ -18,10 +19,12 @@
 //  1. family/<name>.go: a type implementing [Family] and a constructor
 //     func new<Name>(v Vocabulary) (Family, error) that resolves the family's marker ids with
 //     v.TokenID (an error when the vocabulary lacks one the family cannot work without);
-//  2. one row in registry (family.go) naming the vLLM parser names that select it, spelled as vLLM spells
-//     them (--tool-call-parser, --reasoning-parser; see vllm/tool_parsers and vllm/reasoning);
+//  2. one row in registry (family.go) naming the vLLM parser names that select it, spelled as
+//     vLLM spells them (--tool-call-parser, --reasoning-parser; see vllm/tool_parsers and
+//     vllm/reasoning in vLLM's repository);
 //  3. family/<name>_test.go: the constructor on a vocabulary of the family, the forced-tool-call
-//     text, CloseTurn and OpensReasoning, and a parse of a generated turn through NewParser.
+//     text, CloseTurn, OpensReasoning and ReasoningSwitch, and a parse of a generated turn
+//     through NewParser.
 //
 // The parser itself lives in package stream (stream.OutputParser's contract), the chat template in
 // the model directory: a family only binds them to a model.
@@ -60,6 +63,9 @@ type Family interface {
 	// OpensReasoning reports whether a rendered prompt ends inside a reasoning block its generation
 	// prompt opened, so the output starts as reasoning.
 	OpensReasoning(prompt string) bool
+	// ReasoningSwitch is the chat_template_kwargs key that turns the template's reasoning on and
+	// off (Qwen3's enable_thinking), set from reasoning.effort; "" when the family has none.
+	ReasoningSwitch() string
 }
 
 // Turn is what a turn's request decides about parsing its output.

@@ -73,6 +73,9 @@ func TestQwen3(t *testing.T) {
 	if f.EndOfTurn() != imEnd {
 		t.Errorf("EndOfTurn = %d, want <|im_end|> %d", f.EndOfTurn(), imEnd)
 	}
+	if got := f.ReasoningSwitch(); got != "enable_thinking" {
+		t.Errorf("ReasoningSwitch = %q", got)
+	}
 	if !slices.Equal(f.StopTokenIDs(), m.StopTokenIDs) {
 		t.Errorf("StopTokenIDs = %v, want %v", f.StopTokenIDs(), m.StopTokenIDs)
 	}

@@ -87,6 +87,9 @@ func (q *Qwen3) CloseTurn(ids []uint32) []uint32 {
 	return ids
 }
 
+// ReasoningSwitch implements Family: Qwen3's chat template reads enable_thinking.
+func (q *Qwen3) ReasoningSwitch() string { return "enable_thinking" }
+
 // OpensReasoning implements Family: the prompt ends with <think> and white space.
 func (q *Qwen3) OpensReasoning(prompt string) bool {
 	// Only white space may follow the opening tag, so it ends the trimmed prompt; searching from

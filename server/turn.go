@@ -116,7 +116,7 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 	if err := s.resolveReferences(ctx, t); err != nil {
 		return err
 	}
-	t.kwargs = templateKwargs(model.ChatTemplateKwargs, req)
+	t.kwargs = templateKwargs(model.ChatTemplateKwargs, model.Family.ReasoningSwitch(), req)
 	if err := s.prepare(ctx, t); err != nil {
 		return err
 	}
@@ -260,9 +260,10 @@ func dropOldestTurn(items []json.RawMessage) []json.RawMessage {
 }
 
 // templateKwargs merges the profile's chat_template_kwargs with the request: reasoning.effort "none"
-// (or minimal) turns Qwen3's enable_thinking off; json output formats too (the grammar starts at the
-// first generated token, so there must be no <think> block).
-func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
+// (or minimal) turns the family's reasoning switch (Qwen3's enable_thinking) off; json output
+// formats too (the grammar starts at the first generated token, so there must be no reasoning
+// block). A family without a switch ("") keeps the profile's kwargs.
+func templateKwargs(defaults json.RawMessage, reasoningSwitch string, req *request) json.RawMessage {
 	kw := []byte(defaults)
 	if len(kw) == 0 {
 		kw = []byte("{}")
@@ -277,10 +278,10 @@ func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
 	if req.TextFormat.Type != "text" || req.ToolChoice.Mode == "required" || req.ToolChoice.Mode == "function" {
 		thinking = "false" // a grammar or a forced tool call starts at the first generated token
 	}
-	if thinking == "" {
+	if thinking == "" || reasoningSwitch == "" {
 		return kw
 	}
-	out, err := setRaw(kw, "enable_thinking", thinking)
+	out, err := setRaw(kw, reasoningSwitch, thinking)
 	if err != nil {
 		return kw
 	}

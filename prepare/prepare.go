@@ -22,7 +22,9 @@
 // Two engines implement the contract: [FullRender] (every turn rendered and tokenized whole:
 // vLLM's own chat path, the baseline) and [ArtifactEngine] (token artifacts, the certified
 // suffix, the hot cache; falls back to a full render with the same ids on every miss). [New]
-// picks one from [Options]. Both are safe for concurrent use; a Prompt belongs to one turn.
+// picks one from [ArtifactOptions]. Both are safe for concurrent use; a Prompt belongs to one
+// turn. A new engine is written in this package: a Prompt's after-response state is unexported,
+// so only an engine can set it and no caller can forge or forget it.
 //
 // Model-family knowledge (whether the prompt opened reasoning, how exact mode closes a turn)
 // comes from package family.

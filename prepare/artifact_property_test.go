@@ -116,6 +116,8 @@ type envOptions struct {
 	// hot adds the in-process hot cache (bounded by hotBytes, default 4 MiB) and an item cache.
 	hot      bool
 	hotBytes int64
+	// checkpoints is what the engine reads checkpoints through (nil: the env's store).
+	checkpoints prepare.CheckpointReader
 }
 
 // artEnv is one artifact stack and its full-render baseline.
@@ -176,10 +178,14 @@ func newArtEnv(t testing.TB, o envOptions) *artEnv {
 		e.hot = prepare.NewHotArtifacts(cmp.Or(o.hotBytes, 4<<20), e.reg)
 		items = render.NewItemCache(1 << 20)
 	}
+	var cps prepare.CheckpointReader = e.cps
+	if o.checkpoints != nil {
+		cps = o.checkpoints
+	}
 	e.prep = prepare.NewArtifactEngine(prepare.ArtifactOptions{
 		Model: m, Family: fam, Store: e.tiered, Mode: o.mode, Identity: render.Fingerprint{ServedModel: "qwen3"},
 		CacheSalt: func(tenant string) string { return "salt-" + tenant },
-		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: !o.asyncAudit, Checkpoints: e.cps,
+		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: !o.asyncAudit, Checkpoints: cps,
 		Now: e.clock.Now, Metrics: prepare.NewArtifactMetrics(e.reg), Hot: e.hot, Items: items,
 	})
 	return e

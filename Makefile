@@ -12,6 +12,9 @@ NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/...
 RENDER_SWEEPS := ^(TestGoldenFamilies|TestExtendTextMatchesFullEncode)$$
 RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e /e2e -e '^$(MODULE)$$')
 
+# staticcheck runs at a pinned version through the Go module proxy (go.mod stays free of it).
+STATICCHECK_VERSION ?= v0.8.2
+
 .PHONY: test test-short bench lint fmt golden e2e-deps build
 
 build:
@@ -19,7 +22,7 @@ build:
 
 test: lint e2e-deps
 	$(GO) test -count=1 $(NORACE_PKGS)
-	$(GO) test -count=1 -run 'TestArtifactProperty' ./server/
+	$(GO) test -count=1 -run 'TestArtifactProperty' ./prepare/
 	$(GO) test -count=1 -run '$(RENDER_SWEEPS)' ./render/
 	$(GO) test -race -count=1 -skip '$(RENDER_SWEEPS)' $(RACE_PKGS)
 
@@ -34,6 +37,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './*/node_modules/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -69,7 +69,7 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 // lineRenderer renders one request: the prompt text and its ids (nil ids: text only).
 type lineRenderer func(render.ChatRequest) (string, []uint32, error)
 
-func modelRenderer(m *render.Model) lineRenderer {
+func modelRenderer(m *render.Renderer) lineRenderer {
 	return func(req render.ChatRequest) (string, []uint32, error) {
 		text, ids, err := m.Render(req)
 		if err == nil && ids == nil {

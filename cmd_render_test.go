@@ -56,12 +56,12 @@ func TestRenderCommand(t *testing.T) {
 
 var (
 	renderModelOnce sync.Once
-	renderModel     *render.Model
+	renderModel     *render.Renderer
 	renderModelErr  error
 )
 
 // qwen3Model loads testdata/models/qwen3 once for the tests that call renderLines directly.
-func qwen3Model(t *testing.T) *render.Model {
+func qwen3Model(t *testing.T) *render.Renderer {
 	t.Helper()
 	renderModelOnce.Do(func() {
 		renderModel, renderModelErr = render.LoadModel(os.DirFS(filepath.Join("testdata", "models", "qwen3")), render.Options{})

@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,10 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,15 +22,21 @@ import (
 
 	"github.com/stitchllm/stitch/configs"
 	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/middleware"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
 	"github.com/stitchllm/stitch/store"
-	"github.com/stitchllm/stitch/upstream"
 )
 
 func runServe(ctx context.Context, env cliEnv, args []string) error {
+	return runServeReady(ctx, env, args, nil)
+}
+
+// runServeReady is runServe calling ready (when not nil) with the listening address once it
+// accepts connections (tests listen on port 0).
+func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(addr string)) error {
 	cfg, err := configs.Load("stitch serve", args, os.Getenv, env.stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -46,6 +45,12 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "stitch serve: %v\n", err)
 		return errUsage
 	}
+	for _, p := range cfg.Models { // before any model loads: an unknown family is a usage error
+		if err := family.Check(family.Names{ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser}); err != nil {
+			fmt.Fprintf(env.stderr, "stitch serve: model %s: %v\n", p.Name, err)
+			return errUsage
+		}
+	}
 	logger, err := newLogger(cfg.Log, env.stderr)
 	if err != nil {
 		return err
@@ -53,7 +58,7 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	models := make(map[string]*render.Model, len(cfg.Models))
+	models := make(map[string]*render.Renderer, len(cfg.Models))
 	for _, p := range cfg.Models {
 		m, err := loadModel(p.Dir)
 		if err != nil {
@@ -100,7 +105,10 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		stopSweep()
 		<-swept
 	}()
-	sealKeys, err := loadSealKeys(cfg.Auth.SealKeysFile, cfg.Store.Redis != "", logger)
+	if cfg.Auth.SealKeysFile == "" && cfg.Store.Redis != "" {
+		logger.Warn("--redis without --seal-keys: each pod seals with its own random key, so artifacts are not portable")
+	}
+	sealKeys, err := store.LoadSealKeys(cfg.Auth.SealKeysFile)
 	if err != nil {
 		return err
 	}
@@ -114,12 +122,12 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 	if cfg.Auth.SealKeysFile != "" {
 		checkpointSealer = sealer
 	}
-	var checkpoints server.Checkpoints = local
+	var checkpoints store.Checkpoints = local
 	var portable store.PortableCache
 	if cfg.Store.Redis != "" {
-		ropts, err := redisOptions(string(cfg.Store.Redis))
+		ropts, err := store.ParseRedisURL(string(cfg.Store.Redis))
 		if err != nil {
-			return err
+			return fmt.Errorf("--redis: %w", err)
 		}
 		// go-redis logs failed dials through a process-wide logger; route it to ours at Debug (the
 		// store already turns every failure into ErrUnavailable, logged once where it matters).
@@ -133,22 +141,16 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		portable = store.NewRedisArtifacts(rc, store.RedisArtifactsOptions{})
 		logger.Info("sharing responses and artifacts through Redis", "redis", ropts)
 	}
-	var artifacts *store.Tiered
-	var artifactMetrics *server.ArtifactMetrics
-	var hot *server.HotArtifacts
-	var items *render.ItemCache
-	if !cfg.Artifacts.Disabled && cfg.Artifacts.HotMB > 0 {
-		hot, items = server.NewHotCaches(int64(cfg.Artifacts.HotMB)<<20, reg)
-	}
+	var artifacts *server.Artifacts // nil: --no-artifacts, a full render every turn
 	if !cfg.Artifacts.Disabled {
-		l1, err := store.NewL1(store.L1Options{MaxMB: cfg.Artifacts.CacheMB, TTL: cfg.Artifacts.TTL})
+		artifacts, err = server.NewArtifacts(server.ArtifactsConfig{
+			Sealer: sealer, CacheMB: cfg.Artifacts.CacheMB, L2: portable, HotMB: cfg.Artifacts.HotMB, TTL: cfg.Artifacts.TTL,
+			AuditRate: cfg.Artifacts.AuditRate, Checkpoints: checkpoints, Logger: logger, Registry: reg,
+		})
 		if err != nil {
-			return fmt.Errorf("artifact cache: %w", err)
+			return err
 		}
-		defer l1.Close()
-		artifacts = store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1, L2: portable, TTL: cfg.Artifacts.TTL, Logger: logger})
-		artifactMetrics = server.NewArtifactMetrics(reg)
-		reg.MustRegister(store.NewCollector(artifacts))
+		defer artifacts.Close()
 	}
 
 	var auth middleware.Authenticator = middleware.DevAuth{}
@@ -158,29 +160,21 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		}
 	}
 
-	runtimes := make(map[string]*server.Model, len(cfg.Models))
+	runtimes := make(map[string]*server.ModelRuntime, len(cfg.Models))
 	for _, p := range cfg.Models {
-		maxLen := maxLens[p.Name]
-		if maxLen == 0 {
-			maxLen = 32768
+		maxLen, reported := modelMaxLen(cfg.Upstream.MaxModelLen, maxLens, p.Name)
+		if !reported {
 			logger.Warn("upstream did not report max_model_len; assuming 32768", "model", p.Name)
 		}
-		salt := cacheSalter(saltSecret(cfg, sealKeys[0].Secret), p.Name, p.CacheSalt)
-		rt := server.NewModelRuntime(server.ModelConfig{
+		rt, err := server.NewModelRuntime(server.ModelConfig{
 			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
-			ChatTemplateKwargs: p.ChatTemplateKwargs, CacheSalt: salt,
+			Family:             family.Names{ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
+			ChatTemplateKwargs: p.ChatTemplateKwargs,
+			CacheSalt:          cacheSalter(saltSecret(cfg, sealKeys[0].Secret), p.Name, p.CacheSalt),
+			Mode:               p.ContinuationMode, Artifacts: artifacts,
 		})
-		if artifacts != nil {
-			mode := store.ModeCanonical
-			if p.Mode == "exact" {
-				mode = store.ModeExact
-			}
-			rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-				Model: models[p.Name], Store: artifacts, Mode: mode, CacheSalt: salt, Checkpoints: checkpoints,
-				Identity: render.Fingerprint{ServedModel: p.Name, ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
-				TTL:      cfg.Artifacts.TTL, AuditRate: cfg.Artifacts.AuditRate, Logger: logger, Metrics: artifactMetrics,
-				Hot: hot, Items: items,
-			})
+		if err != nil {
+			return err
 		}
 		runtimes[p.Name] = rt
 	}
@@ -201,6 +195,9 @@ func runServe(ctx context.Context, env cliEnv, args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
 	logger.Info("stitch serving the Responses API", "addr", ln.Addr().String(), "upstream", upstreamURL,
 		"data_dir", cfg.Store.DataDir, "models", len(runtimes), "version", version)
 	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout)
@@ -251,7 +248,7 @@ func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, l
 	return nil
 }
 
-func loadModel(dir string) (*render.Model, error) {
+func loadModel(dir string) (*render.Renderer, error) {
 	var fsys fs.FS
 	if dir == "" {
 		var err error
@@ -265,7 +262,7 @@ func loadModel(dir string) (*render.Model, error) {
 }
 
 // startBuiltinSim runs the simulator in-process on a loopback port.
-func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Model, name string, sc configs.Sim) (string, func(), error) {
+func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Renderer, name string, sc configs.Sim) (string, func(), error) {
 	s, err := sim.New(sim.Options{
 		Tokenizer: m.Tokenizer(), Renderer: sim.ModelRenderer(m), ServedModelName: name,
 		Fast: sc.Fast, Seed: sc.Seed, Logger: logger.With("component", "sim"),
@@ -287,37 +284,16 @@ func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Model, 
 	return ln.Addr().String(), stop, nil
 }
 
-// upstreamMaxModelLens asks /v1/models for each model's context length, waiting up to 10 s for the
-// upstream to come up (vLLM may still be loading). A fixed override wins.
-func upstreamMaxModelLens(ctx context.Context, logger *slog.Logger, up *upstream.Client, override int) map[string]int {
-	out := map[string]int{}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		models, err := up.Models(cctx)
-		cancel()
-		if err == nil {
-			for _, m := range models {
-				out[m.ID] = m.MaxModelLen
-			}
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			logger.Warn("upstream /v1/models unavailable at start", "err", err)
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+// modelMaxLen is a model's context length: the --max-model-len override when set (whatever
+// /v1/models lists), else what the upstream reported for it, else 32768 (reported false).
+func modelMaxLen(override int, reported map[string]int, name string) (int, bool) {
 	if override > 0 {
-		for k := range out {
-			out[k] = override
-		}
-		out[""] = override
+		return override, true
 	}
-	return out
+	if n := reported[name]; n > 0 {
+		return n, true
+	}
+	return 32768, false
 }
 
 // cacheSalter returns the per-tenant cache_salt: HMAC-SHA256(secret, tenant, model), so tenants
@@ -345,68 +321,6 @@ func newLogger(lc configs.Log, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
-}
-
-// loadSealKeys reads --seal-keys: a JSON list [{"id":"k1","secret":"<base64>"}]; the first signs,
-// all verify. Without a file, a random key is made: artifacts and cache salts then do not survive a
-// restart or cross pods, which is only right for a single dev process.
-func loadSealKeys(path string, shared bool, logger *slog.Logger) ([]store.SealKey, error) {
-	if path == "" {
-		if shared {
-			logger.Warn("--redis without --seal-keys: each pod seals with its own random key, so artifacts are not portable")
-		}
-		secret := make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
-			return nil, fmt.Errorf("seal key: %w", err)
-		}
-		return []store.SealKey{{ID: "ephemeral", Secret: secret}}, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("seal keys: %w", err)
-	}
-	var entries []struct {
-		ID     string `json:"id"`
-		Secret string `json:"secret"`
-	}
-	if err := json.Unmarshal(data, &entries); err != nil {
-		return nil, fmt.Errorf("seal keys %s: %w", path, err)
-	}
-	if len(entries) == 0 {
-		return nil, fmt.Errorf("seal keys %s: empty list", path)
-	}
-	keys := make([]store.SealKey, 0, len(entries))
-	for i, e := range entries {
-		secret, err := base64.StdEncoding.DecodeString(e.Secret)
-		if err != nil {
-			return nil, fmt.Errorf("seal keys %s: entry %d: secret is not base64", path, i)
-		}
-		keys = append(keys, store.SealKey{ID: e.ID, Secret: secret})
-	}
-	return keys, nil
-}
-
-// redisOptions parses redis://[user:password@]host:port[/db] (rediss:// for TLS); several
-// comma-separated hosts, or ?cluster=true, select Redis Cluster.
-func redisOptions(raw string) (store.RedisOptions, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		return store.RedisOptions{}, errors.New("--redis: want redis://[user:password@]host:port[/db]")
-	}
-	opts := store.RedisOptions{Addrs: strings.Split(u.Host, ","), Cluster: u.Query().Get("cluster") == "true"}
-	if u.User != nil {
-		opts.Username = u.User.Username()
-		opts.Password, _ = u.User.Password()
-	}
-	if db := strings.Trim(u.Path, "/"); db != "" {
-		if opts.DB, err = strconv.Atoi(db); err != nil {
-			return store.RedisOptions{}, fmt.Errorf("--redis: database %q is not a number", db)
-		}
-	}
-	if u.Scheme == "rediss" {
-		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	return opts, nil
 }
 
 // redisLogger adapts slog to go-redis's logger.

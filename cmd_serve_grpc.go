@@ -19,14 +19,18 @@ import (
 )
 
 // connectUpstream builds the upstream client for upstreamURL: vLLM's HTTP API, or its gRPC engine
-// API for grpc://host:port. It returns the client, each model's context length (as
-// upstreamMaxModelLens does) and a function that releases the client.
+// API for grpc://host:port. It returns the client, each model's context length as the
+// upstream reports it (--max-model-len applies on top, in modelMaxLen) and a function that releases the client.
 func connectUpstream(ctx context.Context, logger *slog.Logger, cfg *configs.Config, upstreamURL string,
-	models map[string]*render.Model) (server.Upstream, map[string]int, func(), error) {
+	models map[string]*render.Renderer) (server.Upstream, map[string]int, func(), error) {
 	target, isGRPC := vllmgrpc.ParseTarget(upstreamURL)
 	if !isGRPC {
 		up := upstream.New(upstreamOptions(cfg, upstreamURL))
-		maxLens := upstreamMaxModelLens(ctx, logger, up, cfg.Upstream.MaxModelLen)
+		// vLLM may still be loading: wait up to 10 s for /v1/models.
+		maxLens, err := up.MaxModelLens(ctx, 10*time.Second)
+		if err != nil {
+			logger.Warn("upstream /v1/models unavailable at start", "err", err)
+		}
 		checkTokenIDs(ctx, logger, up, cfg.Models[0].Name)
 		return up, maxLens, func() {}, nil
 	}
@@ -119,7 +123,7 @@ func apiKeyTenants(path string) ([]string, error) {
 // EOS ids. GenerateRequest names no model: a profile whose name is not the engine's served model
 // (a LoRA adapter on the HTTP path) would silently be served by the base model, so it is refused.
 func grpcModelInfo(ctx context.Context, logger *slog.Logger, c *vllmgrpc.Client, cfg *configs.Config,
-	models map[string]*render.Model) (map[string]int, error) {
+	models map[string]*render.Renderer) (map[string]int, error) {
 	var mi vllmgrpc.ModelInfo
 	var err error
 	deadline := time.Now().Add(10 * time.Second)

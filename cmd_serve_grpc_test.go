@@ -44,7 +44,7 @@ func TestGRPCConfigCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := configs.Default()
 			cfg.Upstream.URL = "grpc://127.0.0.1:1"
-			cfg.Models = []configs.Model{{Name: "qwen3"}}
+			cfg.Models = []configs.ModelProfile{{Name: "qwen3"}}
 			tt.edit(cfg)
 			tenant, err := grpcConfigCheck(cfg)
 			if tt.wantText == "" {

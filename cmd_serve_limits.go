@@ -18,7 +18,7 @@ import (
 )
 
 // serverLimits is the server's hardening configuration (issue 14) from cfg.
-func serverLimits(cfg *configs.Config, models map[string]*render.Model) server.Limits {
+func serverLimits(cfg *configs.Config, models map[string]*render.Renderer) server.Limits {
 	return server.Limits{
 		MaxJSONDepth:           cfg.Server.MaxJSONDepth,
 		MaxConcurrentResponses: cfg.Server.MaxConcurrentResponses,
@@ -44,7 +44,7 @@ func orNegative(d time.Duration) time.Duration {
 // maxTokenBytes is, per model, its longest token in bytes (Qwen3: 128, a run of spaces): no text
 // of n bytes tokenizes to fewer than n/max tokens, which lets the server refuse oversized input
 // before tokenizing it.
-func maxTokenBytes(models map[string]*render.Model) map[string]int {
+func maxTokenBytes(models map[string]*render.Renderer) map[string]int {
 	out := make(map[string]int, len(models))
 	for name, m := range models {
 		tok := m.Tokenizer()
@@ -76,7 +76,7 @@ func saltSecret(cfg *configs.Config, sealSecret []byte) []byte {
 
 // passthroughSalter returns the cache_salt of a tenant for any model a pass-through generation
 // names: the profile's pinned salt for a served model that pins one, else the keyed derivation.
-func passthroughSalter(secret []byte, profiles []configs.Model) func(tenant, model string) string {
+func passthroughSalter(secret []byte, profiles []configs.ModelProfile) func(tenant, model string) string {
 	pinned := map[string]string{}
 	for _, p := range profiles {
 		if p.CacheSalt != "" {

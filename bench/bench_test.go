@@ -15,7 +15,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 )
 
-func loadDemo(t testing.TB) *render.Model {
+func loadDemo(t testing.TB) *render.Renderer {
 	t.Helper()
 	fsys, err := demomodel.FS()
 	if err != nil {

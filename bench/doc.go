@@ -18,7 +18,7 @@
 // Per mode ([ModeResult]):
 //   - the simulator's prefix-cache hit ratio (hits / queries, in tokens, as vLLM's
 //     prefix_cache_hits / prefix_cache_queries) and the prompt tokens it had to recompute;
-//   - continuation preparation time (the server's Preparer.Prepare: render, artifact lookup,
+//   - continuation preparation time (the model's prepare.Engine.Prepare: render, artifact lookup,
 //     tokenization) per context bucket, measured in a separate sequential pass that re-runs
 //     Prepare on the exact inputs of a deterministic sample of the workload's turns, after the
 //     workload ran, so concurrency does not blur it (see [Run]);

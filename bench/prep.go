@@ -11,8 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stitchllm/stitch/server"
-	"github.com/stitchllm/stitch/stream"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/upstream"
 )
 
@@ -51,14 +50,14 @@ type prepSample struct {
 	key      turnKey
 	priority uint64
 	tokens   int
-	in       *server.PrepareInput
+	in       *prepare.Input
 }
 
-// prepRecorder wraps a mode's Preparer: it records every turn's outcome and keeps the inputs of a
+// prepRecorder wraps a mode's engine: it records every turn's outcome and keeps the inputs of a
 // deterministic sample of turns (the same turns in every mode: chosen by a hash of seed, session
 // and turn) so their preparation can be timed again, alone, after the workload.
 type prepRecorder struct {
-	inner server.Preparer
+	inner prepare.Engine
 	seed  int64
 
 	mu      sync.Mutex
@@ -66,35 +65,13 @@ type prepRecorder struct {
 	samples map[string][]prepSample // bin → kept samples, lowest priority first
 }
 
-func newPrepRecorder(inner server.Preparer, seed int64) *prepRecorder {
+func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
 	return &prepRecorder{inner: inner, seed: seed, obs: map[turnKey]prepObs{}, samples: map[string][]prepSample{}}
 }
 
-// artifactCommitter is the server's optional Preparer capability (it writes artifacts after a
-// completed response); the recorder forwards it when the inner preparer has it.
-type artifactCommitter interface {
-	Commit(ctx context.Context, tenant, responseID string, p *server.Prepared, out *stream.Converter)
-}
-
-// preparer returns the recorder as the server should see it: with Commit when inner has it.
-func (r *prepRecorder) preparer() server.Preparer {
-	if c, ok := r.inner.(artifactCommitter); ok {
-		return committingRecorder{r, c}
-	}
-	return r
-}
-
-type committingRecorder struct {
-	*prepRecorder
-	c artifactCommitter
-}
-
-func (c committingRecorder) Commit(ctx context.Context, tenant, responseID string, p *server.Prepared, out *stream.Converter) {
-	c.c.Commit(ctx, tenant, responseID, p, out)
-}
-
-// Prepare implements server.Preparer.
-func (r *prepRecorder) Prepare(ctx context.Context, in *server.PrepareInput) (*server.Prepared, error) {
+// Prepare implements prepare.Engine. The inner engine's prompt, after-response step included,
+// passes through unchanged.
+func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare.Prompt, error) {
 	p, err := r.inner.Prepare(ctx, in)
 	key, ok := turnFrom(ctx)
 	if err != nil || !ok {
@@ -102,7 +79,7 @@ func (r *prepRecorder) Prepare(ctx context.Context, in *server.PrepareInput) (*s
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: p.Outcome}
+	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: string(p.Outcome)}
 	if in.PreviousID == "" {
 		return p, nil // first turns are not continuations
 	}
@@ -158,16 +135,16 @@ type PrepTiming struct {
 }
 
 // prepareRequest is what the issue counts as a continuation's preparation: resolve, render,
-// tokenize (Preparer.Prepare) and encode the upstream request body, as the server's execute
+// tokenize (Engine.Prepare) and encode the upstream request body, as the server's execute
 // builds it.
-func prepareRequest(ctx context.Context, p server.Preparer, in *server.PrepareInput) (*server.Prepared, [][]byte, error) {
+func prepareRequest(ctx context.Context, p prepare.Engine, stop []uint32, in *prepare.Input) (*prepare.Prompt, [][]byte, error) {
 	res, err := p.Prepare(ctx, in)
 	if err != nil {
 		return nil, nil, err
 	}
 	req := upstream.CompletionRequest{
 		Model: "bench", Prompt: res.IDs, PromptPrefix: res.PromptPrefix, PromptPrefixIDs: res.PromptPrefixIDs, MaxTokens: 4096,
-		Stream: true, IncludeUsage: true, ReturnTokenIDs: true, StopTokenIDs: []uint32{151645, 151643},
+		Stream: true, IncludeUsage: true, ReturnTokenIDs: true, StopTokenIDs: stop,
 	}
 	return res, req.Parts(), nil
 }
@@ -221,7 +198,7 @@ func timeInterleaved(ctx context.Context, runs []*modeRun, reps int) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if err := timeOnce(ctx, sl.run.proxy.timing, sl.sample, sl.out); err != nil {
+				if err := timeOnce(ctx, sl.run.proxy.timing, sl.run.proxy.stop, sl.sample, sl.out); err != nil {
 					return fmt.Errorf("%s: %w", sl.run.result.Mode, err)
 				}
 			}
@@ -231,16 +208,16 @@ func timeInterleaved(ctx context.Context, runs []*modeRun, reps int) error {
 }
 
 // timeOnce prepares one sampled turn and appends its wall and thread CPU time to t.
-func timeOnce(ctx context.Context, p server.Preparer, s prepSample, t *PrepTiming) error {
+func timeOnce(ctx context.Context, p prepare.Engine, stop []uint32, s prepSample, t *PrepTiming) error {
 	cpu0, cpuOK := threadCPU()
 	start := time.Now()
-	res, _, err := prepareRequest(ctx, p, s.in)
+	res, _, err := prepareRequest(ctx, p, stop, s.in)
 	elapsed := time.Since(start)
 	cpu1, _ := threadCPU()
 	if err != nil {
 		return fmt.Errorf("time preparation of session %d turn %d: %w", s.key.session, s.key.turn, err)
 	}
-	t.Tokens, t.Reused, t.Outcome = len(res.IDs), res.Reused, res.Outcome
+	t.Tokens, t.Reused, t.Outcome = len(res.IDs), res.Reused, string(res.Outcome)
 	t.MS = append(t.MS, float64(elapsed.Microseconds())/1000)
 	if cpuOK {
 		t.CPUMS = append(t.CPUMS, float64((cpu1-cpu0).Microseconds())/1000)

@@ -20,7 +20,7 @@ type prepFixture struct {
 	// inputs[mode][bucket] is the sampled turn closest to the bucket's nominal size.
 	inputs map[Mode]map[string]prepSample
 	timing map[Mode]*proxy
-	model  *render.Model
+	model  *render.Renderer
 }
 
 var fixture prepFixture
@@ -88,11 +88,11 @@ func BenchmarkPrepare(b *testing.B) {
 			if !ok {
 				continue
 			}
-			p := f.timing[mode].timing
+			p, stop := f.timing[mode].timing, f.timing[mode].stop
 			b.Run(fmt.Sprintf("mode=%s/ctx=%s", mode, bk.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					res, _, err := prepareRequest(context.Background(), p, s.in)
+					res, _, err := prepareRequest(context.Background(), p, stop, s.in)
 					if err != nil {
 						b.Fatal(err)
 					}

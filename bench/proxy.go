@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stitchllm/stitch/family"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
@@ -36,13 +38,15 @@ const (
 	ModeExact Mode = "exact"
 )
 
-// ParseMode reads a mode name.
+// ParseMode reads a mode name: "full", or a continuation mode store.ParseMode reads.
 func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case ModeFull, ModeCanonical, ModeExact:
-		return m, nil
+	if Mode(s) == ModeFull {
+		return ModeFull, nil
 	}
-	return "", fmt.Errorf("%w: unknown mode %q (want full, canonical or exact)", ErrBadOptions, s)
+	if _, err := store.ParseMode(s); err != nil {
+		return "", fmt.Errorf("%w: unknown mode %q (want full, canonical or exact)", ErrBadOptions, s)
+	}
+	return Mode(s), nil
 }
 
 // countingUpstream counts the bytes the proxy sends to the upstream's completions endpoint: the
@@ -68,23 +72,25 @@ func (c *countingUpstream) Completions(ctx context.Context, body [][]byte) (io.R
 
 var _ server.Upstream = (*countingUpstream)(nil)
 
-// proxy is one mode's stitch server, wired as `stitch serve` wires it (cmd_serve.go), with an
-// in-memory checkpoint store instead of bbolt on disk and a preparation recorder around the
-// model's preparer.
+// proxy is one mode's stitch server, assembled as `stitch serve` assembles it
+// (server.NewArtifacts, server.NewModelRuntime with serve's default cache sizes), with an
+// in-memory checkpoint store instead of bbolt on disk, a random seal key, and a preparation
+// recorder around the model's engine.
 type proxy struct {
 	url    string
 	hs     *http.Server
 	up     *countingUpstream
 	rec    *prepRecorder
-	timing server.Preparer // the same preparer without background audits, for the timing pass
-	l1     *store.L1
+	timing prepare.Engine // the same engine without background audits, for the timing pass
+	stop   []uint32       // the model's stop_token_ids
+	arts   *server.Artifacts
 	store  *store.Tiered // the artifact store (nil in full mode)
 }
 
 // proxyOptions are what newProxy needs besides the mode.
 type proxyOptions struct {
 	mode      Mode
-	model     *render.Model
+	model     *render.Renderer
 	upstream  string
 	transport Transport
 	grpcAddr  string // the simulator's gRPC engine API, for TransportGRPC
@@ -104,8 +110,10 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	}
 	reg := prometheus.NewRegistry()
 	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
-	rt := server.NewModelRuntime(server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt})
-	p.timing = rt.Preparer
+	checkpoints := store.NewMemory()
+	mc := server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
+		Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}
+	timing := mc
 	if o.mode != ModeFull {
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)
@@ -114,31 +122,36 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sealer: %w", err)
 		}
-		if p.l1, err = store.NewL1(store.L1Options{MaxMB: 256, TTL: time.Hour}); err != nil {
-			return nil, fmt.Errorf("artifact cache: %w", err)
+		if mc.Mode, err = store.ParseMode(string(o.mode)); err != nil {
+			return nil, err
 		}
-		artifacts := store.NewTiered(store.TieredOptions{Sealer: sealer, L1: p.l1, TTL: time.Hour, Logger: o.logger})
-		p.store = artifacts
-		mode := store.ModeCanonical
-		if o.mode == ModeExact {
-			mode = store.ModeExact
+		// stitch serve's defaults: --artifact-cache-mb 256, --artifact-hot-mb 256, --artifact-ttl 1h.
+		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 256, HotMB: 256, TTL: time.Hour,
+			AuditRate: o.auditRate, Checkpoints: checkpoints, Logger: o.logger, Registry: reg}); err != nil {
+			return nil, err
 		}
-		hot, items := server.NewHotCaches(256<<20, reg) // stitch serve's default --artifact-hot-mb
-		ao := server.ArtifactOptions{
-			Model: o.model, Store: artifacts, Mode: mode, CacheSalt: salt,
-			Identity: render.Fingerprint{ServedModel: o.w.Model, ToolCallParser: "hermes", ReasoningParser: "qwen3"},
-			TTL:      time.Hour, AuditRate: o.auditRate, Logger: o.logger, Metrics: server.NewArtifactMetrics(reg),
-			Hot: hot, Items: items,
-		}
-		rt.Preparer = server.NewArtifactPreparer(ao)
-		ao.AuditRate, ao.Metrics = 0, server.NewArtifactMetrics(prometheus.NewRegistry())
-		p.timing = server.NewArtifactPreparer(ao)
+		p.store, mc.Artifacts = p.arts.Tiers, p.arts
+		// The timing engine shares the stores and caches, without audits and with metrics of its own.
+		quiet := *p.arts
+		quiet.AuditRate, quiet.Metrics = 0, prepare.NewArtifactMetrics(prometheus.NewRegistry())
+		timing.Mode, timing.Artifacts = mc.Mode, &quiet
 	}
-	p.rec = newPrepRecorder(rt.Preparer, o.w.Seed)
-	rt.Preparer = p.rec.preparer()
+	rt, err := server.NewModelRuntime(mc)
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	trt, err := server.NewModelRuntime(timing)
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	p.timing, p.stop = trt.Engine, rt.Family.StopTokenIDs()
+	p.rec = newPrepRecorder(rt.Engine, o.w.Seed)
+	rt.Engine = p.rec
 	srv, err := server.New(server.Options{
-		Logger: o.logger, Registry: reg, Upstream: p.up, Models: map[string]*server.Model{o.w.Model: rt},
-		Checkpoints: store.NewMemory(),
+		Logger: o.logger, Registry: reg, Upstream: p.up, Models: map[string]*server.ModelRuntime{o.w.Model: rt},
+		Checkpoints: checkpoints,
 	})
 	if err != nil {
 		p.close()
@@ -161,8 +174,8 @@ func (p *proxy) close() {
 		_ = p.hs.Shutdown(ctx)
 		cancel()
 	}
-	if p.l1 != nil {
-		_ = p.l1.Close()
+	if p.arts != nil {
+		_ = p.arts.Close()
 	}
 	p.up.HTTPClient().CloseIdleConnections()
 	if p.up.close != nil {

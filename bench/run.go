@@ -28,7 +28,7 @@ type Options struct {
 	DecodeReps int
 	// Model is the served model (tokenizer and chat template) for the proxy and an in-process
 	// simulator. Required unless Target is set.
-	Model *render.Model
+	Model *render.Renderer
 	// Sim starts a fresh simulator per mode. Default: InProcessSim{Model}.
 	Sim SimLauncher
 	// Target, when set, is the base URL of a running stitch serve to drive instead of in-process

@@ -45,7 +45,7 @@ type SimStats struct {
 // InProcessSim runs the simulator in this process on a loopback port. Its CPU time is then part of
 // the process's and cannot be told apart from the proxy's; use it for tests.
 type InProcessSim struct {
-	Model  *render.Model
+	Model  *render.Renderer
 	Logger *slog.Logger
 }
 

@@ -19,7 +19,7 @@ import (
 // StreamingOptions configure [MeasureStreaming].
 type StreamingOptions struct {
 	// Model and Sim as in Options; Model is required.
-	Model *render.Model
+	Model *render.Renderer
 	Sim   SimLauncher
 	// Workload supplies the model name and context length; its latency model is replaced.
 	Workload Workload

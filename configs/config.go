@@ -6,18 +6,20 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stitchllm/stitch/store"
 )
 
 // Config is the whole configuration of `stitch serve`. The zero value is not valid; use Default or Load.
 type Config struct {
-	Server    Server    `yaml:"server"`
-	Upstream  Upstream  `yaml:"upstream"`
-	Models    []Model   `yaml:"models"`
-	Store     Store     `yaml:"store"`
-	Artifacts Artifacts `yaml:"artifacts"`
-	Auth      Auth      `yaml:"auth"`
-	Log       Log       `yaml:"log"`
-	Sim       Sim       `yaml:"sim"`
+	Server    Server         `yaml:"server"`
+	Upstream  Upstream       `yaml:"upstream"`
+	Models    []ModelProfile `yaml:"models"`
+	Store     Store          `yaml:"store"`
+	Artifacts Artifacts      `yaml:"artifacts"`
+	Auth      Auth           `yaml:"auth"`
+	Log       Log            `yaml:"log"`
+	Sim       Sim            `yaml:"sim"`
 }
 
 // Server configures the HTTP listener and request limits.
@@ -67,19 +69,23 @@ type Upstream struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
-// Model is one served model profile.
-type Model struct {
+// ModelProfile is one served model's profile (an entry of models).
+type ModelProfile struct {
 	// Name is the served model name clients send as "model" (and vLLM's --served-model-name).
 	Name string `yaml:"name"`
 	// Dir holds tokenizer.json and tokenizer_config.json (or chat_template.jinja). Empty: the bundled
 	// Qwen3 demo model.
 	Dir string `yaml:"dir"`
-	// ToolCallParser names the output parser for tool calls. Default "hermes" (Qwen3).
+	// ToolCallParser is vLLM's --tool-call-parser for this model, spelled as vLLM spells it; with
+	// ReasoningParser it selects the model family (output parser, stop ids, forced tool calls).
+	// Default "hermes" (Qwen3).
 	ToolCallParser string `yaml:"tool_call_parser"`
-	// ReasoningParser names the output parser for reasoning. Default "qwen3".
+	// ReasoningParser is vLLM's --reasoning-parser for this model. Default "qwen3".
 	ReasoningParser string `yaml:"reasoning_parser"`
 	// Mode is the continuation mode: "canonical" (default) or "exact". Empty: Artifacts.Mode.
 	Mode string `yaml:"mode"`
+	// ContinuationMode is Mode parsed (store.ParseMode) by Load.
+	ContinuationMode store.Mode `yaml:"-"`
 	// ChatTemplateKwargs are defaults passed to the chat template as a JSON object in YAML's key order
 	// (e.g. {"enable_thinking": false}); a request's reasoning.effort overrides enable_thinking.
 	ChatTemplateKwargs json.RawMessage `yaml:"-"`

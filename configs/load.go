@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stitchllm/stitch/store"
 )
 
 // Default returns the configuration with every default applied.
@@ -49,7 +51,7 @@ type option struct {
 
 // single-model flags: they fill (or create) Models[0].
 type singleModel struct {
-	dir, name, mode string
+	dir, name, toolCallParser, reasoningParser string
 }
 
 func options(sm *singleModel) []option {
@@ -60,6 +62,8 @@ func options(sm *singleModel) []option {
 		{"max-model-len", "context length; 0 reads it from the upstream's /v1/models", func(c *Config) flag.Value { return (*intValue)(&c.Upstream.MaxModelLen) }},
 		{"model-dir", "model directory (tokenizer.json, tokenizer_config.json); empty: bundled Qwen3 demo model", func(*Config) flag.Value { return (*stringValue)(&sm.dir) }},
 		{"served-model-name", "model name clients send (and vLLM serves); default qwen3", func(*Config) flag.Value { return (*stringValue)(&sm.name) }},
+		{"tool-call-parser", "vLLM's --tool-call-parser of the model (selects its family); default hermes", func(*Config) flag.Value { return (*stringValue)(&sm.toolCallParser) }},
+		{"reasoning-parser", "vLLM's --reasoning-parser of the model (selects its family); default qwen3", func(*Config) flag.Value { return (*stringValue)(&sm.reasoningParser) }},
 		{"data-dir", "directory of the embedded response store", func(c *Config) flag.Value { return (*stringValue)(&c.Store.DataDir) }},
 		{"redis", "redis:// URL for shared checkpoints and artifacts (multi-pod)", func(c *Config) flag.Value { return (*secretValue)(&c.Store.Redis) }},
 		{"response-ttl", "how long stored responses live (Redis TTL; the embedded store sweeps hourly)", func(c *Config) flag.Value { return (*durationValue)(&c.Store.ResponseTTL) }},
@@ -174,10 +178,16 @@ func Load(name string, args []string, getenv func(string) string, out io.Writer)
 
 func applySingleModel(cfg *Config, sm singleModel) error {
 	if len(cfg.Models) == 0 {
-		cfg.Models = []Model{{}}
+		cfg.Models = []ModelProfile{{}}
 	}
-	if len(cfg.Models) > 1 && (sm.dir != "" || sm.name != "") {
-		return errors.New("--model-dir and --served-model-name describe one model; the config file lists several")
+	if len(cfg.Models) > 1 && (sm.dir != "" || sm.name != "" || sm.toolCallParser != "" || sm.reasoningParser != "") {
+		return errors.New("--model-dir, --served-model-name, --tool-call-parser and --reasoning-parser describe one model; the config file lists several")
+	}
+	if sm.toolCallParser != "" {
+		cfg.Models[0].ToolCallParser = sm.toolCallParser
+	}
+	if sm.reasoningParser != "" {
+		cfg.Models[0].ReasoningParser = sm.reasoningParser
 	}
 	if sm.dir != "" {
 		cfg.Models[0].Dir = sm.dir
@@ -204,6 +214,7 @@ func (c *Config) normalize() error {
 		if m.Mode == "" {
 			m.Mode = c.Artifacts.Mode
 		}
+		m.ContinuationMode, _ = store.ParseMode(m.Mode) // Validate reports a bad one
 		if m.KwargsNode.Kind != 0 {
 			js, err := nodeJSON(&m.KwargsNode)
 			if err != nil {
@@ -236,9 +247,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("max-model-len: negative"))
 	}
 	errs = append(errs, c.validateLimits()...)
-	modes := map[string]bool{"canonical": true, "exact": true}
-	if !modes[c.Artifacts.Mode] {
-		errs = append(errs, fmt.Errorf("mode: %q is not canonical or exact", c.Artifacts.Mode))
+	if _, err := store.ParseMode(c.Artifacts.Mode); err != nil {
+		errs = append(errs, fmt.Errorf("mode: %w", err))
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
@@ -246,15 +256,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("models[%d]: duplicate name %q", i, m.Name))
 		}
 		seen[m.Name] = true
-		if !modes[m.Mode] {
-			errs = append(errs, fmt.Errorf("models[%d].mode: %q is not canonical or exact", i, m.Mode))
+		if _, err := store.ParseMode(m.Mode); err != nil {
+			errs = append(errs, fmt.Errorf("models[%d].mode: %w", i, err))
 		}
-		if m.ToolCallParser != "hermes" {
-			errs = append(errs, fmt.Errorf("models[%d].tool_call_parser: %q not supported (hermes)", i, m.ToolCallParser))
-		}
-		if m.ReasoningParser != "qwen3" {
-			errs = append(errs, fmt.Errorf("models[%d].reasoning_parser: %q not supported (qwen3)", i, m.ReasoningParser))
-		}
+		// Parser names select a model family (package family); stitch serve refuses an unknown
+		// pair at startup, listing the supported ones.
 		if m.CacheSalt != "" {
 			if err := CheckCacheSalt(m.CacheSalt); err != nil {
 				errs = append(errs, fmt.Errorf("models[%d].cache_salt: %w", i, err))

@@ -22,12 +22,6 @@ const (
 	loggerKey
 )
 
-// RequestID returns the request's id ("" outside RequestIDs).
-func RequestID(ctx context.Context) string {
-	s, _ := ctx.Value(requestIDKey).(string)
-	return s
-}
-
 // Tenant returns the authenticated tenant ("" outside Auth).
 func Tenant(ctx context.Context) string {
 	s, _ := ctx.Value(tenantKey).(string)

@@ -23,9 +23,9 @@ const (
 )
 
 // ChatTemplate is the chat-template half of a model directory: tokenizer_config.json's special
-// tokens and the chat template, without the tokenizer. It renders prompt text exactly as Model
+// tokens and the chat template, without the tokenizer. It renders prompt text exactly as Renderer
 // does, for directories whose tokenizer is not needed or not loadable. Safe for concurrent use.
-type ChatTemplate struct{ m *Model }
+type ChatTemplate struct{ m *Renderer }
 
 // LoadChatTemplate reads tokenizer_config.json and the chat template of a model directory (the
 // same rules as LoadModel: Options.ChatTemplate, then chat_template.jinja, then
@@ -39,7 +39,7 @@ func LoadChatTemplate(fsys fs.FS, opts Options) (*ChatTemplate, error) {
 }
 
 // RenderText applies the template to req after vLLM's message preprocessing (see
-// Model.RenderText).
+// Renderer.RenderText).
 func (c *ChatTemplate) RenderText(req ChatRequest) (string, error) { return c.m.RenderText(req) }
 
 // ContentFormat returns the content format the template gets.
@@ -50,10 +50,10 @@ func (c *ChatTemplate) ContentFormat() ContentFormat { return c.m.format }
 func (c *ChatTemplate) Source() string { return c.m.TemplateSource }
 
 // ContentFormat returns the content format the model's template gets.
-func (m *Model) ContentFormat() ContentFormat { return m.format }
+func (m *Renderer) ContentFormat() ContentFormat { return m.format }
 
 // loadChat reads what rendering needs from a model directory, before and without the tokenizer.
-func loadChat(fsys fs.FS, opts Options) (*Model, error) {
+func loadChat(fsys fs.FS, opts Options) (*Renderer, error) {
 	cfg, err := fs.ReadFile(fsys, "tokenizer_config.json")
 	if err != nil {
 		return nil, fmt.Errorf("%w: read tokenizer_config.json: %w", ErrModelDir, err)
@@ -62,7 +62,7 @@ func loadChat(fsys fs.FS, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("%w: tokenizer_config.json is not valid JSON", ErrModelDir)
 	}
 	config := gjson.ParseBytes(cfg)
-	m := &Model{}
+	m := &Renderer{}
 	if m.specials, err = parseSpecialTokens(config); err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func loadChat(fsys fs.FS, opts Options) (*Model, error) {
 }
 
 // useTemplate compiles text as m's chat template and detects its content format.
-func (m *Model) useTemplate(text, source string, opts Options) error {
+func (m *Renderer) useTemplate(text, source string, opts Options) error {
 	t, err := compileTemplate(source, text, opts)
 	if err != nil {
 		return fmt.Errorf("%w: compile chat template from %s: %w", ErrModelDir, source, err)

@@ -17,7 +17,7 @@
 //
 // # vLLM preprocessing
 //
-// [Model.RenderText] hands the template what vllm/entrypoints/chat_utils.py does: content as a
+// [Renderer.RenderText] hands the template what vllm/entrypoints/chat_utils.py does: content as a
 // string (parts joined with "\n", None → ""), the kept keys role, content, tool_calls,
 // reasoning and reasoning_content (assistant), tool_call_id (tool) and name; tool-call arguments
 // given as a string are JSON-parsed (invalid → {}); tools as {"type":"function","function":
@@ -28,9 +28,9 @@
 // # Certified suffix
 //
 // Tokenization is independent across added-token matches (bpe refuses tokenizers with
-// lstrip/rstrip/normalized added tokens, so this always holds). [Model.EncodeWithBoundaries]
+// lstrip/rstrip/normalized added tokens, so this always holds). [Renderer.EncodeWithBoundaries]
 // records the start of every added-token match with a digest of the text before it;
-// [Model.Extend] reuses an earlier [Encoding] up to the last boundary both texts share with an
+// [Renderer.Extend] reuses an earlier [Encoding] up to the last boundary both texts share with an
 // equal prefix and tokenizes only the rest. The result is always identical to a full encode.
 //
 // # Identity

@@ -13,13 +13,13 @@ import (
 // old code stops matching.
 const RendererVersion = "stitch-render/1"
 
-// Fingerprint is a model execution identity (DESIGN.md "Identities"): an artifact is only reused
+// Fingerprint is a model execution identity (docs/design.md "Identities"): an artifact is only reused
 // when the new request's fingerprint digest equals the artifact's. Every field that can change a
 // model-visible token or the KV cache it lands in belongs here.
 type Fingerprint struct {
 	ServedModel     string // the model name the client asked for
-	TokenizerDigest string // sha256 hex of tokenizer.json (Model.TokenizerDigest)
-	TemplateDigest  string // sha256 hex of the chat template text (Model.TemplateDigest)
+	TokenizerDigest string // sha256 hex of tokenizer.json (Renderer.TokenizerDigest)
+	TemplateDigest  string // sha256 hex of the chat template text (Renderer.TemplateDigest)
 	RendererVersion string // RendererVersion
 	ToolCallParser  string // e.g. "hermes"
 	ReasoningParser string // e.g. "qwen3"

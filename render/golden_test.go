@@ -21,12 +21,12 @@ var goldenDir = filepath.Join("..", "testdata", "render")
 
 var (
 	qwenOnce  sync.Once
-	qwenModel *Model
+	qwenModel *Renderer
 	qwenErr   error
 )
 
 // qwen3 loads testdata/models/qwen3 once per test binary (the tokenizer takes ~1 s to load).
-func qwen3(t testing.TB) *Model {
+func qwen3(t testing.TB) *Renderer {
 	t.Helper()
 	qwenOnce.Do(func() {
 		qwenModel, qwenErr = LoadModel(os.DirFS(filepath.Join("..", "testdata", "models", "qwen3")), Options{})
@@ -148,7 +148,7 @@ func TestGoldenRender(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		template string
-		model    *Model
+		model    *Renderer
 	}{{"qwen3", m}, {"qwen3-8b", m8b}} {
 		t.Run(tc.template, func(t *testing.T) {
 			failures := 0
@@ -196,7 +196,7 @@ func TestGoldenResponses(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		template string
-		model    *Model
+		model    *Renderer
 	}{{"responses-qwen3", m}, {"responses-qwen3-8b", m8b}} {
 		t.Run(tc.template, func(t *testing.T) {
 			for _, c := range loadGoldenFiles(t, "responses_cases.jsonl", tc.template) {

@@ -31,10 +31,10 @@ type Options struct {
 	ContentFormat ContentFormat
 }
 
-// Model is a loaded tokenizer and chat template: it renders chat requests to prompt text and
-// token ids exactly as vLLM's chat path does. A Model is safe for concurrent use; apart from a
-// bounded cache of decoded tool lists it is immutable.
-type Model struct {
+// Renderer is a model directory's tokenizer and chat template, loaded (LoadModel): it renders
+// chat requests to prompt text and token ids exactly as vLLM's chat path does. A Renderer is safe
+// for concurrent use; apart from a bounded cache of decoded tool lists it is immutable.
+type Renderer struct {
 	tok      *bpe.Tokenizer
 	seg      bpeSegments
 	maxAdded int // longest added token, in bytes
@@ -52,12 +52,18 @@ type Model struct {
 	TemplateSource string
 	// StopTokenIDs are the ids that end an assistant turn: eos_token, generation_config.json's
 	// eos_token_id, and the usual end-of-turn tokens the vocabulary has as special tokens
-	// (<|im_end|>, <|endoftext|>, <|eot_id|>). For Qwen3: 151645, 151643.
+	// (<|im_end|>, <|endoftext|>, <|eot_id|>).
 	StopTokenIDs []uint32
 	// GenerationOpensThink reports whether the generation prompt leaves a <think> block open
 	// (the model's output then starts inside reasoning), probed by rendering a one-message chat.
 	GenerationOpensThink bool
 }
+
+// Model is the former name of Renderer.
+//
+// Deprecated: use Renderer; the alias keeps branches written against the old name building until
+// they are merged.
+type Model = Renderer
 
 // specialToken is one of the tokenizer's special-token strings as the template sees it.
 type specialToken struct {
@@ -74,7 +80,7 @@ var specialTokenKeys = [...]string{"bos_token", "eos_token", "unk_token", "sep_t
 // (chat_template as a string or a list of {name, template}; special tokens as strings or
 // AddedToken objects), an optional chat_template.jinja (which wins over tokenizer_config.json,
 // as in transformers) and an optional generation_config.json (eos_token_id).
-func LoadModel(fsys fs.FS, opts Options) (*Model, error) {
+func LoadModel(fsys fs.FS, opts Options) (*Renderer, error) {
 	// The small files first, so a bad directory fails before the tokenizer's ~1 s load.
 	m, err := loadChat(fsys, opts)
 	if err != nil {
@@ -183,7 +189,7 @@ func pickTemplate(fsys fs.FS, config gjson.Result, opts Options) (text, source s
 	return "", "", fmt.Errorf("%w: no chat template (neither chat_template.jinja nor tokenizer_config.json chat_template)", ErrModelDir)
 }
 
-func (m *Model) stopTokens(fsys fs.FS) ([]uint32, error) {
+func (m *Renderer) stopTokens(fsys fs.FS) ([]uint32, error) {
 	var ids []uint32
 	add := func(id uint32) {
 		for _, x := range ids {
@@ -221,7 +227,7 @@ func (m *Model) stopTokens(fsys fs.FS) ([]uint32, error) {
 }
 
 // WithTemplate returns a copy of m that renders with another chat template (same tokenizer).
-func (m *Model) WithTemplate(source string, opts Options) (*Model, error) {
+func (m *Renderer) WithTemplate(source string, opts Options) (*Renderer, error) {
 	c := *m
 	if err := c.useTemplate(source, "options", opts); err != nil {
 		return nil, err
@@ -232,7 +238,7 @@ func (m *Model) WithTemplate(source string, opts Options) (*Model, error) {
 
 // probeThink renders a one-message chat with and without the generation prompt and reports
 // whether the added text opens a <think> block it does not close.
-func (m *Model) probeThink() bool {
+func (m *Renderer) probeThink() bool {
 	msgs := []Message{{Role: "user", Content: "ping"}}
 	with, err1 := m.RenderText(ChatRequest{Messages: msgs, AddGenerationPrompt: true})
 	without, err2 := m.RenderText(ChatRequest{Messages: msgs})
@@ -244,22 +250,24 @@ func (m *Model) probeThink() bool {
 }
 
 // Tokenizer returns the model's tokenizer.
-func (m *Model) Tokenizer() *bpe.Tokenizer { return m.tok }
+func (m *Renderer) Tokenizer() *bpe.Tokenizer { return m.tok }
 
 // Template returns the chat template text in use.
-func (m *Model) Template() string { return m.template }
+func (m *Renderer) Template() string { return m.template }
 
 // Encode tokenizes text with add_special_tokens=false (vLLM's chat path).
-func (m *Model) Encode(text string) []uint32 { return m.tok.Encode(text) }
+func (m *Renderer) Encode(text string) []uint32 { return m.tok.Encode(text) }
 
 // EncodeWithBoundaries tokenizes text like Encode and also returns its boundary table, for a
 // token artifact to extend next turn with Extend.
-func (m *Model) EncodeWithBoundaries(text string) Encoding { return encodeWithBoundaries(m.seg, text) }
+func (m *Renderer) EncodeWithBoundaries(text string) Encoding {
+	return encodeWithBoundaries(m.seg, text)
+}
 
 // Extend tokenizes next reusing prev, the Encoding of an earlier prompt: ids up to the last
 // added-token boundary where both texts agree are copied and only the rest is tokenized (the
-// certified suffix of DESIGN.md). The result always equals EncodeWithBoundaries(next).
-func (m *Model) Extend(prev Encoding, next string) (Encoding, Reuse) {
+// certified suffix of docs/design.md). The result always equals EncodeWithBoundaries(next).
+func (m *Renderer) Extend(prev Encoding, next string) (Encoding, Reuse) {
 	return extend(m.seg, prev, next)
 }
 
@@ -267,13 +275,13 @@ func (m *Model) Extend(prev Encoding, next string) (Encoding, Reuse) {
 // are compared directly and only the changed tail of next is scanned and tokenized. The ids and
 // boundary offsets equal EncodeWithBoundaries(next); the boundaries from index fresh on carry no
 // digest until FillDigests.
-func (m *Model) ExtendText(prev Encoding, prevText, next string) (enc Encoding, reuse Reuse, fresh int) {
+func (m *Renderer) ExtendText(prev Encoding, prevText, next string) (enc Encoding, reuse Reuse, fresh int) {
 	return extendText(m.seg, m.maxAdded, prev, prevText, next, 0)
 }
 
 // ExtendTextFrom is ExtendText when the texts are known to agree on their first known bytes
 // (RenderMemo.CommonPrefix): those are not compared again.
-func (m *Model) ExtendTextFrom(prev Encoding, prevText, next string, known int) (enc Encoding, reuse Reuse, fresh int) {
+func (m *Renderer) ExtendTextFrom(prev Encoding, prevText, next string, known int) (enc Encoding, reuse Reuse, fresh int) {
 	return extendText(m.seg, m.maxAdded, prev, prevText, next, known)
 }
 
@@ -339,7 +347,7 @@ type kwarg struct {
 	value []byte // raw JSON
 }
 
-func (m *Model) vars(req *ChatRequest) (*templateVars, error) {
+func (m *Renderer) vars(req *ChatRequest) (*templateVars, error) {
 	v := &templateVars{
 		messages:            req.Messages,
 		addGenerationPrompt: req.AddGenerationPrompt,
@@ -387,15 +395,15 @@ func (m *Model) vars(req *ChatRequest) (*templateVars, error) {
 
 // RenderText applies the chat template to req after vLLM's message preprocessing and returns
 // the prompt text. Template failures wrap ErrTemplate; bad input wraps ErrInvalidInput.
-func (m *Model) RenderText(req ChatRequest) (string, error) {
+func (m *Renderer) RenderText(req ChatRequest) (string, error) {
 	return m.renderText(&req, nil)
 }
 
 // RenderMemo is what a render recorded so that rendering a continuation of the same conversation
 // can replay the template's work for the messages that did not change. It is immutable and
-// belongs to the Model that made it.
+// belongs to the Renderer that made it.
 type RenderMemo struct {
-	m       *Model
+	m       *Renderer
 	memo    *templateMemo
 	common  int // see CommonPrefix
 	textLen int // of the render's text
@@ -412,9 +420,9 @@ func (r *RenderMemo) CommonPrefix() int {
 }
 
 // RenderTextMemo renders like RenderText and also returns a RenderMemo. With prev from an earlier
-// RenderTextMemo of this Model (nil is allowed), the template replays every part of its work
+// RenderTextMemo of this Renderer (nil is allowed), the template replays every part of its work
 // whose inputs are unchanged; the text is identical to RenderText's either way.
-func (m *Model) RenderTextMemo(req ChatRequest, prev *RenderMemo) (string, *RenderMemo, error) {
+func (m *Renderer) RenderTextMemo(req ChatRequest, prev *RenderMemo) (string, *RenderMemo, error) {
 	var memo *templateMemo
 	if prev != nil && prev.m == m {
 		memo = prev.memo
@@ -434,7 +442,7 @@ func (m *Model) RenderTextMemo(req ChatRequest, prev *RenderMemo) (string, *Rend
 	return text, r, nil
 }
 
-func (m *Model) renderText(req *ChatRequest, memo **templateMemo) (string, error) {
+func (m *Renderer) renderText(req *ChatRequest, memo **templateMemo) (string, error) {
 	if req.AddGenerationPrompt && req.ContinueFinalMessage {
 		return "", invalid("continue_final_message", "cannot be combined with add_generation_prompt")
 	}
@@ -469,7 +477,7 @@ func (m *Model) renderText(req *ChatRequest, memo **templateMemo) (string, error
 }
 
 // Render returns the prompt text and its ids (tokenized with add_special_tokens=false).
-func (m *Model) Render(req ChatRequest) (string, []uint32, error) {
+func (m *Renderer) Render(req ChatRequest) (string, []uint32, error) {
 	text, err := m.RenderText(req)
 	if err != nil {
 		return "", nil, err

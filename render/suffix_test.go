@@ -157,7 +157,7 @@ func TestExtendRejectsBoundaryThatMovesInNext(t *testing.T) {
 // qwen3Extenders are the two certified suffixes with the real tokenizer, each extending the
 // encoding of p to next and returning boundaries with their digests: Extend (digests of the
 // previous text) and ExtendText (the previous text itself). seed feeds each one's random cuts.
-func qwen3Extenders(m *Model) []struct {
+func qwen3Extenders(m *Renderer) []struct {
 	name   string
 	seed   uint64
 	extend func(p, next string) (Encoding, Reuse)

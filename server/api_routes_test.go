@@ -65,7 +65,7 @@ func newAPIStack(t *testing.T) *apiStack {
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}), Checkpoints: cps,
-		Models: map[string]*server.Model{"qwen3": server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -275,4 +275,14 @@ func TestNoServerErrorOnOddInput(t *testing.T) {
 			t.Errorf("POST %s = %d %s", short, st, body.Raw)
 		}
 	}
+}
+
+// mustRuntime builds a model runtime as stitch serve does (server.NewModelRuntime).
+func mustRuntime(t *testing.T, c server.ModelConfig) *server.ModelRuntime {
+	t.Helper()
+	rt, err := server.NewModelRuntime(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }

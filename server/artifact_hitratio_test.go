@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,12 +21,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/gjson"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
+
+var testSealKey = store.SealKey{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
+
+// qwen3 loads the real Qwen3 tokenizer and template once per test binary (about half a second).
+var qwen3 = sync.OnceValues(func() (*render.Renderer, error) {
+	return render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
+})
+
+func loadQwen3(t testing.TB) *render.Renderer {
+	t.Helper()
+	m, err := qwen3()
+	if err != nil {
+		t.Fatalf("load Qwen3: %v", err)
+	}
+	return m
+}
 
 // Through HTTP with the simulator (issue 6): the prefix-cache hit ratio of canonical mode equals
 // the no-artifacts baseline exactly (same prompts), exact mode's is at least that, and strictly
@@ -83,7 +101,8 @@ type stackOptions struct {
 	audit float64
 }
 
-// newSimStack wires a server as cmd_serve.go does, with the built-in simulator as upstream.
+// newSimStack assembles a server with server.NewModelRuntime and server.NewArtifacts as stitch
+// serve does, with the simulator as upstream, checkpoints in memory and a 16 MiB L1.
 func newSimStack(t *testing.T, o stackOptions) *simStack {
 	t.Helper()
 	m := loadQwen3(t)
@@ -100,33 +119,32 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 	t.Cleanup(simSrv.Close)
 
 	cps := store.NewMemory()
-	rt := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})
+	mc := server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
+		Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}
 	if o.mode != "none" {
 		sealer, err := store.NewSealer([]store.SealKey{testSealKey}, store.SealerOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l1, err := store.NewL1(store.L1Options{MaxMB: 16})
+		if mc.Mode, err = store.ParseMode(o.mode); err != nil {
+			t.Fatal(err)
+		}
+		arts, err := server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 256,
+			AuditRate: o.audit, Checkpoints: cps, Registry: st.reg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { l1.Close() })
-		st.artifacts = store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1})
-		mode := store.ModeCanonical
-		if o.mode == "exact" {
-			mode = store.ModeExact
-		}
-		rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-			Model: m, Store: st.artifacts, Mode: mode, Checkpoints: cps,
-			Identity:  render.Fingerprint{ServedModel: "qwen3", ToolCallParser: "hermes", ReasoningParser: "qwen3"},
-			AuditRate: o.audit, Metrics: server.NewArtifactMetrics(st.reg),
-			Hot: server.NewHotArtifacts(64<<20, nil), Items: render.NewItemCache(16 << 20), // as stitch serve
-		})
+		t.Cleanup(func() { arts.Close() })
+		st.artifacts, mc.Artifacts = arts.Tiers, arts
+	}
+	rt, err := server.NewModelRuntime(mc)
+	if err != nil {
+		t.Fatal(err)
 	}
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: st.reg,
 		Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}),
-		Models:   map[string]*server.Model{"qwen3": rt}, Checkpoints: cps,
+		Models:   map[string]*server.ModelRuntime{"qwen3": rt}, Checkpoints: cps,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -40,10 +40,14 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	simSrv := httptest.NewServer(s)
 	defer simSrv.Close()
 	checkpoints := store.NewMemory()
+	rt, err := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}), Checkpoints: checkpoints,
-		Models: map[string]*server.Model{"qwen3": server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models: map[string]*server.ModelRuntime{"qwen3": rt},
 	})
 	if err != nil {
 		t.Fatal(err)

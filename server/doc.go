@@ -3,10 +3,15 @@
 //
 // # A turn
 //
-// POST /v1/responses is handled in four steps, each behind a small interface declared here:
-// parse and validate the request; resolve previous_response_id to a stored checkpoint (its
-// conversation items); prepare the prompt ids (render the conversation with the model's chat template
-// and tokenize it — or reuse a token artifact, see [Preparer]); stream the completion from vLLM through
-// package stream, which turns token ids into Responses events. The checkpoint is written before the
-// terminal event is sent, so a client that saw response.completed can always continue from it.
+// POST /v1/responses is handled in four steps (turn.go): parse and validate the request; resolve
+// previous_response_id to a stored checkpoint (its conversation items, store.Checkpoints); prepare
+// the prompt ids with the model's engine (package prepare: render the conversation with the chat
+// template and tokenize it, or reuse a token artifact); stream the completion from vLLM through
+// package stream, parsed by the model's family (package family). The checkpoint is written before
+// the terminal event is sent, so a client that saw response.completed can always continue from it;
+// the prompt's after-response step (prepare.Prompt.Commit) then advances the artifact.
+//
+// A model's runtime is assembled by NewModelRuntime from a ModelConfig (and NewArtifacts for the
+// shared artifact tiers): the one assembly path of stitch serve, stitch bench and the tests. The
+// design: docs/design.md.
 package server

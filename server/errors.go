@@ -8,6 +8,7 @@ import (
 
 	"github.com/stitchllm/stitch/middleware"
 	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
 
@@ -54,7 +55,9 @@ const statusClientClosed = 499
 //   - an *APIError passes through;
 //   - client gone → 499; deadline → 504;
 //   - vLLM unreachable or 5xx → 502; vLLM 4xx → 400 with vLLM's message;
-//   - store unavailable → 503 (Retry-After is set by the writer);
+//   - store unavailable (store.ErrUnavailable, or errStoreUnavailable where a missing record
+//     means the store is inconsistent) → 503 (Retry-After is set by the writer); a caller that
+//     answers "not found" itself checks store.ErrNotFound before;
 //   - anything else → 500.
 func classify(err error) *APIError {
 	var ae *APIError
@@ -86,7 +89,7 @@ func classify(err error) *APIError {
 		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: se.Message(), Err: err}
 	case errors.Is(err, errUpstreamStream):
 		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: "The model server failed while generating the response.", Err: err}
-	case errors.Is(err, errStoreUnavailable):
+	case errors.Is(err, errStoreUnavailable), errors.Is(err, store.ErrUnavailable):
 		return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable", Message: "the response store is unavailable; retry shortly", Err: err}
 	}
 	return &APIError{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error", Err: err}
@@ -95,7 +98,8 @@ func classify(err error) *APIError {
 // errUpstreamStream marks a generation the model server broke off or failed after it began.
 var errUpstreamStream = errors.New("upstream stream failed")
 
-// errStoreUnavailable marks a store failure that a retry may cure (Redis down).
+// errStoreUnavailable marks a store failure that a retry may cure (Redis down) where the store's
+// own error does not say so (a conversation item missing from its checkpoint's store).
 var errStoreUnavailable = errors.New("store unavailable")
 
 // writeError answers err in OpenAI's shape. It must only be called before any body byte was written.

@@ -53,7 +53,7 @@ func TestUpstreamLoweredMaxTokens(t *testing.T) {
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: upstream.New(upstream.Options{BaseURL: front.URL}), Checkpoints: store.NewMemory(),
-		Models: map[string]*server.Model{"qwen3": server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
 	"github.com/stitchllm/stitch/upstream"
@@ -45,9 +46,6 @@ func (s *Server) newOutput(t *turn) *output {
 	}
 	resp.Temperature = rawFloat(req.Temperature)
 	resp.TopP = rawFloat(req.TopP)
-	popts := t.model.Parser
-	popts.ThinkingOpen = t.prompt.ThinkingOpen
-	popts.ParallelToolCalls = req.ParallelToolCalls
 	eopts := stream.EmitterOptions{Response: resp, NewID: s.opts.NewID, Now: s.opts.Now}
 	if req.IncludeEncrypted && s.opts.Reseed != nil {
 		// The response id must be known before the first event to seal it into reasoning items.
@@ -60,8 +58,9 @@ func (s *Server) newOutput(t *turn) *output {
 		}
 	}
 	dec := t.model.NewDecoder()
-	copts := withToolPolicy(stream.ConverterOptions{Parser: popts, Emitter: eopts}, dec, req) // toolpolicy.go
-	conv := stream.NewConverter(dec, copts)
+	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls})
+	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts}, dec, req) // toolpolicy.go
+	conv := stream.NewConverter(nil, copts)
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
 }
 

@@ -46,7 +46,7 @@ func (l *lockedBuffer) lines() []string {
 type equivalenceStack struct {
 	url    string
 	record *lockedBuffer
-	model  *render.Model
+	model  *render.Renderer
 }
 
 func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
@@ -63,27 +63,30 @@ func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
 	}
 	simSrv := httptest.NewServer(s)
 	t.Cleanup(simSrv.Close)
-	rt := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
-		CacheSalt: func(tenant string) string { return "salt-" + tenant }})
+	mc := server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
+		CacheSalt: func(tenant string) string { return "salt-" + tenant }}
+	checkpoints := store.NewMemory()
 	if artifacts {
+		// As stitch serve assembles it, with every fast-path turn audited inline and a 16 MiB L1.
 		sealer, err := store.NewSealer([]store.SealKey{{ID: "k1", Secret: bytes.Repeat([]byte{7}, 32)}}, store.SealerOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l1, err := store.NewL1(store.L1Options{MaxMB: 16})
+		arts, err := server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 256,
+			AuditRate: 1, SyncAudit: true, Checkpoints: checkpoints, Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { l1.Close() })
-		rt.Preparer = server.NewArtifactPreparer(server.ArtifactOptions{
-			Model: m, Store: store.NewTiered(store.TieredOptions{Sealer: sealer, L1: l1}), AuditRate: 1, SyncAudit: true,
-			Identity: render.Fingerprint{ServedModel: "qwen3"}, Metrics: server.NewArtifactMetrics(prometheus.NewRegistry()),
-			Hot: server.NewHotArtifacts(64<<20, nil), Items: render.NewItemCache(16 << 20), // as stitch serve
-		})
+		t.Cleanup(func() { arts.Close() })
+		mc.Artifacts = arts
+	}
+	rt, err := server.NewModelRuntime(mc)
+	if err != nil {
+		t.Fatal(err)
 	}
 	srv, err := server.New(server.Options{
 		Logger: logger, Registry: prometheus.NewRegistry(), Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}),
-		Models: map[string]*server.Model{"qwen3": rt}, Checkpoints: store.NewMemory(), Now: time.Now,
+		Models: map[string]*server.ModelRuntime{"qwen3": rt}, Checkpoints: checkpoints, Now: time.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +111,7 @@ func (st *equivalenceStack) create(t *testing.T, body string) gjson.Result {
 }
 
 // renderIDs is what `stitch render` produces for one chat request line.
-func renderIDs(t *testing.T, m *render.Model, line string) []uint32 {
+func renderIDs(t *testing.T, m *render.Renderer, line string) []uint32 {
 	t.Helper()
 	req, err := render.ParseChatRequest([]byte(line))
 	if err != nil {

@@ -18,14 +18,6 @@ import (
 	"github.com/stitchllm/stitch/store"
 )
 
-// Checkpoints is the durable response store the server needs (store.Bolt, store.RedisCheckpoints).
-type Checkpoints interface {
-	PutResponse(ctx context.Context, cp *store.Checkpoint, items []store.Item) error
-	GetResponse(ctx context.Context, tenant, id string) (*store.Checkpoint, error)
-	GetItems(ctx context.Context, tenant string, ids []string) ([]store.Item, error)
-	DeleteResponse(ctx context.Context, tenant, id string) error
-}
-
 // Upstream is the part of the vLLM client the server calls.
 type Upstream interface {
 	Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error)
@@ -40,8 +32,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	Upstream Upstream
 	// Models maps served model names to their runtime.
-	Models      map[string]*Model
-	Checkpoints Checkpoints
+	Models map[string]*ModelRuntime
+	// Checkpoints is the durable response store (store.Bolt, store.RedisCheckpoints, store.Fallback,
+	// store.Memory).
+	Checkpoints store.Checkpoints
 	// Auth maps API keys to tenants; nil means dev mode (one tenant, any key).
 	Auth middleware.Authenticator
 	// MaxBodyBytes caps request bodies (default 32 MiB); MaxInputItems caps input items (default 10000).

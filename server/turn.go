@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
@@ -24,14 +25,15 @@ import (
 // once streamed, its output (conv). Kept apart so no single struct carries everything.
 type turn struct {
 	req    *request
-	model  *Model
+	model  *ModelRuntime
 	tenant string
 	log    *slog.Logger
 	start  time.Time
 
 	prevItems []json.RawMessage // the conversation before this request's input
 	prevIDs   []string
-	prompt    *Prepared
+	prevCP    *store.Checkpoint // the previous response's checkpoint, when there is one
+	prompt    *prepare.Prompt
 	maxTokens int
 	// forced are ids appended after the prompt to force a tool call (tool_choice required or a
 	// named function); the parser sees them as the start of the output.
@@ -93,9 +95,7 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return previousNotFound(req.PreviousResponseID)
-		case errors.Is(err, store.ErrUnavailable):
-			return fmt.Errorf("resolve previous response: %w: %w", errStoreUnavailable, err)
-		case err != nil:
+		case err != nil: // store.ErrUnavailable: 503 (classify)
 			return fmt.Errorf("resolve previous response: %w", err)
 		}
 		if cp.Model != "" && cp.Model != req.Model {
@@ -107,12 +107,12 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 				t.log.Warn("previous response has a corrupt stored item", "response_id", cp.ID, "err", err)
 				return previousNotFound(req.PreviousResponseID)
 			}
-			if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) { // the checkpoint names it: the store is behind
 				return fmt.Errorf("load conversation of %s: %w: %w", cp.ID, errStoreUnavailable, err)
 			}
 			return fmt.Errorf("load conversation of %s: %w", cp.ID, err)
 		}
-		t.prevIDs = cp.ConversationItemIDs
+		t.prevCP, t.prevIDs = cp, cp.ConversationItemIDs
 		t.prevItems = make([]json.RawMessage, len(items))
 		for i, it := range items {
 			t.prevItems[i] = it.Data
@@ -124,7 +124,7 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 	if err := checkHistory(t.prevItems, req.Input); err != nil { // tool-call pairing, as OpenAI (history.go)
 		return err
 	}
-	t.kwargs = templateKwargs(model.ChatTemplateKwargs, req)
+	t.kwargs = templateKwargs(model.ChatTemplateKwargs, model.Family.ReasoningSwitch(), req)
 	if err := s.prepare(ctx, t); err != nil {
 		return err
 	}
@@ -146,9 +146,7 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return badRequest(fmt.Sprintf("input[%d].id", i), "Item with id '%s' not found.", id)
-		case errors.Is(err, store.ErrUnavailable):
-			return fmt.Errorf("resolve item reference %s: %w: %w", id, errStoreUnavailable, err)
-		case err != nil:
+		case err != nil: // store.ErrUnavailable: 503 (classify)
 			return fmt.Errorf("resolve item reference %s: %w", id, err)
 		}
 		t.req.Input[i] = items[0].Data
@@ -156,18 +154,20 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 	return nil
 }
 
-// forcedToolCall returns the ids that open a tool call when tool_choice requires one: the model
-// continues "<tool_call>\n" (required), or "<tool_call>\n{\"name\": \"f\", \"arguments\": "
-// (a named function), in the hermes format it was trained on.
-func forcedToolCall(m *Model, req *request) []uint32 {
+// forcedToolCall returns the ids that open a tool call when tool_choice requires one (any
+// function, or a named one), in the format the model's family was trained on.
+func forcedToolCall(m *ModelRuntime, req *request) []uint32 {
+	var text string
 	switch req.ToolChoice.Mode {
 	case "required":
-		return m.Encode("<tool_call>\n")
+		text = m.Family.ForcedToolCall("")
 	case "function":
-		name := appendJSONString(nil, req.ToolChoice.Name)
-		return m.Encode("<tool_call>\n{\"name\": " + string(name) + ", \"arguments\": ")
+		text = m.Family.ForcedToolCall(req.ToolChoice.Name)
 	}
-	return nil
+	if text == "" {
+		return nil
+	}
+	return m.Encode(text)
 }
 
 // prepare renders the conversation to prompt ids, applying truncation and the output budget.
@@ -180,7 +180,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 	if t.req.Instructions != nil {
 		instructions = *t.req.Instructions
 	}
-	prevID := t.req.PreviousResponseID
+	prevID, prevCP := t.req.PreviousResponseID, t.prevCP
 	if prevID == "" && s.opts.Reseed != nil {
 		// A stateless client replaying its history: its reasoning items may name the response
 		// whose artifact covers that history.
@@ -189,8 +189,8 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 	}
 	tools := offeredTools(t.req) // tool_choice none or allowed_tools restrict them (toolpolicy.go)
 	for {
-		in := &PrepareInput{
-			Tenant: t.tenant, PreviousID: prevID, Instructions: instructions,
+		in := &prepare.Input{
+			Tenant: t.tenant, PreviousID: prevID, Previous: prevCP, Instructions: instructions,
 			Items: items, Tools: tools, Kwargs: t.kwargs,
 			ItemParam: func(i int) string {
 				if i < nPrev {
@@ -200,7 +200,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 			},
 		}
 		start := time.Now()
-		p, err := t.model.Preparer.Prepare(ctx, in)
+		p, err := t.model.Engine.Prepare(ctx, in)
 		if err != nil {
 			var ie *render.InputError
 			if errors.As(err, &ie) {
@@ -216,7 +216,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 				path = "fast"
 			}
 			s.metrics.prepare.WithLabelValues(path).Observe(time.Since(start).Seconds())
-			s.metrics.resolutions.WithLabelValues(p.Outcome).Inc()
+			s.metrics.resolutions.WithLabelValues(string(p.Outcome)).Inc()
 			s.metrics.promptTokens.WithLabelValues("reused").Add(float64(p.Reused))
 			s.metrics.promptTokens.WithLabelValues("rendered").Add(float64(len(p.IDs) - p.Reused))
 			t.prompt = p
@@ -241,7 +241,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		dropped := len(items) - len(next)
 		nPrev -= dropped
 		items = next
-		prevID = "" // the prefix changed: no artifact applies
+		prevID, prevCP = "", nil // the prefix changed: no artifact applies
 	}
 }
 
@@ -265,9 +265,10 @@ func dropOldestTurn(items []json.RawMessage) []json.RawMessage {
 }
 
 // templateKwargs merges the profile's chat_template_kwargs with the request: reasoning.effort "none"
-// (or minimal) turns Qwen3's enable_thinking off; json output formats too (the grammar starts at the
-// first generated token, so there must be no <think> block).
-func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
+// (or minimal) turns the family's reasoning switch (Qwen3's enable_thinking) off; json output
+// formats too (the grammar starts at the first generated token, so there must be no reasoning
+// block). A family without a switch ("") keeps the profile's kwargs.
+func templateKwargs(defaults json.RawMessage, reasoningSwitch string, req *request) json.RawMessage {
 	kw := []byte(defaults)
 	if len(kw) == 0 {
 		kw = []byte("{}")
@@ -282,10 +283,10 @@ func templateKwargs(defaults json.RawMessage, req *request) json.RawMessage {
 	if req.TextFormat.Type != "text" || req.ToolChoice.Mode == "required" || req.ToolChoice.Mode == "function" {
 		thinking = "false" // a grammar or a forced tool call starts at the first generated token
 	}
-	if thinking == "" {
+	if thinking == "" || reasoningSwitch == "" {
 		return kw
 	}
-	out, err := setRaw(kw, "enable_thinking", thinking)
+	out, err := setRaw(kw, reasoningSwitch, thinking)
 	if err != nil {
 		return kw
 	}
@@ -309,7 +310,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		Model: req.Model, Prompt: prompt, MaxTokens: t.maxTokens,
 		Temperature: req.Temperature, TopP: req.TopP,
 		Stream: true, IncludeUsage: true, ReturnTokenIDs: true,
-		StopTokenIDs: t.model.StopTokenIDs,
+		StopTokenIDs: t.model.Family.StopTokenIDs(),
 	}
 	creq.PromptPrefix, creq.PromptPrefixIDs = t.prompt.PromptPrefix, t.prompt.PromptPrefixIDs
 	if t.model.CacheSalt != nil {
@@ -351,6 +352,10 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	}
 	runErr := out.consume(ctx, rc, sink)
 	final := out.finish(runErr)
+	if d := out.ttft(); d > 0 {
+		s.metrics.ttft.Observe(d.Seconds())
+	}
+	s.metrics.cachedTokens.Add(float64(out.cachedTokens()))
 
 	// Persist before the terminal event: a client that saw response.completed can continue from it.
 	if ctx.Err() != nil {
@@ -375,11 +380,10 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	// Stateless clients that carry encrypted_content can resume from the artifact too.
 	continuable := stored || (!req.Store && req.IncludeEncrypted && s.opts.Reseed != nil)
 	if st := out.status(); continuable && (st == stream.StatusCompleted || st == stream.StatusIncomplete) {
-		if c, ok := t.model.Preparer.(artifactCommitter); ok {
-			actx, cancel := context.WithTimeout(wctx, 2*time.Second)
-			c.Commit(actx, t.tenant, out.responseID(), t.prompt, out.conv)
-			cancel()
-		}
+		// The prompt's after-response step (prepare.Prompt.Commit): advance the artifact.
+		actx, cancel := context.WithTimeout(wctx, 2*time.Second)
+		t.prompt.Commit(actx, out.responseID(), out.conv)
+		cancel()
 	}
 	s.metrics.responses.WithLabelValues(out.status()).Inc()
 	if req.Stream {
@@ -404,7 +408,7 @@ func (s *Server) logSummary(ctx context.Context, t *turn, out *output, runErr er
 		slog.String("status", out.status()), slog.Bool("stream", t.req.Stream),
 		slog.Int("prompt_tokens", len(t.prompt.IDs)), slog.Int("reused_tokens", t.prompt.Reused),
 		slog.Int("output_tokens", out.outputTokens()), slog.Int("cached_tokens", out.cachedTokens()),
-		slog.String("outcome", t.prompt.Outcome), slog.String("reseeded_from", t.reseededFrom),
+		slog.String("outcome", string(t.prompt.Outcome)), slog.String("reseeded_from", t.reseededFrom),
 		slog.Float64("ttft_ms", out.ttft().Seconds()*1000),
 		slog.Float64("duration_ms", float64(s.opts.Now().Sub(t.start).Microseconds())/1000),
 	}
@@ -451,26 +455,17 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 		ConversationItemIDs: conv, Instructions: instructions, Response: out.responseJSON(),
 		PromptLen: len(t.prompt.IDs), GeneratedIDs: out.tokenIDs(),
 	}
-	if t.prompt.ExactSuffix != nil {
-		cp.Mode, cp.PromptSuffixIDs = store.ModeExact, t.prompt.ExactSuffix
-	}
-	cp.Fingerprint = t.prompt.Fingerprint
-	var err error
-	if hp, ok := s.opts.Checkpoints.(historyPutter); ok {
-		// The conversation's earlier items, already loaded: a pod's local copy needs them when
-		// earlier turns were served elsewhere (FallbackCheckpoints).
-		var history []store.Item
-		if len(t.prevItems) == len(t.prevIDs) {
-			history = make([]store.Item, len(t.prevIDs))
-			for i, id := range t.prevIDs {
-				history[i] = store.Item{ID: id, Data: t.prevItems[i]}
-			}
+	t.prompt.Annotate(cp) // the fields the engine reads back (exact mode's suffix, fingerprint)
+	// The conversation's earlier items, already loaded: a pod's local copy needs them when
+	// earlier turns were served elsewhere (store.Fallback).
+	var history []store.Item
+	if len(t.prevItems) == len(t.prevIDs) {
+		history = make([]store.Item, len(t.prevIDs))
+		for i, id := range t.prevIDs {
+			history[i] = store.Item{ID: id, Data: t.prevItems[i]}
 		}
-		err = hp.PutResponseHistory(ctx, cp, items, history)
-	} else {
-		err = s.opts.Checkpoints.PutResponse(ctx, cp, items)
 	}
-	if err != nil {
+	if err := s.opts.Checkpoints.PutResponseHistory(ctx, cp, items, history); err != nil {
 		return fmt.Errorf("put response %s: %w", cp.ID, err)
 	}
 	return nil
@@ -478,9 +473,4 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 
 func setRaw(obj []byte, key, raw string) ([]byte, error) {
 	return sjson.SetRawBytes(obj, key, []byte(raw))
-}
-
-// artifactCommitter is the optional capability of a Preparer that keeps token artifacts.
-type artifactCommitter interface {
-	Commit(ctx context.Context, tenant, responseID string, p *Prepared, out *stream.Converter)
 }

@@ -14,7 +14,7 @@ import (
 
 // chatModel loads the Qwen3 model with its chat template, skipping the test while the template
 // engine cannot render it.
-func chatModel(t *testing.T) *render.Model {
+func chatModel(t *testing.T) *render.Renderer {
 	t.Helper()
 	m, err := loadChatModel()
 	if err != nil {
@@ -26,7 +26,7 @@ func chatModel(t *testing.T) *render.Model {
 	return m
 }
 
-var loadChatModel = sync.OnceValues(func() (*render.Model, error) {
+var loadChatModel = sync.OnceValues(func() (*render.Renderer, error) {
 	return render.LoadModel(os.DirFS(qwenDir), render.Options{})
 })
 

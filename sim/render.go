@@ -10,10 +10,10 @@ import (
 	"github.com/stitchllm/stitch/render"
 )
 
-// ModelRenderer adapts a loaded [render.Model] to [ChatRenderer]: it reads a chat request body as
+// ModelRenderer adapts a loaded [render.Renderer] to [ChatRenderer]: it reads a chat request body as
 // vLLM does (messages, tools, add_generation_prompt default true, continue_final_message,
 // chat_template_kwargs, documents) and renders it with the model's chat template.
-func ModelRenderer(m *render.Model) ChatRenderer {
+func ModelRenderer(m *render.Renderer) ChatRenderer {
 	return ChatRendererFunc(func(_ context.Context, body []byte) (string, error) {
 		req, err := ChatRequestFromBody(body)
 		if err != nil {

@@ -26,6 +26,18 @@ const (
 	ModeExact Mode = 1
 )
 
+// ParseMode reads a continuation mode by the name String gives it ("canonical" or "exact"):
+// the one parse of a configured mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "canonical":
+		return ModeCanonical, nil
+	case "exact":
+		return ModeExact, nil
+	}
+	return 0, fmt.Errorf("%q is not canonical or exact", s)
+}
+
 // String returns "canonical" or "exact".
 func (m Mode) String() string {
 	switch m {
@@ -81,7 +93,7 @@ type Artifact struct {
 	// ResponseID is the checkpoint id (resp_…) whose prompt and output these
 	// ids are.
 	ResponseID string
-	// Fingerprint is the model execution identity (see DESIGN.md); consumers
+	// Fingerprint is the model execution identity (docs/design.md "Identities"); consumers
 	// use the artifact only if it equals the new request's fingerprint.
 	Fingerprint [32]byte
 	// Mode is the continuation mode the ids were produced for.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // BoltOptions configures the embedded checkpoint store. The zero value is
@@ -97,7 +98,7 @@ func OpenBolt(dir string, opts BoltOptions) (*Bolt, error) {
 	}
 	path := filepath.Join(dir, opts.FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open bolt store %s: the file is locked by another process "+
 			"(another stitch using the same --data-dir? each process needs its own): "+
 			"gave up waiting for the lock after %v: %w", path, opts.OpenTimeout, err)
@@ -429,7 +430,7 @@ func boltErr(err error) error {
 		return nil
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid), errors.Is(err, ErrCorrupt):
 		return err
-	case errors.Is(err, bolt.ErrDatabaseNotOpen):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,14 +89,14 @@ func (c *Client) Completions(ctx context.Context, body [][]byte) (io.ReadCloser,
 	})
 }
 
-// Model is one entry of GET /v1/models.
-type Model struct {
+// ModelInfo is one entry of GET /v1/models.
+type ModelInfo struct {
 	ID          string
 	MaxModelLen int // 0 when vLLM does not report it
 }
 
 // Models lists the served models.
-func (c *Client) Models(ctx context.Context) ([]Model, error) {
+func (c *Client) Models(ctx context.Context) ([]ModelInfo, error) {
 	resp, err := c.do(ctx, http.MethodGet, "/v1/models")
 	if err != nil {
 		return nil, err
@@ -110,9 +109,9 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	if err := jsonlimit.CheckDepth(data, jsonlimit.DefaultMaxDepth); err != nil {
 		return nil, fmt.Errorf("read models: %w", err)
 	}
-	var out []Model
+	var out []ModelInfo
 	for _, m := range gjson.GetBytes(data, "data").Array() {
-		out = append(out, Model{ID: m.Get("id").String(), MaxModelLen: int(m.Get("max_model_len").Int())})
+		out = append(out, ModelInfo{ID: m.Get("id").String(), MaxModelLen: int(m.Get("max_model_len").Int())})
 	}
 	return out, nil
 }
@@ -155,12 +154,6 @@ func (c *Client) do(ctx context.Context, method, path string, body ...[]byte) (*
 		return nil, &StatusError{Status: resp.StatusCode, Body: data}
 	}
 	return resp, nil
-}
-
-// IsStatus reports whether err is a StatusError with the given status.
-func IsStatus(err error, status int) bool {
-	var se *StatusError
-	return errors.As(err, &se) && se.Status == status
 }
 
 func partsReader(parts [][]byte) io.Reader {

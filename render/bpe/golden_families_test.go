@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -201,7 +200,7 @@ func TestGoldenCounts(t *testing.T) {
 		if n < 60000 {
 			t.Errorf("%s: %d strings with reference ids, want >= 60000", m, n)
 		}
-		t.Log(fmt.Sprintf("%s: %d strings", m, n))
+		t.Logf("%s: %d strings", m, n)
 	}
 }
 

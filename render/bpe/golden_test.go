@@ -170,7 +170,7 @@ func readCorpusFile(t testing.TB, name string) []byte {
 	return data
 }
 
-// TestBoundaryIndependence checks the property the certified suffix relies on (DESIGN.md): at the
+// TestBoundaryIndependence checks the property the certified suffix relies on (docs/design.md "Certified suffix"): at the
 // start or end of an added-token match, Encode(text) == Encode(text[:o]) ++ Encode(text[o:]).
 func TestBoundaryIndependence(t *testing.T) {
 	for _, name := range goldenFamilies {

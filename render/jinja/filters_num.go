@@ -86,10 +86,7 @@ func pyIntParse(s string, base int) (Value, bool) {
 			pb := map[byte]int{'x': 16, 'o': 8, 'b': 2}[t[1]|0x20]
 			if pb != 0 && (base == 0 || base == pb) {
 				base = pb
-				t = t[2:]
-				if strings.HasPrefix(t, "_") {
-					t = t[1:]
-				}
+				t = strings.TrimPrefix(t[2:], "_")
 			}
 		}
 		if base == 0 {
@@ -263,10 +260,9 @@ func pyRound(f float64, nd int) float64 {
 	if nd < -320 {
 		return math.Copysign(0, f)
 	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
 	// Exact decimal expansion of f.
 	bf := new(big.Float).SetPrec(2000).SetFloat64(f)
-	s = bf.Text('f', 1100)
+	s := bf.Text('f', 1100)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	intPart, frac, _ := strings.Cut(s, ".")

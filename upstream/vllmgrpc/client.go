@@ -160,7 +160,7 @@ func (c *Client) ModelInfo(ctx context.Context) (ModelInfo, error) {
 
 // Models returns the served model as the HTTP client's Models does (one entry; the id is
 // served_model_name, else the model path).
-func (c *Client) Models(ctx context.Context) ([]upstream.Model, error) {
+func (c *Client) Models(ctx context.Context) ([]upstream.ModelInfo, error) {
 	mi, err := c.ModelInfo(ctx)
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func (c *Client) Models(ctx context.Context) ([]upstream.Model, error) {
 	if id == "" {
 		id = mi.ModelPath
 	}
-	return []upstream.Model{{ID: id, MaxModelLen: mi.MaxContextLength}}, nil
+	return []upstream.ModelInfo{{ID: id, MaxModelLen: mi.MaxContextLength}}, nil
 }
 
 // Abort asks the engine to stop the named requests.

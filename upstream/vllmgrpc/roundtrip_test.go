@@ -315,7 +315,7 @@ func TestModelInfoAndHealth(t *testing.T) {
 		t.Errorf("ModelInfo (-want +got):\n%s", diff)
 	}
 	models, err := p.grpc.Models(ctx)
-	if err != nil || len(models) != 1 || models[0] != (upstream.Model{ID: "qwen3", MaxModelLen: 4096}) {
+	if err != nil || len(models) != 1 || models[0] != (upstream.ModelInfo{ID: "qwen3", MaxModelLen: 4096}) {
 		t.Errorf("Models = %v, %v", models, err)
 	}
 	httpModels, err := p.http.Models(ctx)

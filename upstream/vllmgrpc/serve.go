@@ -77,7 +77,7 @@ func (t passthroughTransport) RoundTrip(req *http.Request) (*http.Response, erro
 }
 
 // modelsJSON is vLLM's /v1/models answer for the engine's model.
-func modelsJSON(models []upstream.Model) []byte {
+func modelsJSON(models []upstream.ModelInfo) []byte {
 	b := []byte(`{"object":"list","data":[`)
 	for i, m := range models {
 		if i > 0 {

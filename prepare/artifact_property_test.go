@@ -1,4 +1,4 @@
-package server_test
+package prepare_test
 
 import (
 	"bytes"
@@ -17,8 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stitchllm/stitch/family"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
-	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
 	"github.com/stitchllm/stitch/upstream"
@@ -29,11 +30,11 @@ import (
 // model generation and turn it into the output items a server would store.
 
 // qwen3 loads the real Qwen3 tokenizer and template once per test binary (about half a second).
-var qwen3 = sync.OnceValues(func() (*render.Model, error) {
+var qwen3 = sync.OnceValues(func() (*render.Renderer, error) {
 	return render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
 })
 
-func loadQwen3(t testing.TB) *render.Model {
+func loadQwen3(t testing.TB) *render.Renderer {
 	t.Helper()
 	m, err := qwen3()
 	if err != nil {
@@ -115,21 +116,23 @@ type envOptions struct {
 	// hot adds the in-process hot cache (bounded by hotBytes, default 4 MiB) and an item cache.
 	hot      bool
 	hotBytes int64
+	// checkpoints is what the engine reads checkpoints through (nil: the env's store).
+	checkpoints prepare.CheckpointReader
 }
 
 // artEnv is one artifact stack and its full-render baseline.
 type artEnv struct {
 	t       testing.TB
 	opts    envOptions
-	model   *render.Model
-	rt      *server.Model
+	model   *render.Renderer
+	fam     family.Family
 	clock   *testClock
 	sealer  *store.Sealer
 	l1      *store.L1
 	tiered  *store.Tiered
-	prep    *server.ArtifactPreparer
-	hot     *server.HotArtifacts
-	full    server.FullRender
+	prep    *prepare.ArtifactEngine
+	hot     *prepare.HotArtifacts
+	full    prepare.FullRender
 	reg     *prometheus.Registry
 	cps     *store.Memory
 	counter *atomic.Uint64
@@ -140,7 +143,7 @@ var testSealKey = store.SealKey{ID: "k1", Secret: []byte("0123456789abcdef012345
 func newArtEnv(t testing.TB, o envOptions) *artEnv {
 	t.Helper()
 	m := loadQwen3(t)
-	e := &artEnv{t: t, opts: o, model: m, clock: o.clock, sealer: o.sealer, full: server.FullRender{Model: m},
+	e := &artEnv{t: t, opts: o, model: m, clock: o.clock, sealer: o.sealer,
 		reg: prometheus.NewRegistry(), cps: store.NewMemory(), counter: new(atomic.Uint64)}
 	if e.clock == nil {
 		e.clock = newTestClock()
@@ -164,17 +167,26 @@ func newArtEnv(t testing.TB, o envOptions) *artEnv {
 		e.l1 = l1
 	}
 	e.tiered = store.NewTiered(store.TieredOptions{Sealer: e.sealer, L1: e.l1, L2: o.l2, TTL: o.ttl, Now: e.clock.Now})
-	e.rt = server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 1 << 20})
+	fam, err := family.New(family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"},
+		family.Vocabulary{TokenID: m.Tokenizer().TokenID, StopTokenIDs: m.StopTokenIDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fam, e.full = fam, prepare.FullRender{Model: m, Family: fam}
 	var items *render.ItemCache
 	if o.hot {
-		e.hot = server.NewHotArtifacts(cmp.Or(o.hotBytes, 4<<20), e.reg)
+		e.hot = prepare.NewHotArtifacts(cmp.Or(o.hotBytes, 4<<20), e.reg)
 		items = render.NewItemCache(1 << 20)
 	}
-	e.prep = server.NewArtifactPreparer(server.ArtifactOptions{
-		Model: m, Store: e.tiered, Mode: o.mode, Identity: render.Fingerprint{ServedModel: "qwen3"},
+	var cps prepare.CheckpointReader = e.cps
+	if o.checkpoints != nil {
+		cps = o.checkpoints
+	}
+	e.prep = prepare.NewArtifactEngine(prepare.ArtifactOptions{
+		Model: m, Family: fam, Store: e.tiered, Mode: o.mode, Identity: render.Fingerprint{ServedModel: "qwen3"},
 		CacheSalt: func(tenant string) string { return "salt-" + tenant },
-		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: !o.asyncAudit, Checkpoints: e.cps,
-		Now: e.clock.Now, Metrics: server.NewArtifactMetrics(e.reg), Hot: e.hot, Items: items,
+		TTL:       o.ttl, AuditRate: o.auditRate, SyncAudit: !o.asyncAudit, Checkpoints: cps,
+		Now: e.clock.Now, Metrics: prepare.NewArtifactMetrics(e.reg), Hot: e.hot, Items: items,
 	})
 	return e
 }
@@ -204,7 +216,7 @@ func (e *artEnv) metric(name string) float64 {
 
 // prepareBoth prepares in with the artifact preparer and the full render and fails the test
 // unless their ids are identical. It returns the artifact preparer's result.
-func (e *artEnv) prepareBoth(ctx context.Context, in *server.PrepareInput) *server.Prepared {
+func (e *artEnv) prepareBoth(ctx context.Context, in *prepare.Input) *prepare.Prompt {
 	e.t.Helper()
 	p, err := e.prep.Prepare(ctx, in)
 	if err != nil {
@@ -226,7 +238,7 @@ func (e *artEnv) prepareBoth(ctx context.Context, in *server.PrepareInput) *serv
 
 // prefixEncodesIDs reports whether the request built with p's PromptPrefix encodes p's ids (true
 // without a prefix).
-func prefixEncodesIDs(p *server.Prepared) bool {
+func prefixEncodesIDs(p *prepare.Prompt) bool {
 	if p.PromptPrefix == nil {
 		return true
 	}
@@ -283,7 +295,7 @@ type response struct {
 
 // respond runs g through the real output pipeline (decoder, Qwen3 parser, emitter), exactly as a
 // streamed upstream response would, and returns the response with its output items.
-func (e *artEnv) respond(p *server.Prepared, g generation) *response {
+func (e *artEnv) respond(p *prepare.Prompt, g generation) *response {
 	e.t.Helper()
 	ids := e.model.Encode(g.text)
 	finish := "length"
@@ -296,16 +308,13 @@ func (e *artEnv) respond(p *server.Prepared, g generation) *response {
 	}
 	// vLLM stops at the first stop id: a "<|im_end|>" the invented text spells out ends the turn.
 	for i, id := range ids {
-		if slices.Contains(e.rt.StopTokenIDs, id) {
+		if slices.Contains(e.fam.StopTokenIDs(), id) {
 			ids, finish = ids[:i+1], "stop"
 			break
 		}
 	}
-	popts := e.rt.Parser
-	popts.ThinkingOpen = p.ThinkingOpen
-	popts.ParallelToolCalls = true
-	conv := stream.NewConverter(e.rt.NewDecoder(), stream.ConverterOptions{
-		Parser:  popts,
+	conv := stream.NewConverter(nil, stream.ConverterOptions{
+		Output:  e.fam.NewParser(e.model.Tokenizer().NewDecodeStream(), family.Turn{ReasoningOpen: p.ReasoningOpen, ParallelToolCalls: true}),
 		Emitter: stream.EmitterOptions{Response: stream.Response{Model: "qwen3"}, NewID: e.newID, Now: e.clock.Now},
 	})
 	conv.Start(nil)
@@ -329,16 +338,14 @@ func (e *artEnv) respond(p *server.Prepared, g generation) *response {
 
 // persist writes r's checkpoint the way the server's persist does (the fields exact mode reads):
 // conv are the item ids of the whole conversation, r's output included.
-func (e *artEnv) persist(ctx context.Context, in *server.PrepareInput, p *server.Prepared, r *response, conv []string) {
+func (e *artEnv) persist(ctx context.Context, in *prepare.Input, p *prepare.Prompt, r *response, conv []string) {
 	e.t.Helper()
 	cp := &store.Checkpoint{
 		ID: r.id, Tenant: in.Tenant, PreviousID: in.PreviousID, Model: "qwen3", Status: r.status,
 		CreatedAt: e.clock.Now(), OutputItemIDs: r.itemIDs, ConversationItemIDs: conv, Instructions: in.Instructions,
-		PromptLen: len(p.IDs), GeneratedIDs: r.generated, Fingerprint: p.Fingerprint,
+		PromptLen: len(p.IDs), GeneratedIDs: r.generated,
 	}
-	if p.ExactSuffix != nil {
-		cp.Mode, cp.PromptSuffixIDs = store.ModeExact, p.ExactSuffix
-	}
+	p.Annotate(cp)
 	items := make([]store.Item, len(r.items))
 	for i := range r.items {
 		items[i] = store.Item{ID: r.itemIDs[i], Data: r.items[i]}
@@ -429,11 +436,11 @@ func callOutputItem(callID, out string) json.RawMessage {
 
 // inventGeneration writes what a Qwen3 model could generate after a prompt: optional thoughts,
 // then an answer or one to three (parallel) tool calls of the offered tools, sometimes cut short.
-func inventGeneration(r *rand.Rand, p *server.Prepared, tools json.RawMessage, thinking bool) generation {
+func inventGeneration(r *rand.Rand, p *prepare.Prompt, tools json.RawMessage, thinking bool) generation {
 	var b strings.Builder
-	if thinking && !p.ThinkingOpen && r.IntN(8) > 0 {
+	if thinking && !p.ReasoningOpen && r.IntN(8) > 0 {
 		b.WriteString("<think>\n" + pick(r, reasoningTexts) + "\n</think>\n\n")
-	} else if p.ThinkingOpen {
+	} else if p.ReasoningOpen {
 		b.WriteString(pick(r, reasoningTexts) + "\n</think>\n\n")
 	}
 	var names []string
@@ -486,8 +493,8 @@ type convNode struct {
 	id    string
 	items []json.RawMessage // the whole conversation through this response's output
 	calls []stream.Item
-	in    *server.PrepareInput
-	p     *server.Prepared
+	in    *prepare.Input
+	p     *prepare.Prompt
 	resp  *response
 	// evicted: the artifact was deleted (continuations are misses).
 	evicted bool
@@ -540,7 +547,7 @@ func TestArtifactProperty(t *testing.T) {
 	ctx := t.Context()
 	env := newArtEnv(t, envOptions{mode: store.ModeCanonical, auditRate: 0.02, hot: true, hotBytes: 2 << 20})
 	r := rand.New(rand.NewPCG(6, 10000))
-	outcomes := map[string]int{}
+	outcomes := map[prepare.Outcome]int{}
 	var nodes []*convNode
 	var sp sessionParams
 	sessionLen := 0
@@ -551,11 +558,11 @@ func TestArtifactProperty(t *testing.T) {
 		}
 		sessionLen--
 		base, items := nextInput(r, nodes, sp)
-		in := &server.PrepareInput{Tenant: sp.tenant, Items: items}
-		expect := "" // the outcome this turn must have, when determined
+		in := &prepare.Input{Tenant: sp.tenant, Items: items}
+		expect := prepare.Outcome("") // the outcome this turn must have, when determined
 		if base != nil {
 			in.PreviousID = base.id
-			expect = server.OutcomeHitLocal
+			expect = prepare.OutcomeHitLocal
 			if r.IntN(20) == 0 {
 				sp.instructions = pick(r, instructionsPool)
 			}
@@ -566,14 +573,14 @@ func TestArtifactProperty(t *testing.T) {
 				sp.kwargs = pick(r, kwargsPool)
 			}
 			if sp.instructions != base.in.Instructions || string(sp.tools) != string(base.in.Tools) || string(sp.kwargs) != string(base.in.Kwargs) {
-				expect = server.OutcomeInvalid // another fingerprint
+				expect = prepare.OutcomeInvalid // another fingerprint
 			}
 			switch r.IntN(30) {
 			case 0: // truncation:auto dropped the oldest turn; the previous id kept or not
 				in.Items = dropOldestTurn(in.Items)
 				expect = ""
 				if r.IntN(2) == 0 {
-					in.PreviousID, expect = "", server.OutcomeNew
+					in.PreviousID, expect = "", prepare.OutcomeNew
 				}
 			case 1: // the artifact was evicted
 				if err := env.tiered.Delete(ctx, sp.tenant, base.id); err != nil {
@@ -585,10 +592,10 @@ func TestArtifactProperty(t *testing.T) {
 				env.hot.Forget(sp.tenant, base.id)
 			}
 			if base.evicted && in.PreviousID != "" {
-				expect = server.OutcomeMiss // found missing before the fingerprint is compared
+				expect = prepare.OutcomeMiss // found missing before the fingerprint is compared
 			}
 		} else {
-			expect = server.OutcomeNew
+			expect = prepare.OutcomeNew
 		}
 		in.Instructions, in.Tools, in.Kwargs = sp.instructions, sp.tools, sp.kwargs
 		p := env.prepareBoth(ctx, in)
@@ -596,27 +603,27 @@ func TestArtifactProperty(t *testing.T) {
 		if expect != "" && p.Outcome != expect {
 			t.Fatalf("turn %d: outcome %s, want %s", turn, p.Outcome, expect)
 		}
-		if p.Outcome == server.OutcomeHitLocal && p.Reused == 0 {
+		if p.Outcome == prepare.OutcomeHitLocal && p.Reused == 0 {
 			t.Fatalf("turn %d: hit_local reused nothing", turn)
 		}
 		resp := env.respond(p, inventGeneration(r, p, sp.tools, sp.thinking()))
-		env.prep.Commit(ctx, sp.tenant, resp.id, p, resp.conv)
+		p.Commit(ctx, resp.id, resp.conv)
 		nodes = append(nodes, &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...),
 			calls: resp.calls, in: in, p: p, resp: resp})
 	}
 	hot := env.metric("stitch_artifact_hot_hits_total")
 	t.Logf("%d turns, outcomes %v, audits %v, hot hits %v", turns, outcomes, env.metric("stitch_audits_total"), hot)
-	if int(hot)*10 < outcomes[server.OutcomeHitLocal]*7 {
-		t.Errorf("hot hits %v of %d hit_local: the hot path should serve most continuations", hot, outcomes[server.OutcomeHitLocal])
+	if int(hot)*10 < outcomes[prepare.OutcomeHitLocal]*7 {
+		t.Errorf("hot hits %v of %d hit_local: the hot path should serve most continuations", hot, outcomes[prepare.OutcomeHitLocal])
 	}
-	if hot == float64(outcomes[server.OutcomeHitLocal]) {
+	if hot == float64(outcomes[prepare.OutcomeHitLocal]) {
 		t.Errorf("every hit_local came from the hot cache: the digest path went untested")
 	}
 	if n := env.metric("stitch_audit_mismatch_total"); n != 0 {
 		t.Errorf("audit mismatches = %v, want 0", n)
 	}
-	cont := turns - outcomes[server.OutcomeNew]
-	if outcomes[server.OutcomeHitLocal]*10 < cont*6 {
-		t.Errorf("hit_local %d of %d continuations: hits should dominate", outcomes[server.OutcomeHitLocal], cont)
+	cont := turns - outcomes[prepare.OutcomeNew]
+	if outcomes[prepare.OutcomeHitLocal]*10 < cont*6 {
+		t.Errorf("hit_local %d of %d continuations: hits should dominate", outcomes[prepare.OutcomeHitLocal], cont)
 	}
 }

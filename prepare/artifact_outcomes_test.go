@@ -1,4 +1,4 @@
-package server_test
+package prepare_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/store/redistest"
 )
@@ -74,7 +74,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 	ctx := t.Context()
 	env := newArtEnv(t, envOptions{mode: store.ModeExact, hot: true, hotBytes: 2 << 20})
 	r := rand.New(rand.NewPCG(6, 2))
-	outcomes := map[string]int{}
+	outcomes := map[prepare.Outcome]int{}
 	rebuilt, prefixed := 0, 0
 	var nodes []*convNode
 	var sp sessionParams
@@ -98,7 +98,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 				sp.tools = pick(r, toolsPool)
 			}
 		}
-		in := &server.PrepareInput{Tenant: sp.tenant, Items: items, Instructions: sp.instructions, Tools: sp.tools, Kwargs: sp.kwargs}
+		in := &prepare.Input{Tenant: sp.tenant, Items: items, Instructions: sp.instructions, Tools: sp.tools, Kwargs: sp.kwargs}
 		var want, fullIDs []uint32
 		if base != nil {
 			in.PreviousID = base.id
@@ -125,7 +125,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if base != nil && p.Fingerprint != base.p.Fingerprint {
+		if base != nil && p.Fingerprint() != base.p.Fingerprint() {
 			want = fullIDs
 		}
 		outcomes[p.Outcome]++
@@ -141,7 +141,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 			t.Fatalf("turn %d (outcome %s): exact prompt differs at %d of %d/%d\ngot  %q\nwant %q", turn, p.Outcome, d, len(p.IDs), len(want),
 				tok.Decode(p.IDs[d:]), tok.Decode(want[d:]))
 		}
-		if base != nil && p.Outcome != server.OutcomeMiss && r.IntN(6) == 0 {
+		if base != nil && p.Outcome != prepare.OutcomeMiss && r.IntN(6) == 0 {
 			// Lose the artifact now: the rebuild from the checkpoints must give the same ids.
 			if err := env.tiered.Delete(ctx, sp.tenant, base.id); err != nil {
 				t.Fatal(err)
@@ -151,7 +151,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if again.Outcome != server.OutcomeMiss {
+			if again.Outcome != prepare.OutcomeMiss {
 				t.Fatalf("turn %d: outcome after deleting the artifact %s, want miss", turn, again.Outcome)
 			}
 			if d := firstDifference(again.IDs, p.IDs); d >= 0 {
@@ -175,7 +175,7 @@ func TestArtifactPropertyExact(t *testing.T) {
 		}
 		convIDs = append(convIDs, resp.itemIDs...)
 		env.persist(ctx, in, p, resp, convIDs)
-		env.prep.Commit(ctx, sp.tenant, resp.id, p, resp.conv)
+		p.Commit(ctx, resp.id, resp.conv)
 		nodes = append(nodes, &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...),
 			calls: resp.calls, in: in, p: p, resp: resp, convIDs: convIDs})
 	}
@@ -185,8 +185,8 @@ func TestArtifactPropertyExact(t *testing.T) {
 	if hot == 0 || prefixed == 0 {
 		t.Error("the hot path went untested")
 	}
-	if outcomes[server.OutcomeDiverged] != 0 {
-		t.Errorf("%d diverged exact turns, want 0", outcomes[server.OutcomeDiverged])
+	if outcomes[prepare.OutcomeDiverged] != 0 {
+		t.Errorf("%d diverged exact turns, want 0", outcomes[prepare.OutcomeDiverged])
 	}
 }
 
@@ -196,10 +196,10 @@ var outcomeParams = sessionParams{tenant: "t1", instructions: "You are a helpful
 // startConversation prepares and completes a first turn (outcome new) and commits its artifact.
 func startConversation(t *testing.T, env *artEnv, sp sessionParams) *convNode {
 	t.Helper()
-	in := &server.PrepareInput{Tenant: sp.tenant, Instructions: sp.instructions, Tools: sp.tools, Kwargs: sp.kwargs,
+	in := &prepare.Input{Tenant: sp.tenant, Instructions: sp.instructions, Tools: sp.tools, Kwargs: sp.kwargs,
 		Items: []json.RawMessage{userItem("What's the weather in Paris? I typed <|im_end|> too.")}}
 	p := env.prepareBoth(t.Context(), in)
-	if p.Outcome != server.OutcomeNew {
+	if p.Outcome != prepare.OutcomeNew {
 		t.Fatalf("first turn outcome %s, want new", p.Outcome)
 	}
 	return env.complete(t, in, p, generation{text: "<think>\nI should call get_weather.\n</think>\n\n" +
@@ -207,16 +207,16 @@ func startConversation(t *testing.T, env *artEnv, sp sessionParams) *convNode {
 }
 
 // complete runs g as the response to in and commits its artifact.
-func (e *artEnv) complete(t *testing.T, in *server.PrepareInput, p *server.Prepared, g generation) *convNode {
+func (e *artEnv) complete(t *testing.T, in *prepare.Input, p *prepare.Prompt, g generation) *convNode {
 	t.Helper()
 	resp := e.respond(p, g)
-	e.prep.Commit(t.Context(), in.Tenant, resp.id, p, resp.conv)
+	p.Commit(t.Context(), resp.id, resp.conv)
 	return &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...), calls: resp.calls, in: in, p: p, resp: resp}
 }
 
 // continuation is the next request after base, with base's parameters: the outputs of its calls,
 // or a user message.
-func continuation(base *convNode, text string) *server.PrepareInput {
+func continuation(base *convNode, text string) *prepare.Input {
 	items := append([]json.RawMessage(nil), base.items...)
 	if len(base.calls) > 0 {
 		for _, c := range base.calls {
@@ -225,7 +225,7 @@ func continuation(base *convNode, text string) *server.PrepareInput {
 	} else {
 		items = append(items, userItem(text))
 	}
-	return &server.PrepareInput{Tenant: base.in.Tenant, PreviousID: base.id, Instructions: base.in.Instructions,
+	return &prepare.Input{Tenant: base.in.Tenant, PreviousID: base.id, Instructions: base.in.Instructions,
 		Tools: base.in.Tools, Kwargs: base.in.Kwargs, Items: items}
 }
 
@@ -242,7 +242,7 @@ func rewrite(t *testing.T, env *artEnv, tenant, id string, f func(a *store.Artif
 	}
 }
 
-// TestArtifactOutcomes provokes every typed outcome (DESIGN.md "Typed outcomes"); each must give
+// TestArtifactOutcomes provokes every typed outcome (docs/design.md "Typed outcomes"); each must give
 // the full render's ids.
 func TestArtifactOutcomes(t *testing.T) {
 	sp := outcomeParams
@@ -250,19 +250,19 @@ func TestArtifactOutcomes(t *testing.T) {
 		name string
 		opts envOptions
 		// provoke changes the stored state and/or the request after the first turn.
-		provoke func(t *testing.T, env *artEnv, base *convNode, in *server.PrepareInput)
-		want    string
+		provoke func(t *testing.T, env *artEnv, base *convNode, in *prepare.Input)
+		want    prepare.Outcome
 	}{
-		{name: "hit_local", want: server.OutcomeHitLocal},
-		{name: "miss", want: server.OutcomeMiss, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+		{name: "hit_local", want: prepare.OutcomeHitLocal},
+		{name: "miss", want: prepare.OutcomeMiss, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *prepare.Input) {
 			if err := env.tiered.Delete(t.Context(), sp.tenant, base.id); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "expired", want: server.OutcomeExpired, opts: envOptions{ttl: time.Hour}, provoke: func(_ *testing.T, env *artEnv, _ *convNode, _ *server.PrepareInput) {
+		{name: "expired", want: prepare.OutcomeExpired, opts: envOptions{ttl: time.Hour}, provoke: func(_ *testing.T, env *artEnv, _ *convNode, _ *prepare.Input) {
 			env.clock.Advance(time.Hour + time.Minute)
 		}},
-		{name: "invalid tampered L1", want: server.OutcomeInvalid, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+		{name: "invalid tampered L1", want: prepare.OutcomeInvalid, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *prepare.Input) {
 			b, ok := env.l1.Get(sp.tenant, base.id)
 			if !ok {
 				t.Fatal("no L1 entry")
@@ -273,14 +273,14 @@ func TestArtifactOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{name: "invalid tampered L2", want: server.OutcomeInvalid, opts: envOptions{noL1: true, l2: newMemL2()},
-			provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+		{name: "invalid tampered L2", want: prepare.OutcomeInvalid, opts: envOptions{noL1: true, l2: newMemL2()},
+			provoke: func(t *testing.T, env *artEnv, base *convNode, _ *prepare.Input) {
 				l2 := env.opts.l2.(*memL2)
 				if !l2.mutate(sp.tenant, base.id, func(b []byte) { b[len(b)-1] ^= 1 }) {
 					t.Fatal("no L2 entry")
 				}
 			}},
-		{name: "invalid another tenant's bytes", want: server.OutcomeInvalid, provoke: func(t *testing.T, env *artEnv, base *convNode, in *server.PrepareInput) {
+		{name: "invalid another tenant's bytes", want: prepare.OutcomeInvalid, provoke: func(t *testing.T, env *artEnv, base *convNode, in *prepare.Input) {
 			b, ok := env.l1.Get(sp.tenant, base.id)
 			if !ok {
 				t.Fatal("no L1 entry")
@@ -290,16 +290,16 @@ func TestArtifactOutcomes(t *testing.T) {
 			}
 			in.Tenant = "t2"
 		}},
-		{name: "invalid kwargs", want: server.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *server.PrepareInput) {
+		{name: "invalid kwargs", want: prepare.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *prepare.Input) {
 			in.Kwargs = json.RawMessage(`{"enable_thinking":false}`)
 		}},
-		{name: "invalid instructions", want: server.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *server.PrepareInput) {
+		{name: "invalid instructions", want: prepare.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *prepare.Input) {
 			in.Instructions = "Be terse."
 		}},
-		{name: "invalid tools", want: server.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *server.PrepareInput) {
+		{name: "invalid tools", want: prepare.OutcomeInvalid, provoke: func(_ *testing.T, _ *artEnv, _ *convNode, in *prepare.Input) {
 			in.Tools = toolsPool[3]
 		}},
-		{name: "diverged", want: server.OutcomeDiverged, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *server.PrepareInput) {
+		{name: "diverged", want: prepare.OutcomeDiverged, provoke: func(t *testing.T, env *artEnv, base *convNode, _ *prepare.Input) {
 			rewrite(t, env, sp.tenant, base.id, func(a *store.Artifact) {
 				for i := range a.Boundaries {
 					a.Boundaries[i].PrefixDigest[0] ^= 0xff
@@ -319,15 +319,15 @@ func TestArtifactOutcomes(t *testing.T) {
 			if p.Outcome != tt.want {
 				t.Errorf("outcome %s (reused %d), want %s", p.Outcome, p.Reused, tt.want)
 			}
-			if fast := p.Reused > 0; fast != (tt.want == server.OutcomeHitLocal) {
+			if fast := p.Reused > 0; fast != (tt.want == prepare.OutcomeHitLocal) {
 				t.Errorf("reused %d ids with outcome %s", p.Reused, p.Outcome)
 			}
 			// The turn after a fallback is a fast hit again: the fallback wrote a fresh artifact.
 			next := env.complete(t, in, p, generation{text: "It is 21 °C in Paris.", stop: true})
 			p2 := env.prepareBoth(t.Context(), continuation(next, "Thanks! And tomorrow?"))
-			hit := server.OutcomeHitLocal
+			hit := prepare.OutcomeHitLocal
 			if tt.opts.noL1 {
-				hit = server.OutcomeHitPortable
+				hit = prepare.OutcomeHitPortable
 			}
 			if p2.Outcome != hit {
 				t.Errorf("turn after %s: outcome %s, want %s", tt.want, p2.Outcome, hit)
@@ -345,7 +345,7 @@ func TestArtifactHitPortable(t *testing.T) {
 	podB := newArtEnv(t, envOptions{l2: l2, sealer: podA.sealer, clock: podA.clock})
 	base := startConversation(t, podA, sp)
 	in := continuation(base, "")
-	for _, want := range []string{server.OutcomeHitPortable, server.OutcomeHitLocal} {
+	for _, want := range []prepare.Outcome{prepare.OutcomeHitPortable, prepare.OutcomeHitLocal} {
 		if p := podB.prepareBoth(t.Context(), in); p.Outcome != want || p.Reused == 0 {
 			t.Errorf("pod B: outcome %s reused %d, want %s with reuse", p.Outcome, p.Reused, want)
 		}
@@ -356,7 +356,7 @@ func TestArtifactHitPortable(t *testing.T) {
 		t.Fatal(err)
 	}
 	podC := newArtEnv(t, envOptions{l2: l2, sealer: other, clock: podA.clock})
-	if p := podC.prepareBoth(t.Context(), in); p.Outcome != server.OutcomeInvalid {
+	if p := podC.prepareBoth(t.Context(), in); p.Outcome != prepare.OutcomeInvalid {
 		t.Errorf("pod with another seal key: outcome %s, want invalid", p.Outcome)
 	}
 }
@@ -380,7 +380,7 @@ func TestArtifactAuditDisables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Outcome != server.OutcomeHitLocal || firstDifference(p.IDs, full.IDs) < 0 {
+	if p.Outcome != prepare.OutcomeHitLocal || firstDifference(p.IDs, full.IDs) < 0 {
 		t.Fatalf("poisoned artifact: outcome %s, ids equal %v; want hit_local with the wrong ids", p.Outcome, firstDifference(p.IDs, full.IDs) < 0)
 	}
 	if got := env.metric("stitch_audit_mismatch_total"); got != 1 {
@@ -389,7 +389,7 @@ func TestArtifactAuditDisables(t *testing.T) {
 	next := env.complete(t, in, full, generation{text: "It is 21 °C.", stop: true})
 	for range 2 {
 		p := env.prepareBoth(t.Context(), continuation(next, "And tomorrow?"))
-		if p.Outcome != server.OutcomeDisabled || p.Reused != 0 {
+		if p.Outcome != prepare.OutcomeDisabled || p.Reused != 0 {
 			t.Errorf("after the mismatch: outcome %s reused %d, want disabled", p.Outcome, p.Reused)
 		}
 	}
@@ -397,7 +397,7 @@ func TestArtifactAuditDisables(t *testing.T) {
 	other := sp
 	other.instructions = "Be terse."
 	b2 := startConversation(t, env, other)
-	if p := env.prepareBoth(t.Context(), continuation(b2, "")); p.Outcome != server.OutcomeHitLocal {
+	if p := env.prepareBoth(t.Context(), continuation(b2, "")); p.Outcome != prepare.OutcomeHitLocal {
 		t.Errorf("other fingerprint: outcome %s, want hit_local", p.Outcome)
 	}
 	if got := env.metric("stitch_audit_mismatch_total"); got != 1 {
@@ -413,7 +413,7 @@ func TestArtifactBranching(t *testing.T) {
 			env := newArtEnv(t, envOptions{mode: mode})
 			sp := outcomeParams
 			sp.tools = nil
-			in := &server.PrepareInput{Tenant: sp.tenant, Instructions: sp.instructions, Items: []json.RawMessage{userItem("Hi")}}
+			in := &prepare.Input{Tenant: sp.tenant, Instructions: sp.instructions, Items: []json.RawMessage{userItem("Hi")}}
 			p := env.prepareBoth(t.Context(), in)
 			root := env.complete(t, in, p, generation{text: "<think>\nGreet.\n</think>\n\nHello!", stop: true})
 			env.persist(t.Context(), in, p, root.resp, []string{"in_root", root.resp.itemIDs[0], root.resp.itemIDs[1]})
@@ -421,7 +421,7 @@ func TestArtifactBranching(t *testing.T) {
 			for i, text := range []string{"Tell me a joke.", "Tell me a fact."} {
 				in := continuation(root, text)
 				p, err := env.prep.Prepare(t.Context(), in)
-				if err != nil || p.Outcome != server.OutcomeHitLocal {
+				if err != nil || p.Outcome != prepare.OutcomeHitLocal {
 					t.Fatalf("branch %d: outcome %s, err %v", i, p.Outcome, err)
 				}
 				b := env.complete(t, in, p, generation{text: "Answer " + text, stop: true})
@@ -444,7 +444,7 @@ func TestArtifactBranching(t *testing.T) {
 			for i, b := range branches {
 				in := continuation(b, "Go on.")
 				p, err := env.prep.Prepare(t.Context(), in)
-				if err != nil || p.Outcome != server.OutcomeHitLocal {
+				if err != nil || p.Outcome != prepare.OutcomeHitLocal {
 					t.Fatalf("continue branch %d: outcome %s, err %v", i, p.Outcome, err)
 				}
 				want := append(closed(append(append([]uint32(nil), b.p.IDs...), b.resp.generated...)), env.model.Encode(newTurnText(in.Items[len(b.items):], nil))...)
@@ -485,12 +485,12 @@ func TestArtifactConcurrent(t *testing.T) {
 					t.Errorf("worker %d turn %d: %v", w, turn, err)
 					return
 				}
-				if d := firstDifference(p.IDs, full.IDs); d >= 0 || p.Outcome != server.OutcomeHitLocal {
+				if d := firstDifference(p.IDs, full.IDs); d >= 0 || p.Outcome != prepare.OutcomeHitLocal {
 					t.Errorf("worker %d turn %d: outcome %s, ids differ at %d", w, turn, p.Outcome, d)
 					return
 				}
 				resp := env.respond(p, inventGeneration(r, p, in.Tools, true))
-				env.prep.Commit(t.Context(), in.Tenant, resp.id, p, resp.conv)
+				p.Commit(t.Context(), resp.id, resp.conv)
 				base = &convNode{id: resp.id, items: append(in.Items[:len(in.Items):len(in.Items)], resp.items...), calls: resp.calls, in: in, p: p, resp: resp}
 			}
 		})
@@ -512,7 +512,7 @@ func TestArtifactHitPortableRedis(t *testing.T) {
 	podB := newArtEnv(t, envOptions{l2: l2, sealer: podA.sealer, clock: podA.clock})
 	base := startConversation(t, podA, sp)
 	in := continuation(base, "")
-	if p := podB.prepareBoth(t.Context(), in); p.Outcome != server.OutcomeHitPortable || p.Reused == 0 {
+	if p := podB.prepareBoth(t.Context(), in); p.Outcome != prepare.OutcomeHitPortable || p.Reused == 0 {
 		t.Errorf("pod B: outcome %s reused %d, want hit_portable", p.Outcome, p.Reused)
 	}
 	b, err := l2.Get(t.Context(), sp.tenant, base.id)
@@ -524,7 +524,7 @@ func TestArtifactHitPortableRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	podC := newArtEnv(t, envOptions{l2: l2, sealer: podA.sealer, clock: podA.clock})
-	if p := podC.prepareBoth(t.Context(), in); p.Outcome != server.OutcomeInvalid {
+	if p := podC.prepareBoth(t.Context(), in); p.Outcome != prepare.OutcomeInvalid {
 		t.Errorf("tampered Redis bytes: outcome %s, want invalid", p.Outcome)
 	}
 }
@@ -538,18 +538,18 @@ func TestArtifactExactSplit(t *testing.T) {
 		name   string
 		first  sessionParams
 		gen    string
-		change func(in *server.PrepareInput)
+		change func(in *prepare.Input)
 	}{
 		{name: "escaped im_end in tool arguments", first: sessionParams{tenant: "t1", tools: toolsPool[2]}, gen: escapedCall},
 		{name: "instructions add a system block", first: sessionParams{tenant: "t1"}, gen: "Hello!",
-			change: func(in *server.PrepareInput) { in.Instructions = "Be terse." }},
+			change: func(in *prepare.Input) { in.Instructions = "Be terse." }},
 		{name: "tools removed with their system block", first: sessionParams{tenant: "t1", tools: toolsPool[1]}, gen: "Hello!",
-			change: func(in *server.PrepareInput) { in.Tools = nil }},
+			change: func(in *prepare.Input) { in.Tools = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newArtEnv(t, envOptions{mode: store.ModeExact})
-			in := &server.PrepareInput{Tenant: tt.first.tenant, Instructions: tt.first.instructions, Tools: tt.first.tools,
+			in := &prepare.Input{Tenant: tt.first.tenant, Instructions: tt.first.instructions, Tools: tt.first.tools,
 				Items: []json.RawMessage{userItem("Hi")}}
 			p := env.prepareBoth(t.Context(), in)
 			base := env.complete(t, in, p, generation{text: tt.gen, stop: true})
@@ -573,7 +573,7 @@ func TestArtifactExactSplit(t *testing.T) {
 				if tt.change != nil {
 					// Changed instructions or tools must reach the model: a frozen history would
 					// hide them, so the turn starts a new exact chain from a full render.
-					full, err := server.FullRender{Model: env.model}.Prepare(t.Context(), next)
+					full, err := env.full.Prepare(t.Context(), next)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,4 +1,4 @@
-package server
+package prepare
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
-	"github.com/stitchllm/stitch/stream"
 )
 
 // ArtifactStore is the token-artifact cache the fast path reads and writes (store.Tiered).
@@ -25,22 +25,18 @@ type ArtifactStore interface {
 	Put(ctx context.Context, a *store.Artifact) error
 }
 
-// Artifact resolution outcomes (stitch_artifact_resolutions_total{outcome}); exactly one per turn.
-const (
-	OutcomeNew         = "new" // no previous response: nothing to resolve
-	OutcomeHitLocal    = "hit_local"
-	OutcomeHitPortable = "hit_portable"
-	OutcomeMiss        = "miss"
-	OutcomeExpired     = "expired"
-	OutcomeInvalid     = "invalid"
-	OutcomeDiverged    = "diverged"
-	OutcomeDisabled    = "disabled"
-)
+// CheckpointReader reads the checkpoints exact mode rebuilds a lost history from
+// (store.Checkpoints).
+type CheckpointReader interface {
+	GetResponse(ctx context.Context, tenant, id string) (*store.Checkpoint, error)
+}
 
-// ArtifactOptions configure the artifact preparer of one model.
+// ArtifactOptions configure the artifact engine of one model.
 type ArtifactOptions struct {
-	Model *render.Model
-	Store ArtifactStore
+	Model *render.Renderer
+	// Family is the model's family (reasoning opened by the prompt, exact mode's turn ends).
+	Family family.Family
+	Store  ArtifactStore
 	// Mode is store.ModeCanonical (ids equal a full render) or store.ModeExact (history frozen).
 	Mode store.Mode
 	// Identity is the model's fixed part of the fingerprint (name, parsers, LoRA); per-request
@@ -55,7 +51,7 @@ type ArtifactOptions struct {
 	// SyncAudit runs audits synchronously (tests); otherwise each runs in its own goroutine.
 	SyncAudit bool
 	// Checkpoints rebuild an exact-mode prompt when its artifact is gone (required in exact mode).
-	Checkpoints Checkpoints
+	Checkpoints CheckpointReader
 	Logger      *slog.Logger
 	Now         func() time.Time
 	Metrics     *ArtifactMetrics
@@ -90,17 +86,21 @@ func NewArtifactMetrics(reg prometheus.Registerer) *ArtifactMetrics {
 	return m
 }
 
-// ArtifactPreparer prepares continuations from token artifacts (DESIGN.md "Certified suffix"),
-// falling back to a full render with the same ids on every miss. It is safe for concurrent use.
-type ArtifactPreparer struct {
+// ArtifactEngine prepares continuations from token artifacts (docs/design.md "Certified
+// suffix"), falling back to a full render with the same ids on every miss. It is safe for
+// concurrent use.
+type ArtifactEngine struct {
 	opts     ArtifactOptions
 	disabled sync.Map // fingerprint [32]byte → struct{}: fast path off after an audit mismatch
 }
 
-// NewArtifactPreparer returns the fast-path preparer.
-func NewArtifactPreparer(opts ArtifactOptions) *ArtifactPreparer {
-	if opts.Model == nil || opts.Store == nil || opts.Metrics == nil {
-		panic("server: NewArtifactPreparer needs Model, Store and Metrics")
+var _ Engine = (*ArtifactEngine)(nil)
+
+// NewArtifactEngine returns the artifact engine. It panics without Model, Family, Store or
+// Metrics.
+func NewArtifactEngine(opts ArtifactOptions) *ArtifactEngine {
+	if opts.Model == nil || opts.Family == nil || opts.Store == nil || opts.Metrics == nil {
+		panic("prepare: NewArtifactEngine needs Model, Family, Store and Metrics")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -111,7 +111,7 @@ func NewArtifactPreparer(opts ArtifactOptions) *ArtifactPreparer {
 	if opts.TTL <= 0 {
 		opts.TTL = time.Hour
 	}
-	return &ArtifactPreparer{opts: opts}
+	return &ArtifactEngine{opts: opts}
 }
 
 // pendingArtifact is what a prepared turn needs to write its artifact once the response completed.
@@ -129,12 +129,12 @@ type pendingArtifact struct {
 	jsonPrefix    []byte
 	jsonPrefixAt  []int
 	jsonPrefixIDs int
-	// previousID is the response this turn continues ("" for none).
-	previousID string
+	// tenant owns the conversation; previousID is the response this turn continues ("" for none).
+	tenant, previousID string
 }
 
-// Prepare implements Preparer.
-func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prepared, error) {
+// Prepare implements Engine.
+func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error) {
 	conv, err := conversation(in, a.opts.Items)
 	if err != nil {
 		return nil, err
@@ -145,9 +145,8 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 	if err != nil {
 		return nil, err
 	}
-	p := &Prepared{Text: text, SkippedTools: conv.SkippedTools, ThinkingOpen: opensThink(text), Fingerprint: fp}
-	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), previousID: in.PreviousID}
-	p.Artifact = pending
+	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), tenant: in.Tenant, previousID: in.PreviousID}
+	p := &Prompt{Text: text, SkippedTools: conv.SkippedTools, ReasoningOpen: a.opts.Family.OpensReasoning(text), fingerprint: fp, pending: pending, engine: a}
 	if hot != nil && a.opts.Mode == store.ModeCanonical {
 		return a.prepareHot(in, p, hot), nil
 	}
@@ -166,7 +165,7 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 		pending.fresh = len(pending.enc.Boundaries)
 		p.IDs = pending.enc.IDs
 		if a.opts.Mode == store.ModeExact {
-			p.ExactSuffix = p.IDs // a root of the exact chain
+			p.exactSuffix = p.IDs // a root of the exact chain
 		}
 		return p, nil
 	}
@@ -183,7 +182,7 @@ func (a *ArtifactPreparer) Prepare(ctx context.Context, in *PrepareInput) (*Prep
 
 // render applies the chat template. With a hot cache it records a memo for the next turn and
 // replays from hot's, the previous turn's, when there is one.
-func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, hot *hotEntry) (string, *render.RenderMemo, error) {
+func (a *ArtifactEngine) render(in *Input, conv *render.Conversation, hot *hotEntry) (string, *render.RenderMemo, error) {
 	req := chatRequest(in, conv)
 	var (
 		text string
@@ -207,8 +206,8 @@ func (a *ArtifactPreparer) render(in *PrepareInput, conv *render.Conversation, h
 // prepareHot prepares a continuation whose previous prompt (text, ids, their JSON) is in the hot
 // cache: the texts are compared directly, only the changed tail is tokenized, and the request
 // copies the reused ids' JSON.
-func (a *ArtifactPreparer) prepareHot(in *PrepareInput, p *Prepared, hot *hotEntry) *Prepared {
-	pending := p.Artifact.(*pendingArtifact)
+func (a *ArtifactEngine) prepareHot(in *Input, p *Prompt, hot *hotEntry) *Prompt {
+	pending := p.pending
 	known := pending.memo.CommonPrefix() // with hot.text, whose render's memo this one replayed
 	enc, reuse, fresh := a.opts.Model.ExtendTextFrom(hot.enc, hot.text, p.Text, known)
 	pending.enc, pending.fresh = enc, fresh
@@ -219,12 +218,12 @@ func (a *ArtifactPreparer) prepareHot(in *PrepareInput, p *Prepared, hot *hotEnt
 	}
 	pending.jsonPrefix, pending.jsonPrefixAt, pending.jsonPrefixIDs = hot.promptJSON[:hot.jsonAt[fresh-1]], hot.jsonAt[:fresh], reuse.Tokens
 	p.PromptPrefix, p.PromptPrefixIDs = pending.jsonPrefix, reuse.Tokens
-	a.maybeAudit(in, p.Text, enc.IDs, p.Fingerprint, true)
+	a.maybeAudit(in, p.Text, enc.IDs, p.fingerprint, true)
 	return p
 }
 
 // fastPathOff reports whether an audit mismatch turned the fast path off for fingerprint fp.
-func (a *ArtifactPreparer) fastPathOff(fp [32]byte) bool {
+func (a *ArtifactEngine) fastPathOff(fp [32]byte) bool {
 	_, off := a.disabled.Load(fp)
 	return off
 }
@@ -232,7 +231,7 @@ func (a *ArtifactPreparer) fastPathOff(fp [32]byte) bool {
 // hotEntry returns the in-process state of the previous response when this turn can use it: a
 // continuation of a response this process prepared and completed, under the same identity and
 // mode, with the fast path not disabled for it.
-func (a *ArtifactPreparer) hotEntry(in *PrepareInput, fp [32]byte) *hotEntry {
+func (a *ArtifactEngine) hotEntry(in *Input, fp [32]byte) *hotEntry {
 	if a.opts.Hot == nil || in.PreviousID == "" {
 		return nil
 	}
@@ -249,14 +248,14 @@ func (a *ArtifactPreparer) hotEntry(in *PrepareInput, fp [32]byte) *hotEntry {
 }
 
 // maybeAudit samples fast-path turns for a background audit.
-func (a *ArtifactPreparer) maybeAudit(in *PrepareInput, text string, ids []uint32, fp [32]byte, replayed bool) {
+func (a *ArtifactEngine) maybeAudit(in *Input, text string, ids []uint32, fp [32]byte, replayed bool) {
 	if a.opts.AuditRate > 0 && rand.Float64() < a.opts.AuditRate {
 		a.audit(in, text, ids, fp, replayed)
 	}
 }
 
 // resolve finds the previous response's artifact and says why it cannot be used when it cannot.
-func (a *ArtifactPreparer) resolve(ctx context.Context, in *PrepareInput, fp [32]byte) (string, *store.Artifact) {
+func (a *ArtifactEngine) resolve(ctx context.Context, in *Input, fp [32]byte) (Outcome, *store.Artifact) {
 	if in.PreviousID == "" {
 		return OutcomeNew, nil
 	}
@@ -280,9 +279,9 @@ func (a *ArtifactPreparer) resolve(ctx context.Context, in *PrepareInput, fp [32
 	return OutcomeHitLocal, art
 }
 
-// fingerprint is the model execution identity of this turn (DESIGN.md "Identities"). Tools and
+// fingerprint is the model execution identity of this turn (docs/design.md "Identities"). Tools and
 // kwargs are digested as the template sees them, so a client re-spacing its JSON does not matter.
-func (a *ArtifactPreparer) fingerprint(in *PrepareInput, conv *render.Conversation) [32]byte {
+func (a *ArtifactEngine) fingerprint(in *Input, conv *render.Conversation) [32]byte {
 	f := a.opts.Identity
 	f.RendererVersion = render.RendererVersion
 	f.TokenizerDigest = a.opts.Model.TokenizerDigest
@@ -300,7 +299,7 @@ func (a *ArtifactPreparer) fingerprint(in *PrepareInput, conv *render.Conversati
 // work from a memo (replayed), it also re-renders the conversation without one and compares the
 // texts. A mismatch turns the fast path off for the fingerprint. The inputs are immutable, so
 // the goroutine shares them safely.
-func (a *ArtifactPreparer) audit(in *PrepareInput, text string, ids []uint32, fp [32]byte, replayed bool) {
+func (a *ArtifactEngine) audit(in *Input, text string, ids []uint32, fp [32]byte, replayed bool) {
 	run := func() {
 		full := a.opts.Model.Encode(text)
 		a.opts.Metrics.audits.Inc()
@@ -324,13 +323,10 @@ func (a *ArtifactPreparer) audit(in *PrepareInput, text string, ids []uint32, fp
 	go run()
 }
 
-// Commit writes the artifact of a completed (or incomplete) response. Failed and cancelled
-// responses never reach here, so they never advance an artifact.
-func (a *ArtifactPreparer) Commit(ctx context.Context, tenant, responseID string, p *Prepared, out *stream.Converter) {
-	pending, ok := p.Artifact.(*pendingArtifact)
-	if !ok {
-		return
-	}
+// commit writes the artifact of a completed (or incomplete) response (Prompt.Commit). Failed
+// and cancelled responses never reach here, so they never advance an artifact.
+func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending *pendingArtifact, out Output) {
+	tenant := pending.tenant
 	// Digests are computed now rather than while preparing: only a continuation that misses the
 	// hot cache (another pod, an eviction) needs them.
 	textDigest := render.FillDigests(pending.text, &pending.enc, pending.fresh)

@@ -1,4 +1,4 @@
-package server
+package prepare
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/stitchllm/stitch/store"
 )
 
-// Exact mode (DESIGN.md "Two continuation modes"): the history is frozen as the previous prompt ids
+// Exact mode (docs/design.md "Two continuation modes"): the history is frozen as the previous prompt ids
 // plus the generated ids verbatim; only the new turn is rendered and tokenized. The new turn is the
 // full render's text after the <|im_end|> that closes the previous response's assistant turn: if the
 // frozen history closes n assistant/user/system blocks, it starts after the n-th <|im_end|> of the
@@ -22,19 +22,19 @@ import (
 // artifact when resolve found a usable one.
 // With hot (the previous turn's in-process state, whose artifact prev is), the previous
 // conversation is rendered from its memo and the request reuses the previous prompt's JSON.
-func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p *Prepared, prev *store.Artifact, hot *hotEntry) (*Prepared, error) {
-	pending := p.Artifact.(*pendingArtifact)
+func (a *ArtifactEngine) prepareExact(ctx context.Context, in *Input, p *Prompt, prev *store.Artifact, hot *hotEntry) (*Prompt, error) {
+	pending := p.pending
 	var history []uint32
 	if prev != nil {
 		history = a.closeTurn(append(append(make([]uint32, 0, len(prev.PromptIDs)+len(prev.GeneratedIDs)+1), prev.PromptIDs...), prev.GeneratedIDs...))
 	} else {
-		rebuilt, err := a.rebuildExact(ctx, in.Tenant, in.PreviousID, pending.fingerprint)
+		rebuilt, err := a.rebuildExact(ctx, in, pending.fingerprint)
 		if err != nil {
 			// No way to recover the frozen history (e.g. a response made before exact mode was on):
 			// the canonical full render is the only sequence left.
 			a.opts.Logger.Warn("exact history unavailable; full render", "previous_response_id", in.PreviousID, "err", err)
 			pending.enc = a.opts.Model.EncodeWithBoundaries(pending.text)
-			p.IDs, p.ExactSuffix = pending.enc.IDs, pending.enc.IDs
+			p.IDs, p.exactSuffix = pending.enc.IDs, pending.enc.IDs
 			return p, nil
 		}
 		history = rebuilt
@@ -43,14 +43,14 @@ func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p
 	if !ok {
 		p.Outcome = OutcomeDiverged
 		pending.enc = a.opts.Model.EncodeWithBoundaries(pending.text)
-		p.IDs, p.ExactSuffix = pending.enc.IDs, pending.enc.IDs
+		p.IDs, p.exactSuffix = pending.enc.IDs, pending.enc.IDs
 		return p, nil
 	}
 	suffix := a.opts.Model.Encode(pending.text[start:])
 	ids := append(history, suffix...)
 	pending.enc = render.Encoding{IDs: ids}
 	pending.exactSuffix = suffix
-	p.IDs, p.Reused, p.ExactSuffix = ids, len(history), suffix
+	p.IDs, p.Reused, p.exactSuffix = ids, len(history), suffix
 	if hot != nil && prev == hot.art && len(prev.PromptIDs) > 0 {
 		// The history starts with the previous prompt, whose JSON the hot entry holds.
 		pending.jsonPrefix, pending.jsonPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
@@ -60,21 +60,10 @@ func (a *ArtifactPreparer) prepareExact(ctx context.Context, in *PrepareInput, p
 }
 
 // closeTurn appends the template's end-of-turn token when the generation did not end with it
-// (a max_tokens cut, or <|endoftext|>), as the template closes every assistant turn.
-func (a *ArtifactPreparer) closeTurn(ids []uint32) []uint32 {
-	end := a.endOfTurn()
-	if len(ids) == 0 || ids[len(ids)-1] != end {
-		ids = append(ids, end)
-	}
-	return ids
-}
+// (a max_tokens cut, or another stop id), as the template closes every assistant turn.
+func (a *ArtifactEngine) closeTurn(ids []uint32) []uint32 { return a.opts.Family.CloseTurn(ids) }
 
-func (a *ArtifactPreparer) endOfTurn() uint32 {
-	if id, ok := a.opts.Model.Tokenizer().TokenID("<|im_end|>"); ok {
-		return id
-	}
-	return a.opts.Model.StopTokenIDs[0]
-}
+func (a *ArtifactEngine) endOfTurn() uint32 { return a.opts.Family.EndOfTurn() }
 
 // newTurnStart returns the byte offset of text just after the end-of-turn token that closes the
 // previous response: after its n-th end-of-turn token, n being the number of end-of-turn tokens in
@@ -85,21 +74,19 @@ func (a *ArtifactPreparer) endOfTurn() uint32 {
 // add or remove a system block: the new turn then repeated part of the history or lost the new
 // input. Without the checkpoint it falls back to counting the frozen ids. The new turn must close
 // at least one end-of-turn token (its input), else there is no safe split.
-func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, history []uint32, text string, hot *hotEntry) (int, bool) {
+func (a *ArtifactEngine) newTurnStart(ctx context.Context, in *Input, history []uint32, text string, hot *hotEntry) (int, bool) {
 	end := a.endOfTurn()
 	spans := a.opts.Model.Tokenizer().AddedTokenSpans
 	n := -1
-	if a.opts.Checkpoints != nil {
-		if cp, err := a.opts.Checkpoints.GetResponse(ctx, in.Tenant, in.PreviousID); err == nil {
-			if k := len(cp.ConversationItemIDs); k > 0 && k < len(in.Items) {
-				prev := *in
-				prev.Items = in.Items[:k]
-				if prevText, err := a.renderPrevious(&prev, hot); err == nil {
-					n = 0
-					for _, sp := range spans(prevText) {
-						if sp.ID == end {
-							n++
-						}
+	if cp, err := a.previous(ctx, in); err == nil {
+		if k := len(cp.ConversationItemIDs); k > 0 && k < len(in.Items) {
+			prev := *in
+			prev.Items = in.Items[:k]
+			if prevText, err := a.renderPrevious(&prev, hot); err == nil {
+				n = 0
+				for _, sp := range spans(prevText) {
+					if sp.ID == end {
+						n++
 					}
 				}
 			}
@@ -134,7 +121,7 @@ func (a *ArtifactPreparer) newTurnStart(ctx context.Context, in *PrepareInput, h
 
 // renderPrevious renders the previous response's conversation (its input and output items) for
 // newTurnStart, replaying from the hot entry's memo when there is one.
-func (a *ArtifactPreparer) renderPrevious(in *PrepareInput, hot *hotEntry) (string, error) {
+func (a *ArtifactEngine) renderPrevious(in *Input, hot *hotEntry) (string, error) {
 	conv, err := conversation(in, a.opts.Items)
 	if err != nil {
 		return "", err
@@ -154,15 +141,34 @@ var errNoExactHistory = errors.New("checkpoint has no exact-mode ids")
 // a new exact chain from a full render instead.
 var errIdentityChanged = errors.New("fingerprint changed since the previous response")
 
-// rebuildExact rebuilds the frozen history ending with response id from the checkpoint chain. The
-// previous response must have been made under fingerprint fp.
-func (a *ArtifactPreparer) rebuildExact(ctx context.Context, tenant, id string, fp [32]byte) ([]uint32, error) {
+// previous returns the checkpoint of the response this turn continues: the caller's, when it
+// loaded it (in.Previous), else read from Checkpoints.
+func (a *ArtifactEngine) previous(ctx context.Context, in *Input) (*store.Checkpoint, error) {
+	if in.Previous != nil && in.Previous.ID == in.PreviousID {
+		return in.Previous, nil
+	}
 	if a.opts.Checkpoints == nil {
 		return nil, errNoExactHistory
 	}
+	return a.opts.Checkpoints.GetResponse(ctx, in.Tenant, in.PreviousID)
+}
+
+// rebuildExact rebuilds the frozen history ending with the previous response from the checkpoint
+// chain. The previous response must have been made under fingerprint fp.
+func (a *ArtifactEngine) rebuildExact(ctx context.Context, in *Input, fp [32]byte) ([]uint32, error) {
 	var chain []*store.Checkpoint
-	for id != "" {
-		cp, err := a.opts.Checkpoints.GetResponse(ctx, tenant, id)
+	for id := in.PreviousID; id != ""; {
+		var (
+			cp  *store.Checkpoint
+			err error
+		)
+		if len(chain) == 0 {
+			cp, err = a.previous(ctx, in) // the caller's copy, when it has one
+		} else if a.opts.Checkpoints == nil {
+			err = errNoExactHistory
+		} else {
+			cp, err = a.opts.Checkpoints.GetResponse(ctx, in.Tenant, id)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("rebuild exact history at %s: %w", id, err)
 		}

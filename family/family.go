@@ -1,0 +1,162 @@
+// Package family is the model-family seam: everything stitch knows about one family of models'
+// output format and turn structure, behind one interface, selected by vLLM's own parser names.
+//
+// A [Family] owns, for one served model (bound to its vocabulary):
+//   - the output parser (stream.OutputParser) that turns generated ids into Responses pieces, and
+//     the marker ids it needs (reasoning open/close, tool-call open/close);
+//   - the end-of-turn and stop ids (vLLM's stop_token_ids);
+//   - the text that forces a tool call (tool_choice "required" or a named function);
+//   - how exact mode closes a generated turn and where a rendered turn ends;
+//   - whether a generation prompt opened a reasoning block, and the chat_template_kwargs switch
+//     that turns reasoning on and off.
+//
+// Nothing outside this package (and the parsers in package stream) knows a family's token ids.
+//
+// # Adding a family
+//
+// One new file plus its tests:
+//
+//  1. family/<name>.go: a type implementing [Family] and a constructor
+//     func new<Name>(v Vocabulary) (Family, error) that resolves the family's marker ids with
+//     v.TokenID (an error when the vocabulary lacks one the family cannot work without);
+//  2. one row in registry (family.go) naming the vLLM parser names that select it, spelled as
+//     vLLM spells them (--tool-call-parser, --reasoning-parser; see vllm/tool_parsers and
+//     vllm/reasoning in vLLM's repository);
+//  3. family/<name>_test.go: the constructor on a vocabulary of the family, the forced-tool-call
+//     text, CloseTurn, OpensReasoning and ReasoningSwitch, and a parse of a generated turn
+//     through NewParser.
+//
+// The parser itself lives in package stream (stream.OutputParser's contract), the chat template in
+// the model directory: a family only binds them to a model.
+package family
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stitchllm/stitch/stream"
+)
+
+// Family is one model family bound to a served model's vocabulary. Implementations are immutable
+// and safe for concurrent use; NewParser returns a fresh parser per turn.
+type Family interface {
+	// NewParser returns the output parser of one turn, decoding text with dec (a fresh decoder of
+	// the model's tokenizer).
+	NewParser(dec stream.TokenDecoder, t Turn) stream.OutputParser
+	// StopTokenIDs end an assistant turn: sent to vLLM as stop_token_ids, and never text to the
+	// parser. The caller must not modify the slice.
+	StopTokenIDs() []uint32
+	// ForcedToolCall returns the text that, appended to the generation prompt, makes the model's
+	// output a tool call in the format it was trained on: any function when name is ""
+	// (tool_choice "required"), else the named one. The parser sees its ids as the start of the
+	// output. "" means the family cannot force a call.
+	ForcedToolCall(name string) string
+	// EndOfTurn is the id the chat template closes every rendered message with (Qwen3's
+	// <|im_end|>): exact mode finds where the new turn starts in a full render by counting it.
+	EndOfTurn() uint32
+	// CloseTurn returns generated ids as the template would close them in history: with EndOfTurn
+	// appended when the generation did not end with it (a max_tokens cut, another stop id). It may
+	// append to ids in place.
+	CloseTurn(ids []uint32) []uint32
+	// OpensReasoning reports whether a rendered prompt ends inside a reasoning block its generation
+	// prompt opened, so the output starts as reasoning.
+	OpensReasoning(prompt string) bool
+	// ReasoningSwitch is the chat_template_kwargs key that turns the template's reasoning on and
+	// off (Qwen3's enable_thinking), set from reasoning.effort; "" when the family has none.
+	ReasoningSwitch() string
+}
+
+// Turn is what a turn's request decides about parsing its output.
+type Turn struct {
+	// ReasoningOpen reports that the prompt ends inside an opened reasoning block
+	// (Family.OpensReasoning of the prompt).
+	ReasoningOpen bool
+	// ParallelToolCalls keeps every tool call; false keeps only the first.
+	ParallelToolCalls bool
+}
+
+// Vocabulary is what a family reads from the served model's tokenizer files.
+type Vocabulary struct {
+	// TokenID returns the id of a token by its text (an added or special token), when the
+	// vocabulary has it.
+	TokenID func(text string) (uint32, bool)
+	// StopTokenIDs are the model's end-of-turn ids as its files declare them (eos_token,
+	// generation_config.json's eos_token_id; render.Renderer.StopTokenIDs).
+	StopTokenIDs []uint32
+}
+
+// Names are the vLLM parser names that select a family.
+type Names struct {
+	// ToolCallParser is vLLM's --tool-call-parser ("hermes", "qwen3_coder", "llama3_json", …).
+	ToolCallParser string
+	// ReasoningParser is vLLM's --reasoning-parser ("qwen3", "deepseek_r1", …); "" for none.
+	ReasoningParser string
+}
+
+func (n Names) String() string {
+	if n.ReasoningParser == "" {
+		return "tool_call_parser " + n.ToolCallParser + " (no reasoning parser)"
+	}
+	return "tool_call_parser " + n.ToolCallParser + " with reasoning_parser " + n.ReasoningParser
+}
+
+// entry is one row of the registry.
+type entry struct {
+	names Names
+	new   func(Vocabulary) (Family, error)
+}
+
+// registry lists the families and the vLLM parser names that select them. A new family adds one
+// row (see the package documentation). It is a function, not a variable: nothing can change it.
+func registry() []entry {
+	return []entry{
+		{Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}, newQwen3},
+	}
+}
+
+// Supported lists the parser-name pairs a family is registered for, in registry order.
+func Supported() []Names {
+	var out []Names
+	for _, r := range registry() {
+		out = append(out, r.names)
+	}
+	return out
+}
+
+// Check reports whether a family is registered for names, with an error wrapping [ErrUnknown]
+// that lists the supported names when none is. Configuration validation calls it before any
+// model is loaded.
+func Check(names Names) error {
+	_, err := lookup(names)
+	return err
+}
+
+// New returns the family registered for names, bound to a model's vocabulary.
+func New(names Names, v Vocabulary) (Family, error) {
+	r, err := lookup(names)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.new(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", names, err)
+	}
+	return f, nil
+}
+
+func lookup(names Names) (entry, error) {
+	rows := registry()
+	for _, r := range rows {
+		if r.names == names {
+			return r, nil
+		}
+	}
+	list := make([]string, 0, len(rows))
+	for _, r := range rows {
+		list = append(list, r.names.ToolCallParser+"+"+cmp.Or(r.names.ReasoningParser, "none"))
+	}
+	slices.Sort(list)
+	return entry{}, fmt.Errorf("%w: %s (supported tool_call_parser+reasoning_parser: %s)", ErrUnknown, names, strings.Join(list, ", "))
+}

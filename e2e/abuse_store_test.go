@@ -31,6 +31,7 @@ func TestAbuseStore(t *testing.T) {
 	t.Run("5_pod_restarted_during_outage", func(t *testing.T) { testPodRestartDuringOutage(t, cl) })
 	t.Run("6_deletes_are_tombstones", func(t *testing.T) { testDeleteTombstones(t, cl) })
 	t.Run("7_items_immutable", func(t *testing.T) { testItemsImmutable(t, cl) })
+	t.Run("12_garbage_in_redis", func(t *testing.T) { testGarbageInRedis(t, cl) })
 	t.Run("kill9_under_load", func(t *testing.T) { testKillUnderLoad(t, cl) })
 
 	// 0 lost, over the whole test: every response a client saw completed (and did not delete)
@@ -244,6 +245,64 @@ func testItemsImmutable(t *testing.T, cl *ptCluster) {
 		c3 := cl.post(t, p, keyAcme, map[string]any{"model": modelName, "input": "Continue.", "previous_response_id": fresh.resp.ID}).
 			mustComplete(t, "continue the fresh-id copy on pod "+p.name)
 		samePrompt(t, "second response continued on pod "+p.name, c2.prompt, c3.prompt)
+	}
+}
+
+// testGarbageInRedis (finding 12): a checkpoint record and an item overwritten in Redis with bytes
+// no pod sealed are answered as missing, never a 5xx or invalid JSON: pod B (no local copy) answers
+// 404 and previous_response_not_found and counts them (stitch_checkpoint_corrupt_total); pod A,
+// which holds the response, serves it and re-publishes it sealed, after which B reads it again.
+func testGarbageInRedis(t *testing.T, cl *ptCluster) {
+	ctx := t.Context()
+	r := cl.post(t, cl.a, keyAcme, cl.scriptRequest(t, 0, nil)).mustComplete(t, "turn 0 on A")
+	status, _, b := ptDo(t, cl.a, http.MethodGet, "/v1/responses/"+r.resp.ID+"/input_items", keyAcme, nil)
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if status != http.StatusOK || json.Unmarshal(b, &list) != nil || len(list.Data) == 0 {
+		t.Fatalf("input_items on A = %d %.200s", status, b)
+	}
+	corrupt := func() float64 {
+		return scrapeCounter(t, cl.b, "stitch_checkpoint_corrupt_total", "")[""]
+	}
+	before := corrupt()
+	garbage := map[string][]byte{
+		"stitch:{" + tenantAcme + "}:resp:" + r.resp.ID:        []byte("\x00\xffnot a sealed record{{{"),
+		"stitch:{" + tenantAcme + "}:item:" + list.Data[0].ID: []byte(`{"type":"message","role":"user","content":"forged, unsealed"}`),
+	}
+	for k, v := range garbage {
+		if n, err := cl.rdb.Exists(ctx, k).Result(); err != nil || n != 1 {
+			t.Fatalf("Redis key %s: exists %d (%v): did the key layout change?", k, n, err)
+		}
+		if err := cl.rdb.Set(ctx, k, v, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, _, b = ptDo(t, cl.b, http.MethodGet, "/v1/responses/"+r.resp.ID, keyAcme, nil)
+	checkAPIError(t, "GET on B of a garbage record", status, b, http.StatusNotFound, "", "")
+	status, _, b = ptDo(t, cl.b, http.MethodGet, "/v1/responses/"+r.resp.ID+"/input_items", keyAcme, nil)
+	if status >= 500 || !json.Valid(b) {
+		t.Errorf("input_items on B of a garbage record = %d %.200s, want a 4xx in valid JSON", status, b)
+	}
+	status, _, b = ptDo(t, cl.b, http.MethodPost, "/v1/responses", keyAcme, mustJSON(t, cl.scriptRequest(t, 1, &r)))
+	checkAPIError(t, "continuing a garbage record on B", status, b, http.StatusBadRequest, "previous_response_not_found", "previous_response_id")
+	if got := corrupt(); got <= before {
+		t.Errorf("stitch_checkpoint_corrupt_total on B: %g, want more than %g", got, before)
+	}
+	// A holds the response: it serves it and re-publishes it sealed; then B reads it too.
+	if ok, what := readable(ctx, cl.a, keyAcme, r.resp.ID); !ok {
+		t.Errorf("GET on A (holds a copy) of a response garbled in Redis: %s", what)
+	}
+	cl.waitReadableOn(t, keyAcme, []string{r.resp.ID}, cl.b)
+	status, _, b = ptDo(t, cl.b, http.MethodGet, "/v1/responses/"+r.resp.ID+"/input_items", keyAcme, nil)
+	if status != http.StatusOK || !json.Valid(b) || bytes.Contains(b, []byte("forged, unsealed")) {
+		t.Errorf("input_items on B after A re-published = %d %.300s, want the original items", status, b)
+	}
+	tr := cl.post(t, cl.b, keyAcme, cl.scriptRequest(t, 1, &r)).mustComplete(t, "continue on B after A re-published")
+	if tr.outcome == "" {
+		t.Errorf("no outcome counted")
 	}
 }
 

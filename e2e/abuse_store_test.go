@@ -269,7 +269,7 @@ func testGarbageInRedis(t *testing.T, cl *ptCluster) {
 	}
 	before := corrupt()
 	garbage := map[string][]byte{
-		"stitch:{" + tenantAcme + "}:resp:" + r.resp.ID:        []byte("\x00\xffnot a sealed record{{{"),
+		"stitch:{" + tenantAcme + "}:resp:" + r.resp.ID:       []byte("\x00\xffnot a sealed record{{{"),
 		"stitch:{" + tenantAcme + "}:item:" + list.Data[0].ID: []byte(`{"type":"message","role":"user","content":"forged, unsealed"}`),
 	}
 	for k, v := range garbage {

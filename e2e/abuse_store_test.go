@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -591,4 +592,58 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestAbuseWriteTimeout (finding 10, write deadlines): a client that sends a streamed request and
+// never reads its answer is dropped after --write-timeout, its response ends cancelled, and the
+// only generation slot (--max-concurrent-responses 1) is free again for the next client. The
+// answer is made far larger than the loopback socket buffers (--output-len), so the writes block.
+func TestAbuseWriteTimeout(t *testing.T) {
+	st := requireStack(t)
+	if st.bin == "" {
+		t.Skip("external stack (STITCH_E2E_BASE_URL): cannot start a pod with its own flags")
+	}
+	procs := newExtraProcs(t)
+	sim := procs.start("sim with long answers", func() (*proc, error) {
+		return st.startSim("--output-len", "80000", "--max-model-len", "262144")
+	})
+	dataDir := t.TempDir()
+	serve := procs.start("serve", func() (*proc, error) {
+		return startReady(st.bin, "serve", "/readyz", func(addr string) []string {
+			return []string{"serve", "--listen", addr, "--upstream", "http://" + sim.addr, "--served-model-name", modelName,
+				"--data-dir", dataDir, "--write-timeout", "1s", "--max-concurrent-responses", "1"}
+		})
+	})
+	pod := &ptPod{name: "W", base: "http://" + serve.addr}
+
+	conn, err := net.Dial("tcp", serve.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	body := mustJSON(t, map[string]any{"model": modelName, "input": "Write the longest story you can.", "stream": true})
+	if _, err := fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: stitch\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	// The client never reads: the pod must give up on it and free the slot.
+	cancelled := func() float64 { return scrapeCounter(t, pod, "stitch_responses_total", "status")["cancelled"] }
+	deadline := time.Now().Add(2 * portablePoll)
+	for cancelled() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that never reads was not dropped after %v: responses %v", 2*portablePoll,
+				scrapeCounter(t, pod, "stitch_responses_total", "status"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	small := mustJSON(t, map[string]any{"model": modelName, "input": "Hi.", "max_output_tokens": 16})
+	waitFor(t, "the generation slot is free again", func() bool {
+		status, _, b := ptDo(t, pod, http.MethodPost, "/v1/responses", "", small)
+		if status != http.StatusOK && status != http.StatusTooManyRequests {
+			t.Fatalf("next request: %d %.200s", status, b)
+		}
+		return status == http.StatusOK
+	})
 }

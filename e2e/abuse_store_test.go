@@ -3,12 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +36,7 @@ func TestAbuseStore(t *testing.T) {
 	t.Run("6_deletes_are_tombstones", func(t *testing.T) { testDeleteTombstones(t, cl) })
 	t.Run("7_items_immutable", func(t *testing.T) { testItemsImmutable(t, cl) })
 	t.Run("12_garbage_in_redis", func(t *testing.T) { testGarbageInRedis(t, cl) })
+	t.Run("2_cache_salt_secret", func(t *testing.T) { testCacheSaltSecret(t, cl) })
 	t.Run("kill9_under_load", func(t *testing.T) { testKillUnderLoad(t, cl) })
 
 	// 0 lost, over the whole test: every response a client saw completed (and did not delete)
@@ -304,6 +308,39 @@ func testGarbageInRedis(t *testing.T, cl *ptCluster) {
 	tr := cl.post(t, cl.b, keyAcme, cl.scriptRequest(t, 1, &r)).mustComplete(t, "continue on B after A re-published")
 	if tr.outcome == "" {
 		t.Errorf("no outcome counted")
+	}
+}
+
+// testCacheSaltSecret (finding 2): --cache-salt-secret keys the per-tenant cache_salt on its
+// own: pods with the same salt secret send the same salt even with other seal keys (rotating seal
+// keys no longer empties the prefix cache), a different secret gives a different salt, and the
+// tenants still differ. Salts are read from the sim's --record lines.
+func testCacheSaltSecret(t *testing.T, cl *ptCluster) {
+	other := filepath.Join(t.TempDir(), "other-seal-keys.json")
+	keys := []map[string]string{{"id": "k-other", "secret": base64.StdEncoding.EncodeToString([]byte("another-seal-secret-0123456789ab"))}}
+	if err := os.WriteFile(other, mustJSON(t, keys), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "e2e-cache-salt-secret-0123456789"
+	c := cl.newPod(t, "C", "--cache-salt-secret", secret)
+	d := cl.newPod(t, "D", "--cache-salt-secret", secret, "--seal-keys", other)
+	salt := func(p *ptPod, key string) string {
+		t.Helper()
+		// store:false: what pod D stores is sealed with keys the other pods do not have, and it
+		// stops with this subtest.
+		req := cl.scriptRequest(t, 0, nil)
+		req["store"] = false
+		return cl.post(t, p, key, req).mustComplete(t, "turn 0 on pod "+p.name).salt
+	}
+	byDefault, onC, onD := salt(cl.a, keyAcme), salt(c, keyAcme), salt(d, keyAcme)
+	if onC == "" || onC == byDefault {
+		t.Errorf("--cache-salt-secret: salt %q, want one other than the seal key's %q", onC, byDefault)
+	}
+	if onD != onC {
+		t.Errorf("same --cache-salt-secret, other seal keys: salt %q, want %q", onD, onC)
+	}
+	if g := salt(c, cl.globexKey); g == "" || g == onC {
+		t.Errorf("--cache-salt-secret: globex's salt %q, want its own (acme's is %q)", g, onC)
 	}
 }
 

@@ -454,6 +454,9 @@ func (env *abuseEnv) testBodies(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	wantError(t, "body beyond the in-flight budget", http.StatusTooManyRequests, hdr, b, status, "server_busy", "")
+	if status == http.StatusTooManyRequests && hdr.Get("Retry-After") == "" {
+		t.Errorf("body beyond the in-flight budget: 429 without Retry-After")
+	}
 
 	// Arguments far beyond what the context window could hold: 400 before tokenization.
 	size := 6 << 20

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +66,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, &APIError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
 				Message: "The request body was not received in time.", Err: err}
 		case errors.Is(err, middleware.ErrBodyBudget):
+			// writeError sets Retry-After for 503 only; a full body budget drains within seconds.
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 			return nil, &APIError{Status: http.StatusTooManyRequests, Type: "server_error", Code: "server_busy",
 				Message: "The server is receiving too many large requests; retry shortly.", Err: err}
 		}

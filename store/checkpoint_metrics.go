@@ -15,7 +15,7 @@ type CheckpointStatser interface {
 type CheckpointCollector struct {
 	s                                   CheckpointStatser
 	corrupt, diverted, queued, replayed *prometheus.Desc
-	republished, localReads             *prometheus.Desc
+	republished, localReads, followed   *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*CheckpointCollector)(nil)
@@ -36,12 +36,13 @@ func NewCheckpointCollector(s CheckpointStatser) *CheckpointCollector {
 		replayed:    d("replayed_total", "Queued writes and deletes by result (ok: delivered to Redis; dropped: deleted meanwhile or refused).", "result"),
 		republished: d("republished_total", "Local copies written back to a Redis that had lost them."),
 		localReads:  d("local_reads_total", "Reads answered from this pod's local copy (Redis unavailable or missing the record)."),
+		followed:    d("deletions_followed_total", "Deletions announced on Redis's stitch:deletions stream (by any pod) applied to this pod's local store."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *CheckpointCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.corrupt, c.diverted, c.queued, c.replayed, c.republished, c.localReads} {
+	for _, d := range []*prometheus.Desc{c.corrupt, c.diverted, c.queued, c.replayed, c.republished, c.localReads, c.followed} {
 		ch <- d
 	}
 }
@@ -59,4 +60,5 @@ func (c *CheckpointCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.replayed, s.Dropped, "dropped")
 	counter(c.republished, s.Republished)
 	counter(c.localReads, s.LocalReads)
+	counter(c.followed, s.DeletionsFollowed)
 }

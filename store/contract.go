@@ -87,16 +87,22 @@ type CheckpointStats struct {
 	Republished uint64
 	// LocalReads counts reads the Fallback answered from its local copy.
 	LocalReads uint64
+	// DeletionsFollowed counts deletions announced on the shared store's
+	// stream (by any pod, this one included) that the Fallback applied to
+	// its local store.
+	DeletionsFollowed uint64
 }
 
 // checkpointCounters are the counters behind CheckpointStats.
 type checkpointCounters struct {
 	corrupt, diverted, replayed, dropped, republished, localReads atomic.Uint64
+	deletionsFollowed                                             atomic.Uint64
 }
 
 func (c *checkpointCounters) stats() CheckpointStats {
 	return CheckpointStats{Corrupt: c.corrupt.Load(), Diverted: c.diverted.Load(), Replayed: c.replayed.Load(),
-		Dropped: c.dropped.Load(), Republished: c.republished.Load(), LocalReads: c.localReads.Load()}
+		Dropped: c.dropped.Load(), Republished: c.republished.Load(), LocalReads: c.localReads.Load(),
+		DeletionsFollowed: c.deletionsFollowed.Load()}
 }
 
 // divertedID is the id an item is stored under when its own id is taken by

@@ -109,6 +109,10 @@ func (f *Fallback) loop(ctx context.Context, interval time.Duration) {
 	defer close(f.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	// At once, not an interval later: a new pod records the shared store's epoch before it
+	// writes much (one that never recorded an epoch cannot tell that Redis lost what it wrote),
+	// and a restarted pod replays its queue without waiting.
+	_ = f.Sync(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -424,6 +428,7 @@ func (f *Fallback) followDeletions(ctx context.Context) error {
 		if err := f.local.applyDeletions(ctx, dels, next); err != nil {
 			return err
 		}
+		f.counters.deletionsFollowed.Add(uint64(len(dels)))
 		cursor = next
 	}
 }

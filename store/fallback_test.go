@@ -260,6 +260,9 @@ func TestFallbackDeletesAreTombstones(t *testing.T) {
 		t.Fatalf("delete via pod a: %v", err)
 	}
 	d.sync(b) // pod b follows the deletions stream
+	if got := b.CheckpointStats().DeletionsFollowed; got != 2 {
+		t.Errorf("pod b followed %d deletions, want 2", got)
+	}
 
 	d.redis.Stop()
 	if _, err := b.GetResponse(t.Context(), "acme", r.id); !errors.Is(err, store.ErrNotFound) {

@@ -266,24 +266,23 @@ type eventSink interface {
 	flush() error
 }
 
-// maxQueued bounds the bytes an sseSink queues before it flushes by itself: a burst of upstream
-// data is forwarded in pieces of about this size, never held whole.
+// maxQueued bounds the bytes an sseSink queues before it writes and flushes by itself: a burst of
+// upstream data is forwarded in pieces of about this size, never held whole.
 const maxQueued = 32 << 10
 
-// sseSink writes events as server-sent events. write flushes; queue holds events until flush,
-// write, or maxQueued bytes.
+// sseSink writes events as server-sent events. write sends at once; queue holds events (encoded,
+// in its own buffer) until flush, write, or maxQueued bytes, so a batch costs one Write and one
+// flush of the ResponseWriter.
 type sseSink struct {
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	enc    *stream.Encoder
-	hdr    bool
-	queued int // bytes written since the last flush
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte // encoded events not yet written
+	hdr bool
+	err error // the first write or flush error; every later call returns it
 }
 
 func newSSESink(w http.ResponseWriter) *sseSink {
-	s := &sseSink{w: w, rc: http.NewResponseController(w)}
-	s.enc = stream.NewEncoder(countingWriter{w: w, n: &s.queued})
-	return s
+	return &sseSink{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 4096)}
 }
 
 func (s *sseSink) write(events []stream.Event) error {
@@ -294,29 +293,29 @@ func (s *sseSink) write(events []stream.Event) error {
 }
 
 func (s *sseSink) queue(events []stream.Event) error {
-	s.header()
-	if err := s.enc.EncodeAll(events); err != nil {
-		return err
+	if s.err != nil {
+		return s.err
 	}
-	if s.queued >= maxQueued {
+	for _, ev := range events {
+		s.buf = stream.AppendEvent(s.buf, ev)
+	}
+	if len(s.buf) >= maxQueued {
 		return s.flushNow()
 	}
 	return nil
 }
 
 func (s *sseSink) flush() error {
-	if s.queued == 0 {
-		return nil
+	if len(s.buf) == 0 || s.err != nil {
+		return s.err
 	}
 	return s.flushNow()
 }
 
 func (s *sseSink) flushNow() error {
-	s.queued = 0
-	return s.rc.Flush()
-}
-
-func (s *sseSink) header() {
+	if s.err != nil {
+		return s.err
+	}
 	if !s.hdr {
 		h := s.w.Header()
 		h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -326,18 +325,18 @@ func (s *sseSink) header() {
 		s.w.WriteHeader(http.StatusOK)
 		s.hdr = true
 	}
-}
-
-// countingWriter adds the bytes written through it to *n.
-type countingWriter struct {
-	w io.Writer
-	n *int
-}
-
-func (c countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	*c.n += n
-	return n, err
+	if len(s.buf) > 0 {
+		_, err := s.w.Write(s.buf)
+		s.buf = s.buf[:0]
+		if err != nil {
+			s.err = fmt.Errorf("write events: %w", err)
+			return s.err
+		}
+	}
+	if err := s.rc.Flush(); err != nil {
+		s.err = fmt.Errorf("flush events: %w", err)
+	}
+	return s.err
 }
 
 // discardSink drops events (stream:false collects the final object instead).

@@ -150,7 +150,7 @@ func TestSSESinkQueueBound(t *testing.T) {
 	sink := newSSESink(rec)
 	o := newTestOutput()
 	events := o.begin()
-	for sink.queued < maxQueued/2 {
+	for len(sink.buf) < maxQueued/2 {
 		if err := sink.queue(events); err != nil {
 			t.Fatal(err)
 		}
@@ -162,8 +162,8 @@ func TestSSESinkQueueBound(t *testing.T) {
 		if err := sink.queue(events); err != nil {
 			t.Fatal(err)
 		}
-		if rec.unflushed > maxQueued+4096 {
-			t.Fatalf("%d bytes queued, bound %d", rec.unflushed, maxQueued)
+		if len(sink.buf) > maxQueued+4096 {
+			t.Fatalf("%d bytes queued, bound %d", len(sink.buf), maxQueued)
 		}
 		if rec.flushes >= 3 {
 			return

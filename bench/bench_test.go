@@ -248,7 +248,7 @@ func TestMeasureStreamingTiny(t *testing.T) {
 	m := loadDemo(t)
 	res, err := MeasureStreaming(context.Background(), StreamingOptions{
 		Model: m, Sim: InProcessSim{Model: m}, Workload: tinyWorkload(),
-		Tokens: 200, Reps: 1, CPUReps: 2, Levels: []int{1}, SweepTokens: 10, Decode: 1,
+		Tokens: 200, Reps: 1, CPUReps: 2, CPUTokens: 300, Levels: []int{1}, SweepTokens: 10, Decode: 1,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,10 @@ type StreamingOptions struct {
 	Tokens int
 	// Reps is how many streams each overhead measurement takes the median of. Default 5.
 	Reps int
+	// CPUTokens is the answer length of the CPU comparison with a reverse proxy: a long answer,
+	// as issue 20 measured, so that the per-request work (preparation, checkpoint, artifact) does
+	// not pass for streaming cost. Default 8000.
+	CPUTokens int
 	// CPUReps is how many interleaved stitch / reverse-proxy stream pairs the CPU comparison
 	// takes the medians of. Default 2×Reps.
 	CPUReps int
@@ -49,8 +53,10 @@ type StreamingOptions struct {
 
 // StreamingResult is the proxy's streaming cost.
 type StreamingResult struct {
-	// Tokens is the answer length of the overhead measurement.
-	Tokens int `json:"tokens"`
+	// Tokens is the answer length of the overhead measurement; CPUTokens that of the CPU
+	// comparison with a reverse proxy.
+	Tokens    int `json:"tokens"`
+	CPUTokens int `json:"cpu_tokens"`
 	// DirectUSPerToken is a stream's wall time per token straight from the simulator (no latency
 	// model); ProxyUSPerToken through the proxy (Responses events); OverheadUSPerToken their
 	// difference: the proxy's per-token cost (parse, decode, convert, re-encode).
@@ -110,6 +116,9 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	if o.CPUReps <= 0 {
 		o.CPUReps = 2 * o.Reps
 	}
+	if o.CPUTokens <= 0 {
+		o.CPUTokens = 8000
+	}
 	if o.Decode <= 0 {
 		o.Decode = 20 * time.Millisecond
 	}
@@ -122,7 +131,7 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	if o.SweepTokens <= 0 {
 		o.SweepTokens = 200
 	}
-	res := &StreamingResult{Tokens: o.Tokens, DecodeMS: ms64(o.Decode), BoundMS: ms64(o.Bound)}
+	res := &StreamingResult{Tokens: o.Tokens, CPUTokens: o.CPUTokens, DecodeMS: ms64(o.Decode), BoundMS: ms64(o.Bound)}
 
 	w := o.Workload
 	w.TTFTBase, w.PrefillPerToken, w.DecodePerToken, w.Drift, w.OutputLen = 0, 0, 0, 0, o.Tokens
@@ -143,7 +152,15 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 		}
 		res.DirectUSPerToken, res.ProxyUSPerToken = percentile(direct, 50), percentile(proxied, 50)
 		res.OverheadUSPerToken = res.ProxyUSPerToken - res.DirectUSPerToken
-		return compareCPU(ctx, o, w, simURL, proxyURL, client, res)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	cw := w
+	cw.OutputLen = o.CPUTokens
+	err = withStack(ctx, o, cw, func(simURL, proxyURL string, client *http.Client) error {
+		return compareCPU(ctx, o, cw, simURL, proxyURL, client, res)
 	})
 	if err != nil {
 		return nil, err
@@ -205,11 +222,11 @@ func compareCPU(ctx context.Context, o StreamingOptions, w Workload, simURL, pro
 
 	// The completions body stitch sends (token ids returned) so both proxies carry the same
 	// simulator stream.
-	completions := fmt.Sprintf(`{"model":%q,"prompt":"Tell me a long story.","max_tokens":%d,"ignore_eos":true,"return_token_ids":true,"stream":true,"stream_options":{"include_usage":true}}`, w.Model, o.Tokens)
+	completions := fmt.Sprintf(`{"model":%q,"prompt":"Tell me a long story.","max_tokens":%d,"ignore_eos":true,"return_token_ids":true,"stream":true,"stream_options":{"include_usage":true}}`, w.Model, o.CPUTokens)
 	var stitchCPU, rpCPU []float64
 	var stitchReads, rpReads []float64
 	for range o.CPUReps {
-		cpu, n, reads, err := streamCPU(ctx, client, proxyURL+"/v1/responses", responsesBody(w.Model, o.Tokens))
+		cpu, n, reads, err := streamCPU(ctx, client, proxyURL+"/v1/responses", responsesBody(w.Model, o.CPUTokens))
 		if err != nil {
 			return fmt.Errorf("proxied stream: %w", err)
 		}
@@ -244,6 +261,11 @@ func streamCPU(ctx context.Context, c *http.Client, url, body string) (time.Dura
 		tokens, reads int
 		err           error
 	}
+	// Start from a collected heap and a quiet process: the previous stream's garbage and whatever
+	// its server still did after the last byte (deferred work, a collection it triggered) must
+	// not be charged to this one.
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()

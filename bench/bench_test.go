@@ -238,3 +238,34 @@ func FuzzParsePrefixCounters(f *testing.F) {
 		_, _ = parsePrefixCounters(strings.NewReader(in)) // must not panic
 	})
 }
+
+// TestMeasureStreamingTiny runs the streaming measurement at its smallest and checks that the CPU
+// comparison with the reverse proxy is filled in (values, not their size: that is the machine's).
+func TestMeasureStreamingTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a proxy, a reverse proxy and a simulator")
+	}
+	m := loadDemo(t)
+	res, err := MeasureStreaming(context.Background(), StreamingOptions{
+		Model: m, Sim: InProcessSim{Model: m}, Workload: tinyWorkload(),
+		Tokens: 200, Reps: 1, CPUReps: 2, CPUTokens: 300, Levels: []int{1}, SweepTokens: 10, Decode: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CPUReps != 2 || !res.SimInProcess {
+		t.Errorf("cpu_reps %d, sim_in_process %v", res.CPUReps, res.SimInProcess)
+	}
+	if res.ProxyReads < 1 || res.ReverseProxyReads < 1 {
+		t.Errorf("client reads %d / %d", res.ProxyReads, res.ReverseProxyReads)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"proxy_cpu_us_per_token", "reverse_proxy_cpu_us_per_token", "proxy_cpu_ratio"} {
+		if !strings.Contains(string(b), `"`+k+`":`) {
+			t.Errorf("bench.json streaming lacks %s", k)
+		}
+	}
+}

@@ -27,7 +27,7 @@ var fixture prepFixture
 
 // loadFixture drives one session of 36 turns (contexts past 100k tokens) through a full-render
 // and a canonical proxy in front of an in-process simulator without latency, once per process.
-func loadFixture(b *testing.B) *prepFixture {
+func loadFixture(b testing.TB) *prepFixture {
 	fixture.once.Do(func() {
 		m := loadDemo(b)
 		fixture.model = m

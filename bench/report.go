@@ -98,6 +98,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if s := r.Streaming; s != nil {
 		fmt.Fprintf(w, "\nstreaming: %.2f µs/token through the proxy vs %.2f direct (overhead %.2f µs/token, %d tokens)\n",
 			s.ProxyUSPerToken, s.DirectUSPerToken, s.OverheadUSPerToken, s.Tokens)
+		if s.CPUReps > 0 {
+			fmt.Fprintf(w, "streaming CPU: %.2f µs/token through stitch vs %.2f through a plain reverse proxy (%.2f×; %d pairs; client reads per stream %d vs %d)\n",
+				s.ProxyCPUUSPerToken, s.ReverseProxyCPUUSPerToken, s.ProxyCPURatio, s.CPUReps, s.ProxyReads, s.ReverseProxyReads)
+		}
 		fmt.Fprintf(w, "concurrency (p99 gap between tokens, bound %.0f ms, decode %.0f ms/token):", s.BoundMS, s.DecodeMS)
 		for _, l := range s.Levels {
 			fmt.Fprintf(w, " %d→%.1fms", l.Streams, l.GapMSP99)
@@ -174,6 +178,9 @@ func (r *Result) Checks() []string {
 				out = append(out, line)
 			}
 		}
+	}
+	if s := r.Streaming; s != nil && s.ProxyCPURatio > 0 {
+		out = append(out, fmt.Sprintf("streaming CPU per token, stitch / reverse proxy = %.2f× (want ≤ 1.5×: %s)", s.ProxyCPURatio, verdict(s.ProxyCPURatio <= 1.5)))
 	}
 	if canon != nil && exact != nil {
 		out = append(out, fmt.Sprintf("exact hit ratio ≥ canonical: %.6f vs %.6f (%s)", exact.HitRatio, canon.HitRatio,

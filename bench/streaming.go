@@ -6,7 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +33,13 @@ type StreamingOptions struct {
 	Tokens int
 	// Reps is how many streams each overhead measurement takes the median of. Default 5.
 	Reps int
+	// CPUTokens is the answer length of the CPU comparison with a reverse proxy: a long answer,
+	// as issue 20 measured, so that the per-request work (preparation, checkpoint, artifact) does
+	// not pass for streaming cost. Default 8000.
+	CPUTokens int
+	// CPUReps is how many interleaved stitch / reverse-proxy stream pairs the CPU comparison
+	// takes the medians of. Default 2×Reps.
+	CPUReps int
 	// Decode is the simulator's time between tokens in the concurrency sweep. Default 20ms.
 	Decode time.Duration
 	// Bound is the p99 gap between tokens (client side) a concurrency level must stay under.
@@ -40,8 +53,10 @@ type StreamingOptions struct {
 
 // StreamingResult is the proxy's streaming cost.
 type StreamingResult struct {
-	// Tokens is the answer length of the overhead measurement.
-	Tokens int `json:"tokens"`
+	// Tokens is the answer length of the overhead measurement; CPUTokens that of the CPU
+	// comparison with a reverse proxy.
+	Tokens    int `json:"tokens"`
+	CPUTokens int `json:"cpu_tokens"`
 	// DirectUSPerToken is a stream's wall time per token straight from the simulator (no latency
 	// model); ProxyUSPerToken through the proxy (Responses events); OverheadUSPerToken their
 	// difference: the proxy's per-token cost (parse, decode, convert, re-encode).
@@ -56,6 +71,23 @@ type StreamingResult struct {
 	// the bound (0 if none).
 	Levels               []StreamLevel `json:"levels"`
 	MaxStreamsUnderBound int           `json:"max_streams_under_bound"`
+
+	// ProxyCPUUSPerToken is stitch's CPU time per token of a streamed answer (the process's CPU
+	// during the stream less the client's own thread); ReverseProxyCPUUSPerToken the same for a
+	// plain httputil.ReverseProxy in front of the same simulator, streams of the two taken in turn
+	// (CPUReps pairs, medians). ProxyCPURatio is the median over the pairs of stitch's CPU over the
+	// reverse proxy's (issue 20 wants ≤ 1.5): streams taken back to back see the same machine, so
+	// the ratio is steadier on a shared machine than either figure. Both include the simulator's CPU when it runs in process
+	// (SimInProcess).
+	ProxyCPUUSPerToken        float64 `json:"proxy_cpu_us_per_token"`
+	ReverseProxyCPUUSPerToken float64 `json:"reverse_proxy_cpu_us_per_token"`
+	ProxyCPURatio             float64 `json:"proxy_cpu_ratio"`
+	CPUReps                   int     `json:"cpu_reps"`
+	// ProxyReads and ReverseProxyReads are the client's reads that returned data, median per
+	// stream: about one per flush of the proxy.
+	ProxyReads        int  `json:"proxy_client_reads"`
+	ReverseProxyReads int  `json:"reverse_proxy_client_reads"`
+	SimInProcess      bool `json:"sim_in_process,omitempty"`
 }
 
 // StreamLevel is one concurrency level of the sweep.
@@ -81,6 +113,12 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	if o.Reps <= 0 {
 		o.Reps = 5
 	}
+	if o.CPUReps <= 0 {
+		o.CPUReps = 2 * o.Reps
+	}
+	if o.CPUTokens <= 0 {
+		o.CPUTokens = 8000
+	}
 	if o.Decode <= 0 {
 		o.Decode = 20 * time.Millisecond
 	}
@@ -93,7 +131,7 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	if o.SweepTokens <= 0 {
 		o.SweepTokens = 200
 	}
-	res := &StreamingResult{Tokens: o.Tokens, DecodeMS: ms64(o.Decode), BoundMS: ms64(o.Bound)}
+	res := &StreamingResult{Tokens: o.Tokens, CPUTokens: o.CPUTokens, DecodeMS: ms64(o.Decode), BoundMS: ms64(o.Bound)}
 
 	w := o.Workload
 	w.TTFTBase, w.PrefillPerToken, w.DecodePerToken, w.Drift, w.OutputLen = 0, 0, 0, 0, o.Tokens
@@ -119,6 +157,14 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	if err != nil {
 		return nil, err
 	}
+	cw := w
+	cw.OutputLen = o.CPUTokens
+	err = withStack(ctx, o, cw, func(simURL, proxyURL string, client *http.Client) error {
+		return compareCPU(ctx, o, cw, simURL, proxyURL, client, res)
+	})
+	if err != nil {
+		return nil, err
+	}
 
 	w.DecodePerToken, w.OutputLen = o.Decode, o.SweepTokens
 	err = withStack(ctx, o, w, func(_, proxyURL string, client *http.Client) error {
@@ -139,6 +185,152 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 		return nil, err
 	}
 	return res, nil
+}
+
+// compareCPU streams the same answer through stitch (proxyURL) and through a plain reverse proxy
+// in front of the simulator, in turn, and fills res's CPU fields.
+func compareCPU(ctx context.Context, o StreamingOptions, w Workload, simURL, proxyURL string, client *http.Client, res *StreamingResult) error {
+	target, err := url.Parse(simURL)
+	if err != nil {
+		return fmt.Errorf("simulator URL: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	rph := httputil.NewSingleHostReverseProxy(target)
+	rpt := &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}
+	defer rpt.CloseIdleConnections()
+	rph.Transport = rpt
+	rph.ErrorLog = log.New(io.Discard, "", 0)
+	rp := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The body read first: net/http's server may discard an unread request body when the
+		// response starts, racing the transport's copy of it upstream, which then closes the
+		// upstream connection mid-stream ("use of closed network connection").
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rph.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = rp.Serve(ln) }()
+	defer rp.Close()
+	rpURL := "http://" + ln.Addr().String()
+	_, res.SimInProcess = o.Sim.(InProcessSim)
+
+	// The completions body stitch sends (token ids returned) so both proxies carry the same
+	// simulator stream.
+	completions := fmt.Sprintf(`{"model":%q,"prompt":"Tell me a long story.","max_tokens":%d,"ignore_eos":true,"return_token_ids":true,"stream":true,"stream_options":{"include_usage":true}}`, w.Model, o.CPUTokens)
+	var stitchCPU, rpCPU []float64
+	var stitchReads, rpReads []float64
+	for range o.CPUReps {
+		cpu, n, reads, err := streamCPU(ctx, client, proxyURL+"/v1/responses", responsesBody(w.Model, o.CPUTokens))
+		if err != nil {
+			return fmt.Errorf("proxied stream: %w", err)
+		}
+		stitchCPU = append(stitchCPU, float64(cpu.Nanoseconds())/1000/float64(max(n, 1)))
+		stitchReads = append(stitchReads, float64(reads))
+		cpu, n, reads, err = streamCPU(ctx, client, rpURL+"/v1/completions", completions)
+		if err != nil {
+			return fmt.Errorf("reverse-proxied stream (pair %d, %d reads): %w", len(rpCPU), reads, err)
+		}
+		rpCPU = append(rpCPU, float64(cpu.Nanoseconds())/1000/float64(max(n, 1)))
+		rpReads = append(rpReads, float64(reads))
+	}
+	res.CPUReps = o.CPUReps
+	res.ProxyCPUUSPerToken, res.ReverseProxyCPUUSPerToken = percentile(stitchCPU, 50), percentile(rpCPU, 50)
+	var ratios []float64
+	for i := range stitchCPU {
+		if rpCPU[i] > 0 {
+			ratios = append(ratios, stitchCPU[i]/rpCPU[i])
+		}
+	}
+	res.ProxyCPURatio = percentile(ratios, 50)
+	res.ProxyReads, res.ReverseProxyReads = int(percentile(stitchReads, 50)), int(percentile(rpReads, 50))
+	return nil
+}
+
+// streamCPU posts body and reads the stream to its end on a locked OS thread, returning the
+// process's CPU time over the stream less that thread's (the client's own reading), the answer's
+// tokens (the last usage in the stream) and the number of reads that returned data.
+func streamCPU(ctx context.Context, c *http.Client, url, body string) (time.Duration, int, int, error) {
+	type result struct {
+		cpu           time.Duration
+		tokens, reads int
+		err           error
+	}
+	// Start from a collected heap and a quiet process: the previous stream's garbage and whatever
+	// its server still did after the last byte (deferred work, a collection it triggered) must
+	// not be charged to this one.
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var r result
+		p0 := processCPU()
+		t0, _ := threadCPU()
+		r.tokens, r.reads, r.err = drainStream(ctx, c, url, body)
+		t1, _ := threadCPU()
+		r.cpu = processCPU() - p0 - (t1 - t0)
+		done <- r
+	}()
+	r := <-done
+	return r.cpu, r.tokens, r.reads, r.err
+}
+
+// drainStream posts body and reads the response to its end with as little work as it can: no
+// parsing but a look for the last usage count in the stream's tail.
+func drainStream(ctx context.Context, c *http.Client, url, body string) (tokens, reads int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	const keep = 16 << 10
+	buf := make([]byte, 32<<10)
+	tail := make([]byte, 0, 2*keep+len(buf))
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			reads++
+			tail = append(tail, buf[:n]...)
+			if len(tail) > 2*keep {
+				tail = append(tail[:0], tail[len(tail)-keep:]...)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return 0, reads, rerr
+		}
+	}
+	for _, key := range []string{`"output_tokens":`, `"completion_tokens":`} {
+		if i := bytes.LastIndex(tail, []byte(key)); i >= 0 {
+			v := tail[i+len(key):]
+			end := 0
+			for end < len(v) && v[end] >= '0' && v[end] <= '9' {
+				end++
+			}
+			if tokens, err = strconv.Atoi(string(v[:end])); err == nil {
+				return tokens, reads, nil
+			}
+		}
+	}
+	return 0, reads, fmt.Errorf("no usage in the stream's last %d bytes", len(tail))
 }
 
 func ms64(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

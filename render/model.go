@@ -334,7 +334,7 @@ func reservedKwarg(k string) bool {
 // templateVars is a render's input in template-engine-neutral form (raw JSON for client values).
 type templateVars struct {
 	messages            []Message
-	tools               []byte // nil: None
+	toolList            []Tool // nil: None
 	documents           []byte // nil: None
 	addGenerationPrompt bool
 	specials            []specialToken
@@ -354,9 +354,7 @@ func (m *Renderer) vars(req *ChatRequest) (*templateVars, error) {
 		specials:            m.specials,
 		format:              m.format,
 	}
-	if req.Tools != nil {
-		v.tools = appendToolsJSON(nil, req.Tools)
-	}
+	v.toolList = req.Tools // encoded by the template, which may reuse the previous render's
 	if len(req.Documents) > 0 {
 		d := gjson.ParseBytes(req.Documents)
 		if !gjson.ValidBytes(req.Documents) || !(d.IsArray() || d.Type == gjson.Null) {

@@ -3,6 +3,8 @@ package render
 import (
 	"crypto/sha256"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,4 +81,92 @@ func textDigest(text string) (d [DigestSize]byte) {
 	sum := sha256.Sum256([]byte(text))
 	copy(d[:], sum[:])
 	return d
+}
+
+// TestExtendTextChainInPlace: a conversation extended turn after turn, with branches from earlier
+// turns, gives every turn the full encoding's ids; extensions that keep all of the previous ids
+// share its array (no copy), and no extension ever changes an earlier turn's ids.
+func TestExtendTextChainInPlace(t *testing.T) {
+	t.Parallel()
+	enc := newFakeEncoder()
+	r := rand.New(rand.NewPCG(7, 8))
+	type turn struct {
+		text string
+		enc  Encoding
+		ids  []uint32 // a private copy of enc.IDs when it was made
+	}
+	for range 60 {
+		first := randomText(r, r.IntN(20))
+		e, _, _ := extendText(enc, enc.maxAdded(), Encoding{}, "", first, 0)
+		turns := []turn{{first, e, append([]uint32(nil), e.IDs...)}}
+		shared := 0
+		for range 30 {
+			// Mostly grow the latest turn; sometimes branch from an earlier one or rewrite its end.
+			from := len(turns) - 1
+			if r.IntN(4) == 0 {
+				from = r.IntN(len(turns))
+			}
+			p := turns[from]
+			next := p.text + randomText(r, 1+r.IntN(8))
+			if r.IntN(5) == 0 && len(p.text) > 0 {
+				next = p.text[:r.IntN(len(p.text))] + randomText(r, 1+r.IntN(8))
+			}
+			got, _, _ := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0)
+			if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%q → %q: ids differ (-want +got):\n%s", p.text, next, diff)
+			}
+			if cap(got.IDs) != len(got.IDs) {
+				t.Fatalf("ids returned with room (cap %d, len %d): a caller's append would write into it", cap(got.IDs), len(got.IDs))
+			}
+			if len(p.enc.IDs) > 0 && len(got.IDs) > 0 && &p.enc.IDs[0] == &got.IDs[0] {
+				shared++
+				// The same continuation prepared again (a retry) shares the array too.
+				again, _, _ := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0)
+				if !slices.Equal(again.IDs, got.IDs) || &again.IDs[0] != &got.IDs[0] {
+					t.Fatalf("%q → %q again: ids %v (shared %v), want %v shared", p.text, next, again.IDs, &again.IDs[0] == &got.IDs[0], got.IDs)
+				}
+			}
+			turns = append(turns, turn{next, got, append([]uint32(nil), got.IDs...)})
+			for i, tu := range turns {
+				if !slices.Equal(tu.enc.IDs, tu.ids) {
+					t.Fatalf("turn %d's ids changed after a later extension", i)
+				}
+			}
+		}
+		if shared == 0 {
+			t.Fatal("no extension shared its previous ids; the in-place path is not exercised")
+		}
+	}
+}
+
+// TestExtendTextConcurrentBranches: continuations of one encoding made at once all get the
+// right ids (one may extend in place, the others copy). Run with -race.
+func TestExtendTextConcurrentBranches(t *testing.T) {
+	t.Parallel()
+	enc := newFakeEncoder()
+	r := rand.New(rand.NewPCG(9, 10))
+	base := randomText(r, 20)
+	prev, _, _ := extendText(enc, enc.maxAdded(), Encoding{}, "", base, 0)
+	nexts := make([]string, 8)
+	for i := range nexts {
+		nexts[i] = base + randomText(r, 1+r.IntN(10))
+	}
+	var wg sync.WaitGroup
+	got := make([]Encoding, len(nexts))
+	for i, next := range nexts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _, _ = extendText(enc, enc.maxAdded(), prev, base, next, 0)
+		}()
+	}
+	wg.Wait()
+	for i, next := range nexts {
+		if diff := cmp.Diff(enc.encodeAll(next), got[i].IDs, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("branch %d: ids differ (-want +got):\n%s", i, diff)
+		}
+	}
+	if diff := cmp.Diff(enc.encodeAll(base), prev.IDs, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("the shared encoding changed (-want +got):\n%s", diff)
+	}
 }

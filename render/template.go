@@ -30,6 +30,30 @@ type templateMemo struct {
 	msgs   []Message
 	format ContentFormat
 	values []jinja.Value
+	// A copy of the render's tools (a caller may reuse its slice) and their template value
+	// (hasTools: tools were not None).
+	toolList   []Tool
+	toolsValue jinja.Value
+	hasTools   bool
+}
+
+// sameTools reports whether a and b are equal (byte for byte; the item cache hands every turn the
+// same parsed tools, whose strings and schemas then compare by pointer).
+func sameTools(a, b []Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return slices.EqualFunc(a, b, func(x, y Tool) bool {
+		return x.Name == y.Name && sameOptional(x.Description, y.Description) &&
+			(x.Parameters == nil) == (y.Parameters == nil) && bytes.Equal(x.Parameters, y.Parameters) &&
+			sameFields(x.FunctionExtra, y.FunctionExtra) && sameFields(x.Extra, y.Extra)
+	})
+}
+
+func sameFields(a, b []Field) bool {
+	return (a == nil) == (b == nil) && slices.EqualFunc(a, b, func(x, y Field) bool {
+		return x.Key == y.Key && bytes.Equal(x.Value, y.Value)
+	})
 }
 
 type jinjaTemplate struct {
@@ -119,10 +143,15 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 	}
 	vars["messages"] = jinja.List(values...)
 	vars["tools"] = jinja.None()
-	if v.tools != nil {
-		if vars["tools"], err = j.tools.get(v.tools); err != nil {
+	var toolsValue jinja.Value
+	if v.toolList != nil {
+		if prev != nil && prev.hasTools && sameTools(prev.toolList, v.toolList) {
+			// The same parsed tools as last turn (the item cache shares them): no JSON again.
+			toolsValue = prev.toolsValue
+		} else if toolsValue, err = j.tools.get(appendToolsJSON(nil, v.toolList)); err != nil {
 			return "", fmt.Errorf("tools: %w", err)
 		}
+		vars["tools"] = toolsValue
 	}
 	vars["documents"] = jinja.None()
 	if v.documents != nil {
@@ -139,7 +168,8 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 		engine = prev.engine
 	}
 	text, next, err := j.t.ExecuteMemo(vars, engine)
-	*memo = &templateMemo{engine: next, msgs: v.messages, format: v.format, values: values}
+	*memo = &templateMemo{engine: next, msgs: v.messages, format: v.format, values: values,
+		toolList: slices.Clone(v.toolList), toolsValue: toolsValue, hasTools: v.toolList != nil}
 	return text, err
 }
 

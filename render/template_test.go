@@ -112,3 +112,37 @@ func prefixLen(a, b string) int {
 	}
 	return i
 }
+
+// TestRenderTextMemoTools: a memo render reuses the previous render's tools only when they are
+// equal; tools changed in place, added or dropped render as a plain render does.
+func TestRenderTextMemoTools(t *testing.T) {
+	m := qwen3(t)
+	msgs := []Message{{Role: "user", Content: "List the files."}}
+	d1 := "List a directory."
+	tools := []Tool{{Name: "ls", Description: &d1, Parameters: []byte(`{"type":"object"}`)}}
+	var memo *RenderMemo
+	for i, change := range []func(){
+		func() {},
+		func() {}, // the same tools again: reused
+		func() { d2 := "List files."; tools[0].Description = &d2 }, // changed in place
+		func() { tools[0].Parameters = []byte(`{"type":"object","properties":{}}`) },
+		func() { tools = append(tools, Tool{Name: "cat"}) },
+		func() { tools = nil },
+		func() { tools = []Tool{} },
+	} {
+		change()
+		req := ChatRequest{Messages: msgs, Tools: tools, AddGenerationPrompt: true}
+		text, next, err := m.RenderTextMemo(req, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := m.RenderText(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text != plain {
+			t.Fatalf("step %d: memo render differs from the plain render:\n%s\nwant\n%s", i, text, plain)
+		}
+		memo = next
+	}
+}

@@ -80,8 +80,13 @@ func (o *output) begin() []stream.Event { return o.conv.Start(nil) }
 // consume reads upstream chunks until [DONE], an error, or ctx's end, handing non-terminal events to
 // sink as they come. It returns nil when the stream ended cleanly; the terminal event is then held
 // (see finish). A sink write error (client gone) stops reading; ctx is then cancelled by net/http.
+//
+// Events are queued, not flushed one by one: the sink is flushed just before each read of body (so
+// nothing is held while waiting for upstream, and the first token leaves as soon as the data that
+// carried it is processed), and when its queue passes a bound. An upstream that delivers many
+// chunks at once then costs one write to the client, as a reverse proxy's copy loop does (issue 20).
 func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) error {
-	chunks := stream.NewChunkReader(body)
+	chunks := stream.NewChunkReader(flushBeforeRead{r: body, sink: sink})
 	var events []stream.Event
 	if len(o.forced) > 0 {
 		events = o.conv.Chunk(events, &stream.Chunk{TokenIDs: o.forced})
@@ -97,6 +102,8 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 		case errors.Is(err, io.EOF):
 			o.checkLoweredLimit()
 			return o.hold(sink, o.conv.End(events[:0]))
+		case errors.Is(err, errClientWrite):
+			return err
 		case err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -126,7 +133,7 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 			return fmt.Errorf("%w: %w", errUpstreamStream, ch.Err)
 		}
 		if len(events) > 0 {
-			if err := sink.write(events); err != nil {
+			if err := sink.queue(events); err != nil {
 				return fmt.Errorf("write to client: %w", err)
 			}
 		}
@@ -148,6 +155,24 @@ func (o *output) checkLoweredLimit() {
 		o.conv.Emitter().SetMaxOutputTokens(all) // the client's output counts prompt-forced ids too
 	}
 }
+
+// flushBeforeRead flushes sink's queued events before every read of r: the decoder reads only when
+// it has no complete upstream event buffered, so the client gets everything decided so far
+// before the proxy waits for more.
+type flushBeforeRead struct {
+	r    io.Reader
+	sink eventSink
+}
+
+func (f flushBeforeRead) Read(p []byte) (int, error) {
+	if err := f.sink.flush(); err != nil {
+		return 0, fmt.Errorf("%w: %w", errClientWrite, err)
+	}
+	return f.r.Read(p)
+}
+
+// errClientWrite marks a failed write to the client met while reading upstream.
+var errClientWrite = errors.New("write to client")
 
 // hold writes every event but the last (the terminal one), which it keeps for finish.
 func (o *output) hold(sink eventSink, events []stream.Event) error {
@@ -253,22 +278,64 @@ func (o *output) items() []store.Item {
 
 // eventSink receives events in order.
 type eventSink interface {
+	// write sends events (and any queued before them) to the client now.
 	write(events []stream.Event) error
+	// queue takes events that may wait for the next flush or write.
+	queue(events []stream.Event) error
+	// flush sends the queued events.
+	flush() error
 }
 
-// sseSink writes events as server-sent events and flushes after each batch.
+// maxQueued bounds the bytes an sseSink queues before it writes and flushes by itself: a burst of
+// upstream data is forwarded in pieces of about this size, never held whole.
+const maxQueued = 32 << 10
+
+// sseSink writes events as server-sent events. write sends at once; queue holds events (encoded,
+// in its own buffer) until flush, write, or maxQueued bytes, so a batch costs one Write and one
+// flush of the ResponseWriter.
 type sseSink struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
-	enc *stream.Encoder
+	buf []byte // encoded events not yet written
 	hdr bool
+	err error // the first write or flush error; every later call returns it
 }
 
 func newSSESink(w http.ResponseWriter) *sseSink {
-	return &sseSink{w: w, rc: http.NewResponseController(w), enc: stream.NewEncoder(w)}
+	return &sseSink{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 4096)}
 }
 
 func (s *sseSink) write(events []stream.Event) error {
+	if err := s.queue(events); err != nil {
+		return err
+	}
+	return s.flushNow()
+}
+
+func (s *sseSink) queue(events []stream.Event) error {
+	if s.err != nil {
+		return s.err
+	}
+	for _, ev := range events {
+		s.buf = stream.AppendEvent(s.buf, ev)
+	}
+	if len(s.buf) >= maxQueued {
+		return s.flushNow()
+	}
+	return nil
+}
+
+func (s *sseSink) flush() error {
+	if len(s.buf) == 0 || s.err != nil {
+		return s.err
+	}
+	return s.flushNow()
+}
+
+func (s *sseSink) flushNow() error {
+	if s.err != nil {
+		return s.err
+	}
 	if !s.hdr {
 		h := s.w.Header()
 		h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -278,13 +345,23 @@ func (s *sseSink) write(events []stream.Event) error {
 		s.w.WriteHeader(http.StatusOK)
 		s.hdr = true
 	}
-	if err := s.enc.EncodeAll(events); err != nil {
-		return err
+	if len(s.buf) > 0 {
+		_, err := s.w.Write(s.buf)
+		s.buf = s.buf[:0]
+		if err != nil {
+			s.err = fmt.Errorf("write events: %w", err)
+			return s.err
+		}
 	}
-	return s.rc.Flush()
+	if err := s.rc.Flush(); err != nil {
+		s.err = fmt.Errorf("flush events: %w", err)
+	}
+	return s.err
 }
 
 // discardSink drops events (stream:false collects the final object instead).
 type discardSink struct{}
 
 func (discardSink) write([]stream.Event) error { return nil }
+func (discardSink) queue([]stream.Event) error { return nil }
+func (discardSink) flush() error               { return nil }

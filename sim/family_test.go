@@ -16,12 +16,12 @@ import (
 )
 
 // familyModels loads each testdata model directory once (tokenizer.json or its .gz).
-var familyModels sync.Map // dir -> *render.Model
+var familyModels sync.Map // dir -> *render.Renderer
 
-func loadFamily(t *testing.T, name string) *render.Model {
+func loadFamily(t *testing.T, name string) *render.Renderer {
 	t.Helper()
 	if m, ok := familyModels.Load(name); ok {
-		return m.(*render.Model)
+		return m.(*render.Renderer)
 	}
 	src := filepath.Join("../testdata/models", name)
 	dir := t.TempDir()

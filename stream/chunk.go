@@ -75,6 +75,18 @@ func unsafeString(b []byte) string {
 // callers check for it first (ChunkReader does).
 func ParseChunk(data []byte, c *Chunk) error {
 	c.reset()
+	if parseChunkFast(data, c) {
+		if len(c.StopReason) == 0 {
+			c.StopReason = nil
+		}
+		return nil
+	}
+	c.reset()
+	return parseChunkGeneral(data, c)
+}
+
+// parseChunkGeneral is ParseChunk for any chunk: validate, then walk with gjson.
+func parseChunkGeneral(data []byte, c *Chunk) error {
 	s := unsafeString(data)
 	// gjson's validator recurses once per nesting level: bound the depth first (issue 14).
 	if err := jsonlimit.CheckDepth(data, jsonlimit.DefaultMaxDepth); err != nil {

@@ -130,3 +130,51 @@ func TestParseChunkOddIDs(t *testing.T) {
 		t.Errorf("token ids (-want +got):\n%s", diff)
 	}
 }
+
+// FuzzParseChunkFast checks the one-pass parser of the common chunk against the general one:
+// whenever it takes a chunk, the general parser must take it too and produce the same Chunk.
+func FuzzParseChunkFast(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"cmpl-1","object":"text_completion","created":1767225600,"model":"qwen3","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[1234],"prompt_token_ids":null}],"usage":null}`,
+		`{"id":"cmpl-1","object":"text_completion","created":1,"model":"q","choices":[{"index":0,"text":"\n\u00e9\"","logprobs":null,"finish_reason":"stop","stop_reason":151645,"token_ids":[1,2, 3],"prompt_token_ids":[7,8,9]}],"usage":null}`,
+		`{"choices":[{"text":"","finish_reason":"length","stop_reason":"\nUser:","token_ids":[]}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+		`{"object":"error","message":"boom","code":500}`,
+		`{"choices":[{"token_ids":[4294967296]}]}`,
+		`{"choices":[{"token_ids":[01]}]}`,
+		`{"choices":[{"token_ids":[1],"token_ids":[2]}]}`,
+		` {"choices":[{"index":0,"text":"a"}],"x":-1.5e+3,"y":true} `,
+		`{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast stream.Chunk
+		ok := stream.ParseChunkFastForTest(data, &fast)
+		var general stream.Chunk
+		err := stream.ParseChunkGeneralForTest(data, &general)
+		if !ok {
+			return
+		}
+		if err != nil {
+			t.Fatalf("fast parser took %q; the general one says %v", data, err)
+		}
+		if diff := cmp.Diff(general, fast, cmpopts.IgnoreUnexported(stream.Chunk{})); diff != "" {
+			t.Fatalf("%q: fast vs general (-general +fast):\n%s", data, diff)
+		}
+	})
+}
+
+// The fast path takes what vLLM sends for every token (else it would only cost time).
+func TestParseChunkFastTakesVLLMChunks(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		`{"id":"cmpl-1","object":"text_completion","created":1767225600,"model":"qwen3","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[1234],"prompt_token_ids":null}],"usage":null}`,
+		`{"id":"cmpl-1","object":"text_completion","created":1,"model":"q","choices":[{"index":0,"text":"\n","logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":[1,2],"prompt_token_ids":[7,8,9]}],"usage":null}`,
+	} {
+		var c stream.Chunk
+		if !stream.ParseChunkFastForTest([]byte(s), &c) {
+			t.Errorf("fast path refused %s", s)
+		}
+	}
+}

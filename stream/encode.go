@@ -30,16 +30,22 @@ func (e *Encoder) Encode(ev Event) error {
 	if e.err != nil {
 		return e.err
 	}
-	b := append(e.buf[:0], "event: "...)
-	b = append(b, ev.EventType()...)
-	b = append(b, "\ndata: "...)
-	b = ev.AppendJSON(b)
-	b = append(b, '\n', '\n')
+	b := AppendEvent(e.buf[:0], ev)
 	e.buf = b
 	if _, err := e.w.Write(b); err != nil {
 		e.err = fmt.Errorf("write %s event: %w", ev.EventType(), err)
 	}
 	return e.err
+}
+
+// AppendEvent appends ev as the Encoder writes it (`event: <type>\ndata: <json>\n\n`) to dst,
+// for a caller that batches several events into one write.
+func AppendEvent(dst []byte, ev Event) []byte {
+	dst = append(dst, "event: "...)
+	dst = append(dst, ev.EventType()...)
+	dst = append(dst, "\ndata: "...)
+	dst = ev.AppendJSON(dst)
+	return append(dst, '\n', '\n')
 }
 
 // EncodeAll writes events in order, stopping at the first error.

@@ -23,13 +23,6 @@ const (
 	mkArgValueEnd            // </arg_value>
 )
 
-// markerDef names a marker token of a format and its role.
-type markerDef struct {
-	token    string
-	kind     markerKind
-	optional bool // the format works without it (a tokenizer version that lacks it)
-}
-
 // TokenLookup finds the id of a token by its string; render/bpe's *Tokenizer
 // satisfies it (TokenID).
 type TokenLookup interface {
@@ -125,7 +118,6 @@ type FamilyParser struct {
 
 	mode      famMode
 	n         int
-	prefill   bool
 	pending   []Piece
 	seg       segment
 	thinkOK   bool // the reasoning start marker may still open reasoning
@@ -141,7 +133,6 @@ type FamilyParser struct {
 	broken      bool
 	brokenOK    bool // the broken call's arguments were whole
 	malformed   bool
-	argBuf      []byte
 
 	drop     string // message text the reasoning parser removes ("(no content)")
 	dropHeld string // text that may be the start of drop

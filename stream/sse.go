@@ -51,9 +51,14 @@ type Decoder struct {
 	event   []byte // pending event type
 }
 
+// readSize is the Decoder's initial buffer and the least room it leaves for a read: reads this
+// large go straight from the connection into the buffer (bufio and net/http's chunked reader pass
+// big reads through), so a burst of upstream events costs one read, as a reverse proxy's copy does.
+const readSize = 32 << 10
+
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: r, buf: make([]byte, 4096)}
+	return &Decoder{r: r, buf: make([]byte, readSize)}
 }
 
 func (d *Decoder) maxSize() int {
@@ -187,10 +192,11 @@ func (d *Decoder) line() (start, n int, err error) {
 	}
 }
 
-// fill reads more input, compacting or growing the buffer first. It keeps the
-// pending single data line in the buffer so it can be returned without a copy.
+// fill reads more input, compacting or growing the buffer first (so that at
+// least half of it, or readSize, is free for the read). It keeps the pending
+// single data line in the buffer so it can be returned without a copy.
 func (d *Decoder) fill() error {
-	if d.end == len(d.buf) {
+	if len(d.buf)-d.end < min(len(d.buf)/2, readSize) {
 		keep := d.pos
 		if d.nData == 1 && d.dataOff < keep {
 			keep = d.dataOff
@@ -203,7 +209,7 @@ func (d *Decoder) fill() error {
 			}
 		}
 	}
-	if d.end == len(d.buf) {
+	if len(d.buf)-d.end < min(len(d.buf)/2, readSize) {
 		if d.end-d.pos > d.maxSize() || len(d.buf) > 2*d.maxSize()+4096 {
 			return ErrEventTooLarge
 		}

@@ -61,7 +61,13 @@ func (t *Template) Execute(vars map[string]Value) (string, error) {
 
 func (t *Template) execute(vars map[string]Value, memo *memoState) (string, error) {
 	var out strings.Builder
-	out.Grow(int(min(t.sizeHint.Load(), 1<<24)) + 256)
+	hint := t.sizeHint.Load() // the last execution's output, of whatever conversation
+	if memo != nil && memo.prev != nil {
+		// A continuation is at least about as long as the output it replays from: sized for it
+		// (and its new turn), the builder never copies the replayed text to grow.
+		hint = max(hint, int64(len(memo.prev.text)+len(memo.prev.text)/8))
+	}
+	out.Grow(int(min(hint, 1<<24)) + 256)
 	fuel := t.opts.Fuel
 	if fuel <= 0 {
 		fuel = DefaultFuel

@@ -1,0 +1,410 @@
+package stream
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// parseChunkFast parses the shape vLLM's /v1/completions stream sends for every generated token
+// (vllm/entrypoints/openai/protocol.py CompletionStreamResponse: an object with "id", "object",
+// "created", "model", "choices" holding one choice, "usage" null) in one pass over data, without
+// gjson's validate-then-walk passes. It reports false, leaving c to be overwritten, for anything
+// else — another choice count, a usage or error object, nested values it does not expect, a key
+// with escapes or seen twice — and ParseChunk then takes the general path. When it reports true,
+// c is what the general path would have produced (FuzzParseChunkFast checks it).
+func parseChunkFast(data []byte, c *Chunk) bool {
+	p := fastParser{b: data}
+	p.ws()
+	if !p.byte('{') {
+		return false
+	}
+	var seen uint8
+	p.ws()
+	if p.peek() == '}' {
+		p.i++
+		return p.end()
+	}
+	for {
+		key, ok := p.key()
+		if !ok {
+			return false
+		}
+		var bit uint8
+		switch key {
+		case "choices":
+			bit = 1
+		case "usage":
+			bit = 2
+		case "object":
+			bit = 4
+		case "error":
+			return false
+		}
+		if bit != 0 {
+			if seen&bit != 0 {
+				return false
+			}
+			seen |= bit
+		}
+		switch key {
+		case "choices":
+			if !p.choices(c) {
+				return false
+			}
+		case "usage":
+			if !p.literal("null") {
+				return false
+			}
+		case "object":
+			s, ok := p.plainString()
+			if !ok || s == "error" {
+				return false
+			}
+		default:
+			if !p.scalar() {
+				return false
+			}
+		}
+		p.ws()
+		switch p.next() {
+		case ',':
+			p.ws()
+			continue
+		case '}':
+			return p.end()
+		}
+		return false
+	}
+}
+
+// fastParser is parseChunkFast's cursor over the chunk.
+type fastParser struct {
+	b []byte
+	i int
+}
+
+func (p *fastParser) ws() {
+	for p.i < len(p.b) && isSpace(p.b[p.i]) {
+		p.i++
+	}
+}
+
+func (p *fastParser) peek() byte {
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+func (p *fastParser) next() byte {
+	if p.i < len(p.b) {
+		p.i++
+		return p.b[p.i-1]
+	}
+	return 0
+}
+
+func (p *fastParser) byte(c byte) bool {
+	if p.peek() == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// end reports whether only whitespace follows.
+func (p *fastParser) end() bool {
+	p.ws()
+	return p.i == len(p.b)
+}
+
+// key reads `"name"` and the colon after it; names with escapes are not taken.
+func (p *fastParser) key() (string, bool) {
+	s, ok := p.plainString()
+	if !ok {
+		return "", false
+	}
+	p.ws()
+	if !p.byte(':') {
+		return "", false
+	}
+	p.ws()
+	return s, true
+}
+
+// plainString reads a string without escapes or control characters, returning its bytes as a view
+// of the input (valid until the input changes).
+func (p *fastParser) plainString() (string, bool) {
+	if !p.byte('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		switch c := p.b[p.i]; {
+		case c == '"':
+			s := unsafeString(p.b[start:p.i])
+			p.i++
+			return s, true
+		case c == '\\' || c < 0x20:
+			return "", false
+		}
+		p.i++
+	}
+	return "", false
+}
+
+// str reads a string value that may hold escapes, returning its raw JSON (quotes included).
+func (p *fastParser) str() (raw []byte, escaped, ok bool) {
+	start := p.i
+	if !p.byte('"') {
+		return nil, false, false
+	}
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return p.b[start:p.i], escaped, true
+		case c < 0x20:
+			return nil, false, false
+		case c == '\\':
+			escaped = true
+			p.i++
+			switch p.peek() {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				p.i++
+			case 'u':
+				p.i++
+				for range 4 {
+					if !isHex(p.peek()) {
+						return nil, false, false
+					}
+					p.i++
+				}
+			default:
+				return nil, false, false
+			}
+			continue
+		}
+		p.i++
+	}
+	return nil, false, false
+}
+
+func (p *fastParser) literal(lit string) bool {
+	if len(p.b)-p.i >= len(lit) && string(p.b[p.i:p.i+len(lit)]) == lit {
+		p.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// number reads a JSON number (RFC 8259 grammar).
+func (p *fastParser) number() bool {
+	p.byte('-')
+	switch {
+	case p.byte('0'):
+	case isDigit(p.peek()) && p.peek() != '0':
+		for isDigit(p.peek()) {
+			p.i++
+		}
+	default:
+		return false
+	}
+	if p.byte('.') {
+		if !isDigit(p.peek()) {
+			return false
+		}
+		for isDigit(p.peek()) {
+			p.i++
+		}
+	}
+	if c := p.peek(); c == 'e' || c == 'E' {
+		p.i++
+		if c := p.peek(); c == '+' || c == '-' {
+			p.i++
+		}
+		if !isDigit(p.peek()) {
+			return false
+		}
+		for isDigit(p.peek()) {
+			p.i++
+		}
+	}
+	return true
+}
+
+// scalar skips a string, number, true, false or null.
+func (p *fastParser) scalar() bool {
+	switch c := p.peek(); {
+	case c == '"':
+		_, _, ok := p.str()
+		return ok
+	case c == '-' || isDigit(c):
+		return p.number()
+	case c == 't':
+		return p.literal("true")
+	case c == 'f':
+		return p.literal("false")
+	case c == 'n':
+		return p.literal("null")
+	}
+	return false
+}
+
+// choices reads `[]` or `[{…}]` (one choice).
+func (p *fastParser) choices(c *Chunk) bool {
+	if !p.byte('[') {
+		return false
+	}
+	p.ws()
+	if p.byte(']') {
+		return true
+	}
+	if !p.choice(c) {
+		return false
+	}
+	p.ws()
+	return p.byte(']')
+}
+
+// choice reads one choice object into c.
+func (p *fastParser) choice(c *Chunk) bool {
+	if !p.byte('{') {
+		return false
+	}
+	p.ws()
+	if p.byte('}') {
+		return true
+	}
+	var seen uint8
+	for {
+		key, ok := p.key()
+		if !ok {
+			return false
+		}
+		var bit uint8
+		switch key {
+		case "text":
+			bit = 1
+		case "finish_reason":
+			bit = 2
+		case "stop_reason":
+			bit = 4
+		case "token_ids":
+			bit = 8
+		case "prompt_token_ids":
+			bit = 16
+		}
+		if bit != 0 {
+			if seen&bit != 0 {
+				return false
+			}
+			seen |= bit
+		}
+		switch key {
+		case "text":
+			switch p.peek() {
+			case '"':
+				raw, escaped, ok := p.str()
+				if !ok {
+					return false
+				}
+				if escaped {
+					c.Text = strings.Clone(gjson.ParseBytes(raw).Str)
+				} else {
+					c.Text = string(raw[1 : len(raw)-1])
+				}
+			default:
+				// gjson's String() of a non-string: not what vLLM sends.
+				return false
+			}
+		case "finish_reason":
+			switch p.peek() {
+			case '"':
+				s, ok := p.plainString()
+				if !ok {
+					return false
+				}
+				c.FinishReason = finishReason(s)
+			default:
+				if !p.literal("null") {
+					return false
+				}
+			}
+		case "stop_reason":
+			start := p.i
+			if !p.scalar() {
+				return false
+			}
+			if raw := p.b[start:p.i]; string(raw) != "null" {
+				c.StopReason = append(c.StopReason, raw...)
+			}
+		case "token_ids", "prompt_token_ids":
+			dst := &c.TokenIDs
+			var echo []uint32 // the prompt echo is only counted (Chunk.PromptTokens)
+			if key == "prompt_token_ids" {
+				dst = &echo
+			}
+			if p.peek() == '[' {
+				if !p.ids(dst) {
+					return false
+				}
+			} else if !p.literal("null") {
+				return false
+			}
+			if key == "prompt_token_ids" {
+				c.PromptTokens = len(echo)
+			}
+		default:
+			if !p.scalar() {
+				return false
+			}
+		}
+		p.ws()
+		switch p.next() {
+		case ',':
+			p.ws()
+			continue
+		case '}':
+			return true
+		}
+		return false
+	}
+}
+
+// ids reads an array of non-negative integers below 2³² written plainly (no sign, fraction or
+// exponent), appending them to dst.
+func (p *fastParser) ids(dst *[]uint32) bool {
+	p.i++ // '['
+	p.ws()
+	if p.byte(']') {
+		return true
+	}
+	for {
+		start := p.i
+		var n uint64
+		for isDigit(p.peek()) {
+			n = n*10 + uint64(p.b[p.i]-'0')
+			p.i++
+			if p.i-start > 10 {
+				return false
+			}
+		}
+		digits := p.i - start
+		if digits == 0 || (digits > 1 && p.b[start] == '0') || n > 1<<32-1 {
+			return false
+		}
+		*dst = append(*dst, uint32(n))
+		p.ws()
+		switch p.next() {
+		case ',':
+			p.ws()
+			continue
+		case ']':
+			return true
+		}
+		return false
+	}
+}

@@ -55,7 +55,7 @@ func TestGPTOSS(t *testing.T) {
 	toolsJSON := json.RawMessage(mustJSON(t, tools))
 
 	var conv []json.RawMessage // the whole conversation, as the reference renders it
-	var bodies [][]byte         // one reference request per turn
+	var bodies [][]byte        // one reference request per turn
 	addTurn := func(input ...json.RawMessage) {
 		conv = append(conv, input...)
 		bodies = append(bodies, mustJSON(t, map[string]any{"input": conv, "tools": toolsJSON}))

@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
+	"github.com/stitchllm/stitch/configs"
 	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/render"
 )
@@ -25,8 +27,14 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 	templateName := fset.String("template-name", "", "named template when tokenizer_config.json holds several (default \"default\")")
 	textOnly := fset.Bool("text-only", false, "render prompt text only, without loading tokenizer.json")
 	contentFormat := fset.String("content-format", "auto", "how message content reaches the template, as vLLM's --chat-template-content-format: auto (detected from the template), string or openai")
+	responses := fset.Bool("responses", false, "lines are Responses request bodies, rendered as stitch serve prompts a gpt-oss (Harmony) model; other models are refused")
+	startDate := fset.String("start-date", "", "with --responses: the Harmony conversation start date YYYY-MM-DD (default: VLLM_SYSTEM_START_DATE, else today)")
+	toolCallParser := fset.String("tool-call-parser", "", "with --responses: vLLM's --tool-call-parser (openai selects Harmony; a config.json with model_type gpt_oss does too)")
 	if err := parseFlags(env, fset, args); err != nil {
 		return err
+	}
+	if *responses {
+		return renderResponses(ctx, env, *modelDir, *toolCallParser, *startDate)
 	}
 	opts := render.Options{TemplateName: *templateName}
 	switch *contentFormat {
@@ -64,6 +72,25 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 		return err
 	}
 	return renderLines(ctx, modelRenderer(m), env.stdin, env.stdout)
+}
+
+// renderResponses is `stitch render --responses`: Harmony models only (the chat-template
+// families' Responses rendering is not wired here yet).
+func renderResponses(ctx context.Context, env cliEnv, dir, toolCallParser, startDate string) error {
+	names, err := profileFamily(configs.ModelProfile{Dir: dir, ToolCallParser: toolCallParser})
+	if err != nil {
+		return err
+	}
+	if names != harmonyNames {
+		return fmt.Errorf("--responses renders gpt-oss (Harmony) models only: give a model directory whose config.json says model_type gpt_oss, or --tool-call-parser openai")
+	}
+	fsys, err := modelFS(dir)
+	if err != nil {
+		return err
+	}
+	opts := harmonyServeOptions(os.Getenv)
+	opts.StartDate = harmonyStartDate(startDate, os.Getenv, time.Now())
+	return renderResponsesHarmony(ctx, fsys, opts, env.stdin, env.stdout)
 }
 
 // lineRenderer renders one request: the prompt text and its ids (nil ids: text only).

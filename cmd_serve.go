@@ -24,6 +24,7 @@ import (
 	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
@@ -45,11 +46,17 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		fmt.Fprintf(env.stderr, "stitch serve: %v\n", err)
 		return errUsage
 	}
+	families := make(map[string]family.Names, len(cfg.Models))
 	for _, p := range cfg.Models { // before any model loads: an unknown family is a usage error
-		if err := family.Check(family.Names{ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser}); err != nil {
+		names, err := profileFamily(p) // cmd_serve_harmony.go: gpt-oss is served through Harmony
+		if err != nil {
+			return fmt.Errorf("model %s: %w", p.Name, err)
+		}
+		if err := family.Check(names); err != nil {
 			fmt.Fprintf(env.stderr, "stitch serve: model %s: %v\n", p.Name, err)
 			return errUsage
 		}
+		families[p.Name] = names
 	}
 	logger, err := newLogger(cfg.Log, env.stderr)
 	if err != nil {
@@ -59,12 +66,16 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	models := make(map[string]*render.Renderer, len(cfg.Models))
+	harmonies := make(map[string]*prepare.Harmony, len(cfg.Models))
 	for _, p := range cfg.Models {
-		m, err := loadModel(p.Dir)
+		m, h, err := loadProfileModel(p, families[p.Name], os.Getenv)
 		if err != nil {
 			return fmt.Errorf("model %s: %w", p.Name, err)
 		}
-		models[p.Name] = m
+		models[p.Name], harmonies[p.Name] = m, h
+		if h != nil && h.Options.StartDate == "" {
+			logger.Warn("gpt-oss served through Harmony with an unpinned start date: every prompt's first tokens change when the day rolls over (set VLLM_SYSTEM_START_DATE as on vLLM)", "model", p.Name)
+		}
 	}
 
 	upstreamURL := cfg.Upstream.URL
@@ -168,7 +179,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		}
 		rt, err := server.NewModelRuntime(server.ModelConfig{
 			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
-			Family:             family.Names{ToolCallParser: p.ToolCallParser, ReasoningParser: p.ReasoningParser},
+			Family: families[p.Name], Harmony: harmonies[p.Name],
 			ChatTemplateKwargs: p.ChatTemplateKwargs,
 			CacheSalt:          cacheSalter(saltSecret(cfg, sealKeys[0].Secret), p.Name, p.CacheSalt),
 			Mode:               p.ContinuationMode, Artifacts: artifacts,

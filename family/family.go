@@ -113,6 +113,7 @@ type entry struct {
 func registry() []entry {
 	return []entry{
 		{Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}, newQwen3},
+		{Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, newHarmony},
 	}
 }
 

@@ -34,6 +34,9 @@ type CheckpointReader interface {
 // ArtifactOptions configure the artifact engine of one model.
 type ArtifactOptions struct {
 	Model *render.Renderer
+	// Harmony, when set, renders the model's prompts with Harmony instead of the chat template
+	// (gpt-oss); [New] then returns a [HarmonyRender] and the other fields are not used.
+	Harmony *Harmony
 	// Family is the model's family (reasoning opened by the prompt, exact mode's turn ends).
 	Family family.Family
 	Store  ArtifactStore

@@ -60,9 +60,13 @@ func chatRequest(in *Input, conv *render.Conversation) render.ChatRequest {
 	return render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
 }
 
-// New returns the engine opts describe: an [ArtifactEngine] when opts.Store is set (it then
-// needs opts.Metrics too), else [FullRender] of opts.Model and opts.Family.
+// New returns the engine opts describe: a [HarmonyRender] when opts.Harmony is set (gpt-oss;
+// artifacts and the continuation mode do not apply), an [ArtifactEngine] when opts.Store is set
+// (it then needs opts.Metrics too), else [FullRender] of opts.Model and opts.Family.
 func New(opts ArtifactOptions) Engine {
+	if opts.Harmony != nil {
+		return NewHarmonyRender(*opts.Harmony)
+	}
 	if opts.Store == nil {
 		return FullRender{Model: opts.Model, Family: opts.Family}
 	}

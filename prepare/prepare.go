@@ -19,10 +19,12 @@
 // What the caller already knows is passed in [Input]: the previous response's checkpoint, when it
 // loaded one, so nothing is read twice.
 //
-// Two engines implement the contract: [FullRender] (every turn rendered and tokenized whole:
-// vLLM's own chat path, the baseline) and [ArtifactEngine] (token artifacts, the certified
-// suffix, the hot cache; falls back to a full render with the same ids on every miss). [New]
-// picks one from [ArtifactOptions]. Both are safe for concurrent use; a Prompt belongs to one
+// Three engines implement the contract: [FullRender] (every turn rendered and tokenized whole:
+// vLLM's own chat path, the baseline), [ArtifactEngine] (token artifacts, the certified
+// suffix, the hot cache; falls back to a full render with the same ids on every miss) and
+// [HarmonyRender] (gpt-oss: Harmony messages rendered in full each turn, as vLLM's
+// /v1/responses does; no chat template). [New] picks one from [ArtifactOptions]: the one branch
+// point between the chat-template and the Harmony paths. Both are safe for concurrent use; a Prompt belongs to one
 // turn. A new engine is written in this package: a Prompt's after-response state is unexported,
 // so only an engine can set it and no caller can forge or forget it.
 //
@@ -56,6 +58,12 @@ type Input struct {
 	Previous *store.Checkpoint
 	// Instructions are this request's (never inherited).
 	Instructions string
+	// EmptyInstructions reports that the request sent instructions "" (not absent or null):
+	// Harmony tells them apart (absent instructions take a leading system item's text).
+	EmptyInstructions bool
+	// ReasoningEffort is the request's reasoning.effort ("" when absent). Harmony renders it
+	// natively; chat-template families see it through Kwargs (family.Family.ReasoningSwitch).
+	ReasoningEffort string
 	// Items are the whole conversation: earlier items then this request's input.
 	Items []json.RawMessage
 	// ItemParam names Items[i] for error messages (earlier items are not the client's input).

@@ -55,6 +55,10 @@ type ModelConfig struct {
 	// Artifacts, when set, turns the token-artifact engine on (stitch serve without
 	// --no-artifacts); nil: a full render every turn.
 	Artifacts *Artifacts
+	// Harmony, when set, renders prompts with Harmony instead of Render's chat template (gpt-oss,
+	// Family openai + openai_gptoss): a full render every turn, Artifacts and Mode unused
+	// (prepare.HarmonyRender). Render still supplies the tokenizer.
+	Harmony *prepare.Harmony
 }
 
 // Artifacts are the stores and settings the artifact engines of a server's models share.
@@ -148,7 +152,7 @@ func NewModelRuntime(c ModelConfig) (*ModelRuntime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", c.Name, err)
 	}
-	opts := prepare.ArtifactOptions{Model: c.Render, Family: fam, Mode: c.Mode, CacheSalt: c.CacheSalt,
+	opts := prepare.ArtifactOptions{Model: c.Render, Family: fam, Mode: c.Mode, CacheSalt: c.CacheSalt, Harmony: c.Harmony,
 		Identity: render.Fingerprint{ServedModel: c.Name, ToolCallParser: names.ToolCallParser, ReasoningParser: names.ReasoningParser}}
 	if a := c.Artifacts; a != nil {
 		if a.Store == nil || a.Metrics == nil {

@@ -191,6 +191,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 	for {
 		in := &prepare.Input{
 			Tenant: t.tenant, PreviousID: prevID, Previous: prevCP, Instructions: instructions,
+			EmptyInstructions: t.req.Instructions != nil && *t.req.Instructions == "", ReasoningEffort: t.req.ReasoningEffort,
 			Items: items, Tools: tools, Kwargs: t.kwargs,
 			ItemParam: func(i int) string {
 				if i < nPrev {

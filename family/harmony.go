@@ -1,0 +1,81 @@
+package family
+
+import (
+	"fmt"
+
+	"github.com/stitchllm/stitch/stream"
+)
+
+// Harmony is the gpt-oss family: the Harmony format (openai_harmony, encoding HARMONY_GPT_OSS),
+// which vLLM serves with --tool-call-parser openai and --reasoning-parser openai_gptoss, and
+// selects by itself for a model whose config.json says model_type gpt_oss. Prompts are not
+// rendered with a chat template but with package render/harmony (prepare's Harmony engine); the
+// output parser is stream.HarmonyParser (analysis → reasoning, commentary to=functions.NAME →
+// function_call, commentary without a recipient → a preamble, final → the message).
+type Harmony struct{}
+
+var _ Family = Harmony{}
+
+// The o200k_harmony marker ids (render/harmony's constants; newHarmony checks the vocabulary
+// agrees, so the family never binds to another tokenizer).
+const (
+	harmonyReturn uint32 = 200002 // <|return|>: the final answer is done
+	harmonyEnd    uint32 = 200007 // <|end|>: closes every message in history
+	harmonyCall   uint32 = 200012 // <|call|>: the model calls a tool
+)
+
+// harmonyStops are the stop_token_ids vLLM sends with every gpt-oss generation: openai_harmony's
+// stop_tokens_for_assistant_actions, <|return|> and <|call|> (vllm/entrypoints/openai/parser/
+// harmony_utils.py get_stop_tokens_for_assistant_actions, used by serving_responses.py).
+var harmonyStops = []uint32{harmonyReturn, harmonyCall}
+
+func newHarmony(v Vocabulary) (Family, error) {
+	for _, m := range []struct {
+		text string
+		id   uint32
+	}{{"<|return|>", harmonyReturn}, {"<|end|>", harmonyEnd}, {"<|call|>", harmonyCall}} {
+		if id, ok := tokenID(v, m.text); !ok || id != m.id {
+			return nil, fmt.Errorf("harmony needs the gpt-oss tokenizer (o200k_harmony): %s is not id %d", m.text, m.id)
+		}
+	}
+	return Harmony{}, nil
+}
+
+// NewParser implements Family: Harmony's parser keeps every tool call the model makes (vLLM's
+// gpt-oss path has no parallel_tool_calls switch) and needs no reasoning flag (the channel
+// header says what each message is).
+func (Harmony) NewParser(dec stream.TokenDecoder, _ Turn) stream.OutputParser {
+	return stream.NewHarmonyParser(dec, stream.HarmonyOptions{})
+}
+
+// StopTokenIDs implements Family.
+func (Harmony) StopTokenIDs() []uint32 { return harmonyStops }
+
+// ForcedToolCall implements Family: "" (vLLM's Harmony path does not force tool calls; tool_choice
+// required or a named function is not rendered into a gpt-oss prompt).
+func (Harmony) ForcedToolCall(string) string { return "" }
+
+// EndOfTurn implements Family: <|end|> closes every message Harmony renders in history.
+func (Harmony) EndOfTurn() uint32 { return harmonyEnd }
+
+// CloseTurn implements Family: Harmony renders a finished final answer with <|end|> in history,
+// where the model wrote <|return|>; a tool call keeps its <|call|>; a cut generation (max tokens)
+// is closed with <|end|>.
+func (Harmony) CloseTurn(ids []uint32) []uint32 {
+	switch {
+	case len(ids) > 0 && ids[len(ids)-1] == harmonyReturn:
+		ids[len(ids)-1] = harmonyEnd
+	case len(ids) > 0 && (ids[len(ids)-1] == harmonyEnd || ids[len(ids)-1] == harmonyCall):
+	default:
+		ids = append(ids, harmonyEnd)
+	}
+	return ids
+}
+
+// OpensReasoning implements Family: a Harmony prompt ends with "<|start|>assistant"; the model
+// writes its channel itself.
+func (Harmony) OpensReasoning(string) bool { return false }
+
+// ReasoningSwitch implements Family: none; reasoning.effort goes into the system message natively
+// (low, medium, high).
+func (Harmony) ReasoningSwitch() string { return "" }

@@ -1,0 +1,86 @@
+package prepare
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/stitchllm/stitch/render/harmony"
+)
+
+// Harmony configures the prompt engine of a gpt-oss model: vLLM's /v1/responses does not apply
+// the chat template to gpt-oss but maps the Responses items to Harmony messages and renders them
+// with openai_harmony (vllm/entrypoints/openai/serving_responses.py _make_request_with_harmony,
+// render_for_completion in vllm/entrypoints/openai/parser/harmony_utils.py). [New] then returns
+// a [HarmonyRender] whatever else the options say.
+type Harmony struct {
+	// Encoder renders Harmony messages with the model's tokenizer.json. Required.
+	Encoder *harmony.Encoder
+	// Options are the deployment's Harmony settings. An empty StartDate means today's date per
+	// turn, as vLLM without VLLM_SYSTEM_START_DATE: the prompt's first tokens then change when
+	// the day rolls over.
+	Options harmony.Options
+	// Now is the clock behind an unpinned start date; nil: time.Now.
+	Now func() time.Time
+}
+
+// HarmonyRender prepares every turn of a gpt-oss model by a full Harmony render: the ids are
+// exactly vLLM's. It keeps no token artifacts: Harmony encodes each message on its own (the
+// markers are ids, not text), so there is no text to extend, and a continuation's outcome is
+// "disabled" as with --no-artifacts. Exact mode is not applied either (the history is
+// re-rendered canonically: analysis dropped once a final answer follows, <|constrain|>json
+// written as Harmony renders it). It is safe for concurrent use.
+type HarmonyRender struct {
+	h Harmony
+}
+
+var _ Engine = HarmonyRender{}
+
+// NewHarmonyRender returns the Harmony engine of h; it panics without h.Encoder.
+func NewHarmonyRender(h Harmony) HarmonyRender {
+	if h.Encoder == nil {
+		panic("prepare: NewHarmonyRender needs an Encoder")
+	}
+	if h.Now == nil {
+		h.Now = time.Now
+	}
+	return HarmonyRender{h: h}
+}
+
+// Prepare implements Engine. Bad input (an unsupported reasoning.effort, a malformed item) is a
+// *render.InputError naming its param.
+func (e HarmonyRender) Prepare(_ context.Context, in *Input) (*Prompt, error) {
+	_, p, conv, err := e.Render(in)
+	if err != nil {
+		return nil, err
+	}
+	outcome := OutcomeDisabled
+	if in.PreviousID == "" {
+		outcome = OutcomeNew
+	}
+	return &Prompt{IDs: p.IDs, Text: p.Text, Outcome: outcome, SkippedTools: conv.SkippedTools}, nil
+}
+
+// Render maps the turn to Harmony messages and renders the prompt for the model's next turn,
+// with the start date it used.
+func (e HarmonyRender) Render(in *Input) (startDate string, p harmony.Prompt, conv *harmony.Conversation, err error) {
+	opts := e.h.Options
+	opts.StartDate = harmony.StartDate(opts.StartDate, e.h.Now())
+	conv, p, err = e.h.Encoder.RenderResponses(harmonyRequest(in), opts)
+	return opts.StartDate, p, conv, err
+}
+
+// harmonyRequest is the Harmony form of a turn: this request's instructions, tools and effort
+// (OpenAI's semantics on a continuation; vLLM's own gpt-oss path keeps the first turn's system
+// and developer messages instead, docs/operator-guide.md).
+func harmonyRequest(in *Input) harmony.Request {
+	req := harmony.Request{Effort: in.ReasoningEffort, Items: in.Items, ItemParam: in.ItemParam}
+	if in.Instructions != "" || in.EmptyInstructions {
+		s := in.Instructions
+		req.Instructions = &s
+	}
+	if len(in.Tools) > 0 {
+		req.Tools = json.RawMessage(in.Tools)
+	}
+	return req
+}

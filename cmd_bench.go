@@ -105,7 +105,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	opts := bench.Options{Workload: w, Modes: modes, Transports: transports, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
 		Progress: env.stderr, Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.target == "" {
-		m, err := loadModel(f.modelDir)
+		m, err := loadModel(f.modelDir, "")
 		if err != nil {
 			return err
 		}

@@ -259,7 +259,9 @@ func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, l
 	return nil
 }
 
-func loadModel(dir string) (*render.Renderer, error) {
+// loadModel loads a model directory (tokenizer.json or tokenizer.json.gz), with the chat
+// template file templateFile replacing the directory's when it is not "".
+func loadModel(dir, templateFile string) (*render.Renderer, error) {
 	var fsys fs.FS
 	if dir == "" {
 		var err error
@@ -267,9 +269,17 @@ func loadModel(dir string) (*render.Renderer, error) {
 			return nil, err
 		}
 	} else {
-		fsys = os.DirFS(dir)
+		fsys = gzTokenizerFS{os.DirFS(dir)}
 	}
-	return render.LoadModel(fsys, render.Options{})
+	var opts render.Options
+	if templateFile != "" {
+		text, err := os.ReadFile(templateFile)
+		if err != nil {
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
+		opts.ChatTemplate = string(text)
+	}
+	return render.LoadModel(fsys, opts)
 }
 
 // startBuiltinSim runs the simulator in-process on a loopback port.

@@ -58,7 +58,7 @@ func profileFamily(p configs.ModelProfile) (family.Names, error) {
 // model its tokenizer alone and the Harmony engine settings (nil for other models).
 func loadProfileModel(p configs.ModelProfile, names family.Names, getenv func(string) string) (*render.Renderer, *prepare.Harmony, error) {
 	if names != harmonyNames {
-		m, err := loadModel(p.Dir)
+		m, err := loadModel(p.Dir, p.ChatTemplate)
 		return m, nil, err
 	}
 	fsys, err := modelFS(p.Dir)

@@ -82,6 +82,9 @@ type ModelProfile struct {
 	ToolCallParser string `yaml:"tool_call_parser"`
 	// ReasoningParser is vLLM's --reasoning-parser for this model. Default "qwen3".
 	ReasoningParser string `yaml:"reasoning_parser"`
+	// ChatTemplate is a Jinja chat template file that replaces the directory's (vLLM's
+	// --chat-template), for models whose own template renders no tools. Empty: the directory's.
+	ChatTemplate string `yaml:"chat_template"`
 	// Mode is the continuation mode: "canonical" (default) or "exact". Empty: Artifacts.Mode.
 	Mode string `yaml:"mode"`
 	// ContinuationMode is Mode parsed (store.ParseMode) by Load.

@@ -51,7 +51,7 @@ type option struct {
 
 // single-model flags: they fill (or create) Models[0].
 type singleModel struct {
-	dir, name, toolCallParser, reasoningParser string
+	dir, name, toolCallParser, reasoningParser, chatTemplate string
 }
 
 func options(sm *singleModel) []option {
@@ -64,6 +64,7 @@ func options(sm *singleModel) []option {
 		{"served-model-name", "model name clients send (and vLLM serves); default qwen3", func(*Config) flag.Value { return (*stringValue)(&sm.name) }},
 		{"tool-call-parser", "vLLM's --tool-call-parser of the model (selects its family); default hermes", func(*Config) flag.Value { return (*stringValue)(&sm.toolCallParser) }},
 		{"reasoning-parser", "vLLM's --reasoning-parser of the model (selects its family); default qwen3", func(*Config) flag.Value { return (*stringValue)(&sm.reasoningParser) }},
+		{"chat-template", "Jinja chat template file that replaces the model directory's (vLLM's --chat-template: its tool templates for DeepSeek V3/V3.1 and Gemma 3)", func(*Config) flag.Value { return (*stringValue)(&sm.chatTemplate) }},
 		{"data-dir", "directory of the embedded response store", func(c *Config) flag.Value { return (*stringValue)(&c.Store.DataDir) }},
 		{"redis", "redis:// URL for shared checkpoints and artifacts (multi-pod)", func(c *Config) flag.Value { return (*secretValue)(&c.Store.Redis) }},
 		{"response-ttl", "how long stored responses live (Redis TTL; the embedded store sweeps hourly)", func(c *Config) flag.Value { return (*durationValue)(&c.Store.ResponseTTL) }},
@@ -180,14 +181,17 @@ func applySingleModel(cfg *Config, sm singleModel) error {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []ModelProfile{{}}
 	}
-	if len(cfg.Models) > 1 && (sm.dir != "" || sm.name != "" || sm.toolCallParser != "" || sm.reasoningParser != "") {
-		return errors.New("--model-dir, --served-model-name, --tool-call-parser and --reasoning-parser describe one model; the config file lists several")
+	if len(cfg.Models) > 1 && (sm.dir != "" || sm.name != "" || sm.toolCallParser != "" || sm.reasoningParser != "" || sm.chatTemplate != "") {
+		return errors.New("--model-dir, --served-model-name, --tool-call-parser, --reasoning-parser and --chat-template describe one model; the config file lists several")
 	}
 	if sm.toolCallParser != "" {
 		cfg.Models[0].ToolCallParser = sm.toolCallParser
 	}
 	if sm.reasoningParser != "" {
 		cfg.Models[0].ReasoningParser = sm.reasoningParser
+	}
+	if sm.chatTemplate != "" {
+		cfg.Models[0].ChatTemplate = sm.chatTemplate
 	}
 	if sm.dir != "" {
 		cfg.Models[0].Dir = sm.dir
@@ -205,11 +209,13 @@ func (c *Config) normalize() error {
 		if m.Name == "" {
 			m.Name = "qwen3"
 		}
+		// The default family is Qwen3's hermes+qwen3; a named tool parser without a reasoning
+		// parser is that family without reasoning (llama3_json, Qwen2.5's hermes, …), as in vLLM.
 		if m.ToolCallParser == "" {
 			m.ToolCallParser = "hermes"
-		}
-		if m.ReasoningParser == "" {
-			m.ReasoningParser = "qwen3"
+			if m.ReasoningParser == "" {
+				m.ReasoningParser = "qwen3"
+			}
 		}
 		if m.Mode == "" {
 			m.Mode = c.Artifacts.Mode

@@ -114,6 +114,25 @@ func registry() []entry {
 	return []entry{
 		{Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}, newQwen3},
 		{Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, newHarmony},
+		// The rows below are stream.NewFamilyParser families (parsers.go). Pairings are vLLM's
+		// documented ones (docs/features/tool_calling.md, docs/features/reasoning_outputs.md).
+		{Names{ToolCallParser: "hermes"}, specRow("hermes", "", qwenProfile)}, // Qwen2.5
+		{Names{ToolCallParser: "qwen3_coder"}, specRow("qwen3_coder", "", qwenProfile)},
+		{Names{ToolCallParser: "qwen3_coder", ReasoningParser: "qwen3"}, specRow("qwen3_coder", "qwen3", qwenThinking)},
+		{Names{ToolCallParser: "llama3_json"}, specRow("llama3_json", "", llamaProfile)},
+		{Names{ToolCallParser: "pythonic"}, specRow("pythonic", "", llamaProfile)},
+		{Names{ToolCallParser: "mistral"}, specRow("mistral", "", mistralProfile)},
+		{Names{ToolCallParser: "mistral", ReasoningParser: "mistral"}, specRow("mistral", "mistral", mistralProfile)},
+		{Names{ToolCallParser: "deepseek_v3"}, specRow("deepseek_v3", "", deepseekProfile)},
+		{Names{ToolCallParser: "deepseek_v3", ReasoningParser: "deepseek_r1"}, specRow("deepseek_v3", "deepseek_r1", deepseekProfile)},
+		{Names{ToolCallParser: "deepseek_v31"}, specRow("deepseek_v31", "", deepseekProfile)},
+		{Names{ToolCallParser: "deepseek_v31", ReasoningParser: "deepseek_v3"}, specRow("deepseek_v31", "deepseek_v3", deepseekV31Thinking)},
+		{Names{ToolCallParser: "kimi_k2"}, specRow("kimi_k2", "", kimiProfile)},
+		{Names{ToolCallParser: "kimi_k2", ReasoningParser: "kimi_k2"}, specRow("kimi_k2", "kimi_k2", kimiProfile)},
+		{Names{ToolCallParser: "glm45"}, specRow("glm45", "", glmProfile)},
+		{Names{ToolCallParser: "glm45", ReasoningParser: "glm45"}, specRow("glm45", "glm45", glmProfile)},
+		{Names{ToolCallParser: "glm47"}, specRow("glm47", "", glmProfile)},
+		{Names{ToolCallParser: "glm47", ReasoningParser: "glm45"}, specRow("glm47", "glm45", glmProfile)},
 	}
 }
 

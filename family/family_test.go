@@ -40,7 +40,8 @@ func TestLookup(t *testing.T) {
 		ok    bool
 	}{
 		{family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}, true},
-		{family.Names{ToolCallParser: "hermes"}, false},
+		{family.Names{ToolCallParser: "hermes"}, true}, // Qwen2.5
+		{family.Names{ToolCallParser: "hermes", ReasoningParser: "deepseek_r1"}, false},
 		{family.Names{ToolCallParser: "mistral", ReasoningParser: "qwen3"}, false},
 		{family.Names{ToolCallParser: "Hermes", ReasoningParser: "qwen3"}, false}, // spelled as vLLM spells it
 	} {

@@ -1,0 +1,176 @@
+package family
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
+	"github.com/stitchllm/stitch/stream"
+)
+
+// profile is what one registry row of a stream.NewFamilyParser family knows beyond the parser
+// names: how its chat template closes an assistant turn and which kwargs key switches reasoning.
+type profile struct {
+	// endOfTurn are the candidate tokens the template closes an assistant message with, first
+	// found in the vocabulary wins (a family's models differ: Llama's <|eot_id|>, Gemma's
+	// <end_of_turn> for pythonic); none found: the first stop id.
+	endOfTurn []string
+	// reasoningSwitch is the chat_template_kwargs key (ReasoningSwitch).
+	reasoningSwitch string
+	// reasoningOnlyWhenOpen uses the reasoning parser only on turns whose prompt opened a think
+	// block: vLLM's deepseek_v3 reasoning parser delegates to deepseek_r1 only when
+	// chat_template_kwargs thinking is true (vllm/reasoning/deepseek_v3_reasoning_parser.py), and
+	// DeepSeek V3.1's template ends a thinking generation prompt with <think> (</think> otherwise).
+	reasoningOnlyWhenOpen bool
+}
+
+// specFamily is a family whose output parser is stream.NewFamilyParser: every vLLM tool parser
+// but hermes+qwen3 (the older stream.Parser, [Qwen3]) and openai (Harmony).
+type specFamily struct {
+	tool      *stream.ToolParserSpec
+	reasoning *stream.ReasoningParserSpec
+	markers   stream.MarkerIDs
+	stop      []uint32
+	end       uint32
+	prof      profile
+	openText  string // the reasoning open marker ("<think>", "[THINK]"); "" without reasoning
+	nemoStyle bool   // mistral without [ARGS]: the pre-v11 [TOOL_CALLS][{...}] form
+}
+
+var _ Family = (*specFamily)(nil)
+
+// specRow returns a registry constructor for the tool parser and reasoning parser named.
+func specRow(tool, reasoning string, prof profile) func(Vocabulary) (Family, error) {
+	return func(v Vocabulary) (Family, error) { return newSpecFamily(tool, reasoning, prof, v) }
+}
+
+type lookupFunc func(string) (uint32, bool)
+
+func (f lookupFunc) TokenID(s string) (uint32, bool) {
+	if f == nil {
+		return 0, false
+	}
+	return f(s)
+}
+
+func newSpecFamily(toolName, reasoningName string, prof profile, v Vocabulary) (Family, error) {
+	tool, err := stream.LookupToolParser(toolName)
+	if err != nil {
+		return nil, err
+	}
+	var reasoning *stream.ReasoningParserSpec
+	if reasoningName != "" {
+		if reasoning, err = stream.LookupReasoningParser(reasoningName); err != nil {
+			return nil, err
+		}
+	}
+	markers, err := stream.ResolveMarkers(lookupFunc(v.TokenID), tool, reasoning)
+	if err != nil {
+		return nil, err
+	}
+	f := &specFamily{tool: tool, reasoning: reasoning, markers: markers, stop: v.StopTokenIDs, prof: prof}
+	if reasoning != nil && len(reasoning.Markers) > 0 {
+		f.openText = reasoning.Markers[0].Token
+	}
+	if tool.Name == "mistral" {
+		_, hasArgs := markers["[ARGS]"]
+		f.nemoStyle = !hasArgs
+	}
+	found := false
+	for _, s := range prof.endOfTurn {
+		if id, ok := tokenID(v, s); ok {
+			f.end, found = id, true
+			break
+		}
+	}
+	if !found && len(v.StopTokenIDs) > 0 {
+		f.end = v.StopTokenIDs[0]
+	}
+	return f, nil
+}
+
+// NewParser implements Family.
+func (f *specFamily) NewParser(dec stream.TokenDecoder, t Turn) stream.OutputParser {
+	reasoning := f.reasoning
+	if f.prof.reasoningOnlyWhenOpen && !t.ReasoningOpen {
+		reasoning = nil
+	}
+	end := append([]uint32(nil), f.stop...)
+	p, err := stream.NewFamilyParser(dec, f.tool, reasoning, stream.FamilyOptions{
+		Markers:           f.markers,
+		EndOfTurn:         end,
+		ThinkingOpen:      t.ReasoningOpen && reasoning != nil,
+		ParallelToolCalls: t.ParallelToolCalls,
+	})
+	if err != nil {
+		// The markers were resolved by newSpecFamily against the same specs: unreachable.
+		panic("family: " + err.Error())
+	}
+	return p
+}
+
+// StopTokenIDs implements Family.
+func (f *specFamily) StopTokenIDs() []uint32 { return f.stop }
+
+// ForcedToolCall implements Family: the tool parser's own forced prefix (stream.ForcedToolChoice);
+// a pre-v11 Mistral tokenizer (no [ARGS]: Nemo) is forced in its JSON-list form.
+func (f *specFamily) ForcedToolCall(name string) string {
+	if f.nemoStyle {
+		if name == "" {
+			return "[TOOL_CALLS][{\"name\": \""
+		}
+		return "[TOOL_CALLS][{\"name\": " + string(jsonappend.String(nil, name)) + ", \"arguments\": "
+	}
+	if name == "" {
+		return f.tool.Forced.Required
+	}
+	if f.tool.Forced.Named == nil {
+		return ""
+	}
+	return f.tool.Forced.Named(name)
+}
+
+// EndOfTurn implements Family.
+func (f *specFamily) EndOfTurn() uint32 { return f.end }
+
+// CloseTurn implements Family: EndOfTurn appended unless the generation ended with it.
+func (f *specFamily) CloseTurn(ids []uint32) []uint32 {
+	if len(ids) == 0 || ids[len(ids)-1] != f.end {
+		ids = append(ids, f.end)
+	}
+	return ids
+}
+
+// OpensReasoning implements Family: the prompt ends with the reasoning parser's open marker and
+// white space.
+func (f *specFamily) OpensReasoning(prompt string) bool {
+	if f.openText == "" {
+		return false
+	}
+	return strings.HasSuffix(strings.TrimRightFunc(prompt, unicode.IsSpace), f.openText)
+}
+
+// ReasoningSwitch implements Family.
+func (f *specFamily) ReasoningSwitch() string { return f.prof.reasoningSwitch }
+
+// The turn structure of each family's chat templates.
+var (
+	// Qwen2.5, Qwen3-Coder, Qwen3.5: every message ends with <|im_end|>.
+	qwenProfile  = profile{endOfTurn: []string{"<|im_end|>"}}
+	qwenThinking = profile{endOfTurn: []string{"<|im_end|>"}, reasoningSwitch: "enable_thinking"}
+	// Llama 3.1–3.3 (and their pythonic templates) close an assistant turn with <|eot_id|>; Gemma 3
+	// (pythonic with vLLM's tool template) with <end_of_turn>.
+	llamaProfile = profile{endOfTurn: []string{"<|eot_id|>", "<end_of_turn>"}}
+	// Mistral templates end an assistant message with eos_token </s>.
+	mistralProfile = profile{endOfTurn: []string{"</s>"}}
+	// DeepSeek V3/R1/V3.1 end an assistant message with <｜end▁of▁sentence｜>.
+	deepseekProfile     = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}}
+	deepseekV31Thinking = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}, reasoningSwitch: "thinking", reasoningOnlyWhenOpen: true}
+	// Kimi K2 ends every message with <|im_end|>. Its reasoning parser reads the output as reasoning
+	// unless thinking is false; stitch sets no switch (reasoning stays on where configured).
+	kimiProfile = profile{endOfTurn: []string{"<|im_end|>"}}
+	// GLM-4.5/4.7 templates write no end token after an assistant message: the next message's role
+	// token (<|user|>, <|observation|>) follows, and the model stops at them. CloseTurn appends
+	// <|user|>; exact mode after a tool call (<|observation|> next) does not match a full render.
+	glmProfile = profile{endOfTurn: []string{"<|user|>"}, reasoningSwitch: "enable_thinking"}
+)

@@ -37,7 +37,7 @@ func ExampleFromResponses() {
 	// skipped tools: [web_search]
 }
 
-func ExampleModel_Extend() {
+func ExampleRenderer_Extend() {
 	m, err := render.LoadModel(os.DirFS(filepath.Join("..", "testdata", "models", "qwen3")), render.Options{})
 	if err != nil {
 		fmt.Println(err)

@@ -59,12 +59,6 @@ type Renderer struct {
 	GenerationOpensThink bool
 }
 
-// Model is the former name of Renderer.
-//
-// Deprecated: use Renderer; the alias keeps branches written against the old name building until
-// they are merged.
-type Model = Renderer
-
 // specialToken is one of the tokenizer's special-token strings as the template sees it.
 type specialToken struct {
 	name   string

@@ -396,45 +396,15 @@ func (p *FamilyParser) flushDrop(dst []Piece) []Piece {
 	return p.segmentText(dst, s, PieceText)
 }
 
-// segmentText emits text of the current segment, holding trailing newlines
-// until more text shows they are not trailing.
+// segmentText emits text of the current segment (segment.text).
 func (p *FamilyParser) segmentText(dst []Piece, s string, kind PieceKind) []Piece {
-	if p.seg.leading {
-		s = strings.TrimLeft(s, "\n")
-		if s == "" {
-			return dst
-		}
-		p.seg.leading = false
-	}
-	body := strings.TrimRight(s, "\n")
-	if body == "" {
-		p.seg.held += s
-		return dst
-	}
-	out := body
-	if p.seg.held != "" {
-		out = p.seg.held + body
-	}
-	p.seg.held = s[len(body):]
-	p.seg.open = true
-	return append(dst, Piece{Kind: kind, Text: out})
+	return p.seg.text(dst, s, kind)
 }
 
 // closeSegment ends the current text or reasoning segment at token index
 // end; keepHeld emits held trailing newlines (message text at the end).
 func (p *FamilyParser) closeSegment(dst []Piece, end int, keepHeld bool) []Piece {
-	kind, done := PieceText, PieceTextDone
-	if p.mode == fmReasoning {
-		kind, done = PieceReasoning, PieceReasoningDone
-	}
-	if p.seg.open {
-		if keepHeld && p.seg.held != "" && kind == PieceText {
-			dst = append(dst, Piece{Kind: kind, Text: p.seg.held})
-		}
-		dst = append(dst, Piece{Kind: done, Start: p.seg.start, End: end})
-	}
-	p.seg = segment{start: end, leading: true}
-	return dst
+	return p.seg.close(dst, end, p.mode == fmReasoning, keepHeld)
 }
 
 // markCall sets the token index the next call starts at.

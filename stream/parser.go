@@ -152,6 +152,49 @@ type segment struct {
 	held    string // trailing newlines not yet emitted
 }
 
+// text emits s as text of the segment (of kind), dropping its leading
+// newlines and holding trailing ones until more text shows they are not
+// trailing. Parser and FamilyParser share it.
+func (g *segment) text(dst []Piece, s string, kind PieceKind) []Piece {
+	if g.leading {
+		s = strings.TrimLeft(s, "\n")
+		if s == "" {
+			return dst
+		}
+		g.leading = false
+	}
+	body := strings.TrimRight(s, "\n")
+	if body == "" {
+		g.held += s
+		return dst
+	}
+	out := body
+	if g.held != "" {
+		out = g.held + body
+	}
+	g.held = s[len(body):]
+	g.open = true
+	return append(dst, Piece{Kind: kind, Text: out})
+}
+
+// close ends the segment (reasoning or message text) at token index end and
+// starts the next one there; keepHeld emits held trailing newlines (message
+// text at the end of output).
+func (g *segment) close(dst []Piece, end int, reasoning, keepHeld bool) []Piece {
+	kind, done := PieceText, PieceTextDone
+	if reasoning {
+		kind, done = PieceReasoning, PieceReasoningDone
+	}
+	if g.open {
+		if keepHeld && g.held != "" && kind == PieceText {
+			dst = append(dst, Piece{Kind: kind, Text: g.held})
+		}
+		dst = append(dst, Piece{Kind: done, Start: g.start, End: end})
+	}
+	*g = segment{start: end, leading: true}
+	return dst
+}
+
 // Parser turns generated token ids into [Piece]s for the Qwen3 output format:
 // optional `<think>…</think>` reasoning, message text, and hermes tool calls
 // `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`.
@@ -360,42 +403,13 @@ func (p *Parser) text(dst []Piece, s string, idx int) []Piece {
 // segmentText emits text of the current segment, holding trailing newlines
 // until more text shows they are not trailing.
 func (p *Parser) segmentText(dst []Piece, s string, kind PieceKind) []Piece {
-	if p.seg.leading {
-		s = strings.TrimLeft(s, "\n")
-		if s == "" {
-			return dst
-		}
-		p.seg.leading = false
-	}
-	body := strings.TrimRight(s, "\n")
-	if body == "" {
-		p.seg.held += s
-		return dst
-	}
-	out := body
-	if p.seg.held != "" {
-		out = p.seg.held + body
-	}
-	p.seg.held = s[len(body):]
-	p.seg.open = true
-	return append(dst, Piece{Kind: kind, Text: out})
+	return p.seg.text(dst, s, kind)
 }
 
 // closeSegment ends the current text or reasoning segment at token index end.
 // keepHeld emits held trailing newlines (message text at end of output).
 func (p *Parser) closeSegment(dst []Piece, end int, keepHeld bool) []Piece {
-	kind, done := PieceText, PieceTextDone
-	if p.mode == modeReasoning {
-		kind, done = PieceReasoning, PieceReasoningDone
-	}
-	if p.seg.open {
-		if keepHeld && p.seg.held != "" && kind == PieceText {
-			dst = append(dst, Piece{Kind: kind, Text: p.seg.held})
-		}
-		dst = append(dst, Piece{Kind: done, Start: p.seg.start, End: end})
-	}
-	p.seg = segment{start: end, leading: true}
-	return dst
+	return p.seg.close(dst, end, p.mode == modeReasoning, keepHeld)
 }
 
 // callText feeds text of a tool call to the hermes scanner.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
 )
 
 // The families that write tool arguments in another syntax (qwen3_coder's and
@@ -16,40 +18,8 @@ import (
 // json.dumps text directly: separators ", " and ": ", non-ASCII kept, floats
 // in Python's repr.
 
-// pyQuote returns json.dumps(s, ensure_ascii=False).
-func pyQuote(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			if r < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte("0123456789abcdef"[r>>4])
-				b.WriteByte("0123456789abcdef"[r&0xf])
-				continue
-			}
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+// pyQuote returns json.dumps(s, ensure_ascii=False) (jsonappend.String writes exactly that).
+func pyQuote(s string) string { return string(jsonappend.String(nil, s)) }
 
 // pyFloat returns json.dumps(f): Python's float repr (shortest round trip;
 // scientific below 1e-4 or from 1e16), Infinity, -Infinity, NaN.

@@ -240,4 +240,3 @@ func TestSentencePieceTokenID(t *testing.T) {
 		t.Errorf("gemma3 VocabSize = %d, want 262145", got)
 	}
 }
-

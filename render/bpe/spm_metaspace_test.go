@@ -16,7 +16,7 @@ import (
 // normalizer, pre_tokenizer and decoder of variants.json, and the Rust crate's ids and decodes of
 // it are the reference. Regenerate with `python3 tools/oracle/corpus_metaspace.py`.
 
-var metaspaceSets = []string{"start", "edge", "spm", "added"}
+var metaspaceSets = []string{"start", "chat", "edge", "spm", "added"}
 
 // metaspaceVariants loads every variant of variants.json, in name order.
 func metaspaceVariants(t testing.TB) (names []string, toks map[string]*Tokenizer) {
@@ -59,7 +59,7 @@ func TestGoldenMetaspace(t *testing.T) {
 		for _, set := range metaspaceSets {
 			t.Run(name+"/"+set, func(t *testing.T) {
 				t.Parallel()
-				texts := readStrings(t, map[string]string{"start": "metaspace/start", "edge": "edge", "spm": "spm", "added": "llama2/added"}[set]+".jsonl")
+				texts := readStrings(t, map[string]string{"start": "metaspace/start", "chat": "metaspace/chat", "edge": "edge", "spm": "spm", "added": "llama2/added"}[set]+".jsonl")
 				want := readIDLines(t, filepath.Join("metaspace", name, set+".ids.jsonl"))
 				texts = texts[:len(want)]
 				cases := make([]goldenCase, len(texts))

@@ -14,8 +14,10 @@ Outputs per variant (testdata/tokenizer/metaspace/<variant>/):
   <set>.text.jsonl[.gz]  decode(ids, skip_special_tokens=false) of those ids (null: the input itself)
   decode.text.jsonl      decode of the first DECODE_COUNT arrays of llama2/decode.ids.jsonl
 Sets: edge (all), spm (the first SPM_COUNT lines of spm.jsonl.gz), llama2's added set (the first
-ADDED_COUNT lines) and start.jsonl (written here: texts whose first segment does or does not begin
-at offset 0, the case prepend_scheme "first" turns on).
+ADDED_COUNT lines), start.jsonl (written here: texts whose first segment does or does not begin
+at offset 0, the case prepend_scheme "first" turns on) and chat: the prompt texts of
+testdata/render/mistral_v0 (Mistral v0.x's template, vLLM's tool version), as a Mistral 7B v0.3
+prompt would be tokenized.
 """
 import json
 import os
@@ -27,7 +29,7 @@ import corpus  # noqa: E402
 
 OUT = os.path.join(corpus.OUT, "metaspace")
 BASE = os.path.join(corpus.ROOT, "testdata", "models", "llama2", "tokenizer.json")
-SPM_COUNT = 6000
+SPM_COUNT = 3000
 ADDED_COUNT = 2000
 DECODE_COUNT = 3000
 
@@ -39,6 +41,12 @@ START = ["Hello", " Hello", "  Hello", "\u2581Hello", "\u2581 Hello", " \u2581He
          "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]", "a</s>b", "a </s> b", "</s></s>"]
 
 
+def chat_texts():
+    path = os.path.join(corpus.ROOT, "testdata", "render", "mistral_v0", "vllm-tool-mistral.text.jsonl")
+    with open(path, encoding="utf-8") as f:
+        return [d["text"] for d in map(json.loads, filter(str.strip, f)) if "text" in d]
+
+
 def main():
     with open(os.path.join(OUT, "variants.json"), encoding="utf-8") as f:
         variants = json.load(f)
@@ -46,11 +54,13 @@ def main():
         base = json.load(f)
     corpus.OUT = OUT  # write_lines / write_out write under metaspace/
     corpus.write_lines("start.jsonl", START)
+    corpus.write_lines("chat.jsonl", chat_texts())
     sets = {
         "edge": corpus.read_set("../edge.jsonl"),
         "spm": b"".join(corpus.read_set("../spm.jsonl").splitlines(keepends=True)[:SPM_COUNT]),
         "added": b"".join(corpus.read_set("../llama2/added.jsonl").splitlines(keepends=True)[:ADDED_COUNT]),
         "start": corpus.read_set("start.jsonl"),
+        "chat": corpus.read_set("chat.jsonl"),
     }
     decode_ids = b"".join(corpus.read_set("../llama2/decode.ids.jsonl").splitlines(keepends=True)[:DECODE_COUNT])
     with tempfile.TemporaryDirectory() as tmp:

@@ -173,3 +173,31 @@ func TestMetaspaceRefusals(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMetaspaceTail: for every Metaspace variant, a text cut at any added-token boundary encodes
+// as its whole (AppendEncodeTail after the cut), and DecodeStream agrees with Decode.
+func FuzzMetaspaceTail(f *testing.F) {
+	for _, s := range []string{"<s>[INST] Hi [/INST] Yes</s>", " a  b ", "x<s> y</s>z", "▁<unk>▁", "\n<s>\n"} {
+		f.Add(s)
+	}
+	names, toks := metaspaceVariants(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, name := range names {
+			tok := toks[name]
+			want := tok.Encode(s)
+			for _, sp := range tok.AddedTokenSpans(s) {
+				for _, o := range []int{sp.Start, sp.End} {
+					if o == 0 {
+						continue
+					}
+					if got := tok.AppendEncodeTail(tok.Encode(s[:o]), s[o:]); !slices.Equal(got, want) {
+						t.Fatalf("%s %q cut at %d: %v, want %v", name, s, o, got, want)
+					}
+				}
+			}
+			if a, b := tok.Decode(want), streamDecode(tok, want); a != b {
+				t.Fatalf("%s %q: Decode %q, DecodeStream %q", name, s, a, b)
+			}
+		}
+	})
+}

@@ -46,7 +46,7 @@ func (a *ArtifactEngine) prepareExact(ctx context.Context, in *Input, p *Prompt,
 		p.IDs, p.exactSuffix = pending.enc.IDs, pending.enc.IDs
 		return p, nil
 	}
-	suffix := a.opts.Model.Encode(pending.text[start:])
+	suffix := a.opts.Model.EncodeTail(pending.text[start:]) // start > 0: just after an end-of-turn token
 	ids := append(history, suffix...)
 	pending.enc = render.Encoding{IDs: ids}
 	pending.exactSuffix = suffix

@@ -252,6 +252,13 @@ func (m *Renderer) Template() string { return m.template }
 // Encode tokenizes text with add_special_tokens=false (vLLM's chat path).
 func (m *Renderer) Encode(text string) []uint32 { return m.tok.Encode(text) }
 
+// EncodeTail tokenizes the part of a prompt that starts at an added-token boundary after offset 0,
+// so that Encode(text[:o]) followed by EncodeTail(text[o:]) equals Encode(text)
+// (bpe.Tokenizer.AppendEncodeTail).
+func (m *Renderer) EncodeTail(text string) []uint32 {
+	return m.tok.AppendEncodeTail(make([]uint32, 0, len(text)/3+1), text)
+}
+
 // EncodeWithBoundaries tokenizes text like Encode and also returns its boundary table, for a
 // token artifact to extend next turn with Extend.
 func (m *Renderer) EncodeWithBoundaries(text string) Encoding {

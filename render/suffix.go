@@ -21,7 +21,19 @@ type span struct {
 // add_special_tokens=false, and the added-token matches it splits on first.
 type segmentEncoder interface {
 	AppendEncode(dst []uint32, text string) []uint32
+	// AppendEncodeTail encodes text that starts at an added-token boundary after offset 0 (a
+	// Metaspace "first" tokenizer prepends "▁" at offset 0 alone; bpe.Tokenizer.AppendEncodeTail).
+	AppendEncodeTail(dst []uint32, text string) []uint32
 	addedSpans(text string) []span
+}
+
+// encodeAt appends the ids of text, a piece of a prompt that starts at offset off, which is 0 or
+// an added-token boundary.
+func encodeAt(enc segmentEncoder, dst []uint32, text string, off int) []uint32 {
+	if off == 0 {
+		return enc.AppendEncode(dst, text)
+	}
+	return enc.AppendEncodeTail(dst, text)
 }
 
 // Boundary is a point of a prompt text where tokenization splits independently: here, the start
@@ -76,14 +88,14 @@ func encodeWithBoundaries(enc segmentEncoder, text string) Encoding {
 	h := sha256.New()
 	pos := 0
 	for _, s := range spans {
-		e.IDs = enc.AppendEncode(e.IDs, text[pos:s.Start])
+		e.IDs = encodeAt(enc, e.IDs, text[pos:s.Start], pos)
 		writeString(h, text[pos:s.Start])
 		e.Boundaries = addBoundary(e.Boundaries, h, s.Start, len(e.IDs))
 		e.IDs = append(e.IDs, s.ID)
 		writeString(h, text[s.Start:s.End])
 		pos = s.End
 	}
-	e.IDs = enc.AppendEncode(e.IDs, text[pos:])
+	e.IDs = encodeAt(enc, e.IDs, text[pos:], pos)
 	return e
 }
 
@@ -166,12 +178,12 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 		}
 	}
 	for _, s := range spans[first:] {
-		out.IDs = enc.AppendEncode(out.IDs, next[pos:s.Start])
+		out.IDs = encodeAt(enc, out.IDs, next[pos:s.Start], pos)
 		record(s.Start)
 		out.IDs = append(out.IDs, s.ID)
 		pos = s.End
 	}
-	out.IDs = enc.AppendEncode(out.IDs, next[pos:])
+	out.IDs = encodeAt(enc, out.IDs, next[pos:], pos)
 	return out, reuse
 }
 
@@ -210,14 +222,14 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	pos := reuse.Offset
 	for _, s := range spans {
 		start, end := reuse.Offset+s.Start, reuse.Offset+s.End
-		tail = enc.AppendEncode(tail, next[pos:start])
+		tail = encodeAt(enc, tail, next[pos:start], pos)
 		if start != 0 && (len(out.Boundaries) == 0 || out.Boundaries[len(out.Boundaries)-1].Offset != start) {
 			out.Boundaries = append(out.Boundaries, Boundary{Offset: start, Index: reuse.Tokens + len(tail)})
 		}
 		tail = append(tail, s.ID)
 		pos = end
 	}
-	tail = enc.AppendEncode(tail, next[pos:])
+	tail = encodeAt(enc, tail, next[pos:], pos)
 	out.IDs, out.arena = joinIDs(prev, reuse.Tokens, tail)
 	return out, reuse, fresh
 }

@@ -46,7 +46,18 @@ func (f *fakeEncoder) addedSpans(text string) []span {
 	return out
 }
 
+// startMark is the id the fake prepends to a non-empty text at offset 0 of the input, as a
+// Metaspace "first" tokenizer prepends "▁" there alone.
+const startMark = 999
+
 func (f *fakeEncoder) AppendEncode(dst []uint32, text string) []uint32 {
+	if text != "" {
+		dst = append(dst, startMark)
+	}
+	return f.AppendEncodeTail(dst, text)
+}
+
+func (f *fakeEncoder) AppendEncodeTail(dst []uint32, text string) []uint32 {
 	for i := 0; i < len(text); {
 		best := -1
 		for k, v := range f.vocab {
@@ -70,11 +81,11 @@ func (f *fakeEncoder) encodeAll(text string) []uint32 {
 	var ids []uint32
 	pos := 0
 	for _, s := range f.addedSpans(text) {
-		ids = f.AppendEncode(ids, text[pos:s.Start])
+		ids = encodeAt(f, ids, text[pos:s.Start], pos)
 		ids = append(ids, s.ID)
 		pos = s.End
 	}
-	return f.AppendEncode(ids, text[pos:])
+	return encodeAt(f, ids, text[pos:], pos)
 }
 
 var suffixFragments = []string{

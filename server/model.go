@@ -33,8 +33,9 @@ type ModelRuntime struct {
 	ChatTemplateKwargs json.RawMessage
 	// CacheSalt returns vLLM's cache_salt for a tenant ("" sends none).
 	CacheSalt func(tenant string) string
-	// Encode tokenizes text (add_special_tokens=false).
-	Encode func(text string) []uint32
+	// EncodeTail tokenizes text that continues a prompt after an added token, such as a forced
+	// tool call's opening (render.Renderer.EncodeTail; add_special_tokens=false).
+	EncodeTail func(text string) []uint32
 }
 
 // ModelConfig is one served model's configuration, for NewModelRuntime: the one assembly of a
@@ -169,6 +170,6 @@ func NewModelRuntime(c ModelConfig) (*ModelRuntime, error) {
 		MaxModelLen:        c.MaxModelLen,
 		ChatTemplateKwargs: c.ChatTemplateKwargs,
 		CacheSalt:          c.CacheSalt,
-		Encode:             c.Render.Encode,
+		EncodeTail:         c.Render.EncodeTail,
 	}, nil
 }

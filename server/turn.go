@@ -167,7 +167,7 @@ func forcedToolCall(m *ModelRuntime, req *request) []uint32 {
 	if text == "" {
 		return nil
 	}
-	return m.Encode(text)
+	return m.EncodeTail(text) // it continues the prompt, after the generation prompt's added tokens
 }
 
 // prepare renders the conversation to prompt ids, applying truncation and the output budget.

@@ -20,11 +20,23 @@ type tokenStep struct {
 	pattern, content string // Replace: a literal pattern
 	strip            rune   // Strip: remove up to start leading strip characters
 	start, stop      int    // stop is always 0 (refused otherwise)
+	// Metaspace (tokenizers' decoders, metaspace.rs): every replacement becomes " ", except in the
+	// first token of the list when prepend_scheme is not "never", where every one is dropped.
+	metaspace  bool
+	dropFirst  bool
+	metaSymbol string
 }
 
-func (s tokenStep) apply(tok string) string {
+// apply maps tok, the index-th token of the list this step sees.
+func (s tokenStep) apply(tok string, index int) string {
 	if s.replace {
 		return strings.ReplaceAll(tok, s.pattern, s.content)
+	}
+	if s.metaspace {
+		if index == 0 && s.dropFirst {
+			return strings.ReplaceAll(tok, s.metaSymbol, "")
+		}
+		return strings.ReplaceAll(tok, s.metaSymbol, " ")
 	}
 	if !strings.ContainsRune(tok, s.strip) {
 		return tok
@@ -85,6 +97,19 @@ func parseDecoderChain(raw string) (decoderChain, error) {
 			d.byteFallback = true
 		case "Fuse":
 			d.fused = true
+		case "Metaspace":
+			if d.fused {
+				return d, unsupported("decoder Metaspace after Fuse")
+			}
+			rep, err := metaspaceReplacement(s, "decoder")
+			if err != nil {
+				return d, err
+			}
+			scheme, err := parsePrependScheme(s, "decoder")
+			if err != nil {
+				return d, err
+			}
+			d.addTokenStep(tokenStep{metaspace: true, metaSymbol: rep, dropFirst: scheme != prependNever})
 		case "Strip":
 			step, err := stripStep(s)
 			if err != nil {
@@ -164,11 +189,13 @@ func hexValue(c byte) (byte, bool) {
 	return 0, false
 }
 
-// chainState is the state of one decoding: the pending run of byte tokens and how much of the
-// fused text's start is still to strip.
+// chainState is the state of one decoding: the pending run of byte tokens, how much of the
+// fused text's start is still to strip, and how many tokens the steps before and after
+// ByteFallback have seen (Metaspace treats the first one apart).
 type chainState struct {
-	run       []byte
-	stripLeft int
+	run           []byte
+	stripLeft     int
+	pushed, emits int
 }
 
 func (d *decoderChain) newState() chainState { return chainState{stripLeft: d.stripStart} }
@@ -177,8 +204,9 @@ func (d *decoderChain) newState() chainState { return chainState{stripLeft: d.st
 // token of another kind ends their run.
 func (d *decoderChain) push(st *chainState, out []byte, tok string) []byte {
 	for _, s := range d.pre {
-		tok = s.apply(tok)
+		tok = s.apply(tok, st.pushed)
 	}
+	st.pushed++
 	if d.byteFallback {
 		if b, ok := byteTokenValue(tok); ok {
 			st.run = append(st.run, b)
@@ -211,8 +239,9 @@ func (d *decoderChain) flushRun(st *chainState, out []byte) []byte {
 
 func (d *decoderChain) emit(st *chainState, out []byte, tok string) []byte {
 	for _, s := range d.post {
-		tok = s.apply(tok)
+		tok = s.apply(tok, st.emits)
 	}
+	st.emits++
 	for st.stripLeft > 0 && tok != "" {
 		r, n := utf8.DecodeRuneInString(tok)
 		if r != d.stripRune {

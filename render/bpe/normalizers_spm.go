@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 )
 
 // Normalizers, pre-tokenizers and post-processors of the SentencePiece-style pipeline (spm.go).
@@ -23,6 +24,13 @@ type spmComponentJSON struct {
 	Invert      bool               `json:"invert"`
 	Start       *int               `json:"start"`
 	Stop        *int               `json:"stop"`
+	// Metaspace (pre-tokenizer and decoder).
+	Replacement   *string `json:"replacement"`
+	PrependScheme *string `json:"prepend_scheme"`
+	Split         *bool   `json:"split"`
+	// AddPrefixSpace is the field files written before tokenizers 0.19 carry instead of
+	// prepend_scheme; the crate still reads it.
+	AddPrefixSpace *bool `json:"add_prefix_space"`
 	// TemplateProcessing: only adds tokens with add_special_tokens=true, which stitch never uses.
 	Single        json.RawMessage `json:"single"`
 	Pair          json.RawMessage `json:"pair"`
@@ -157,29 +165,108 @@ type literalSplit struct {
 	split splitFunc
 }
 
-func parseSPMPreTokenizer(raw string) (*literalSplit, error) {
+// prependScheme is Metaspace's prepend_scheme: when a pre-token gets the replacement prepended.
+type prependScheme uint8
+
+const (
+	prependAlways prependScheme = iota // every segment that does not already start with it
+	prependFirst                       // only the segment at offset 0 of the input
+	prependNever
+)
+
+// parsePrependScheme reads prepend_scheme as the crate (0.22) deserializes it: "always" when
+// absent; a legacy add_prefix_space=false must come with "never" (the crate refuses the file
+// otherwise), and add_prefix_space=true changes nothing.
+func parsePrependScheme(c spmComponentJSON, what string) (prependScheme, error) {
+	scheme := prependAlways
+	if c.PrependScheme != nil {
+		switch *c.PrependScheme {
+		case "always":
+		case "first":
+			scheme = prependFirst
+		case "never":
+			scheme = prependNever
+		default:
+			return 0, fmt.Errorf("%w: %s Metaspace prepend_scheme %q", ErrInvalid, what, *c.PrependScheme)
+		}
+	}
+	if c.AddPrefixSpace != nil && !*c.AddPrefixSpace && scheme != prependNever {
+		return 0, fmt.Errorf("%w: %s Metaspace add_prefix_space does not match declared prepend_scheme", ErrInvalid, what)
+	}
+	return scheme, nil
+}
+
+// metaspaceReplacement reads Metaspace's replacement character ("▁" in every file seen).
+func metaspaceReplacement(c spmComponentJSON, what string) (string, error) {
+	if c.Replacement == nil || utf8.RuneCountInString(*c.Replacement) != 1 {
+		return "", fmt.Errorf("%w: %s Metaspace needs a one-character replacement", ErrInvalid, what)
+	}
+	return *c.Replacement, nil
+}
+
+// metaspace is the Metaspace pre-tokenizer (tokenizers' pre_tokenizers/metaspace.rs): every " "
+// becomes the replacement, the replacement is prepended per the scheme, and with split=true the
+// segment is cut before each replacement (MergedWithNext).
+type metaspace struct {
+	replacement string
+	prepend     prependScheme
+	split       *literalSplit // nil: split=false, the segment is one word
+}
+
+// apply rewrites one segment between added tokens; atStart reports whether the segment begins at
+// offset 0 of the input (the crate's offsets_original().0 == 0), which is what "first" tests.
+func (m *metaspace) apply(seg string, atStart bool) string {
+	seg = strings.ReplaceAll(seg, " ", m.replacement)
+	if seg == "" || strings.HasPrefix(seg, m.replacement) {
+		return seg
+	}
+	if m.prepend == prependAlways || (m.prepend == prependFirst && atStart) {
+		return m.replacement + seg
+	}
+	return seg
+}
+
+// spmPreTokenizer is the pre-tokenizer of a SentencePiece-style file: none (nil, nil), a Split on
+// a literal string, or Metaspace.
+func parseSPMPreTokenizer(raw string) (*literalSplit, *metaspace, error) {
 	if raw == "" || raw == "null" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var c spmComponentJSON
 	if err := decodeStrict(raw, &c, "pre_tokenizer"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if c.Type != "Split" {
-		return nil, unsupported("pre_tokenizer %q in a SentencePiece-style tokenizer", c.Type)
+	switch c.Type {
+	case "Split":
+	case "Metaspace":
+		rep, err := metaspaceReplacement(c, "pre_tokenizer")
+		if err != nil {
+			return nil, nil, err
+		}
+		scheme, err := parsePrependScheme(c, "pre_tokenizer")
+		if err != nil {
+			return nil, nil, err
+		}
+		m := &metaspace{replacement: rep, prepend: scheme}
+		if c.Split == nil || *c.Split { // the crate's default is split=true
+			m.split = newLiteralSplit(rep, behaviorMergedWithNext)
+		}
+		return nil, m, nil
+	default:
+		return nil, nil, unsupported("pre_tokenizer %q in a SentencePiece-style tokenizer", c.Type)
 	}
 	lit, ok := c.Pattern.literal()
 	if !ok || lit == "" {
-		return nil, unsupported("pre_tokenizer Split with pattern %s in a SentencePiece-style tokenizer", c.Pattern.describe())
+		return nil, nil, unsupported("pre_tokenizer Split with pattern %s in a SentencePiece-style tokenizer", c.Pattern.describe())
 	}
 	b, ok := parseBehavior(c.Behavior)
 	if !ok {
-		return nil, unsupported("pre_tokenizer Split behavior %q", c.Behavior)
+		return nil, nil, unsupported("pre_tokenizer Split behavior %q", c.Behavior)
 	}
 	if c.Invert {
-		return nil, unsupported("pre_tokenizer Split invert=true")
+		return nil, nil, unsupported("pre_tokenizer Split invert=true")
 	}
-	return newLiteralSplit(lit, b), nil
+	return newLiteralSplit(lit, b), nil, nil
 }
 
 func newLiteralSplit(lit string, b splitBehavior) *literalSplit {

@@ -6,7 +6,7 @@ package bpe
 // vLLM's Harmony path), unlike Encode, which splits on added tokens as the Rust crate does.
 func (t *Tokenizer) AppendEncodeOrdinary(dst []uint32, text string) []uint32 {
 	sc := t.getScratch()
-	dst = t.appendSegment(dst, sc, text)
+	dst = t.appendSegment(dst, sc, text, true)
 	t.scratch.Put(sc)
 	return dst
 }

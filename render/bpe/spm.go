@@ -15,7 +15,8 @@ import (
 //  1. added tokens are split out of the raw text (shared with the byte-level path);
 //  2. each segment between them is normalized: Prepend "▁" (only a non-empty segment), Replace
 //     " " → "▁", NFC, in the file's order (normalizers_spm.go);
-//  3. pre-tokenized: none (the whole segment is one word) or a Split on a literal string;
+//  3. pre-tokenized: none (the whole segment is one word), a Split on a literal string, or
+//     Metaspace (" " → "▁", "▁" prepended per prepend_scheme, optionally split before each "▁");
 //  4. merged by BPE rank from character symbols (this file);
 //  5. decoded by the file's decoder chain: Replace, ByteFallback, Fuse, Strip (decoders.go).
 //
@@ -29,6 +30,7 @@ var errNotSentencePiece = errors.New("not a SentencePiece-style tokenizer.json")
 type sentencePiece struct {
 	normalizers []spmNormalizer
 	split       *literalSplit // nil: a normalized segment is one word
+	meta        *metaspace    // the Metaspace pre-tokenizer, instead of split
 	decoder     decoderChain
 
 	byteFallback bool
@@ -263,7 +265,7 @@ func (f *spmFile) build() (*Tokenizer, error) {
 	if p.normalizers, err = parseSPMNormalizer(f.normalizer); err != nil {
 		return nil, err
 	}
-	if p.split, err = parseSPMPreTokenizer(f.preTok); err != nil {
+	if p.split, p.meta, err = parseSPMPreTokenizer(f.preTok); err != nil {
 		return nil, err
 	}
 	if err = checkSPMPostProcessor(f.postProc); err != nil {
@@ -438,14 +440,19 @@ func (t *Tokenizer) buildSPMMerges(raw string) error {
 	return nil
 }
 
-// appendSPMSegment encodes a segment that contains no added token.
-func (t *Tokenizer) appendSPMSegment(dst []uint32, sc *encodeScratch, seg string) []uint32 {
+// appendSPMSegment encodes a segment that contains no added token; atStart reports whether it
+// begins at offset 0 of the input (only Metaspace's prepend_scheme "first" depends on it).
+func (t *Tokenizer) appendSPMSegment(dst []uint32, sc *encodeScratch, seg string, atStart bool) []uint32 {
 	p := t.spm
 	seg = p.normalize(seg)
-	if p.split == nil {
+	split := p.split
+	if p.meta != nil {
+		seg, split = p.meta.apply(seg, atStart), p.meta.split
+	}
+	if split == nil {
 		return t.appendSPMWord(dst, &sc.w, seg)
 	}
-	sc.spans = p.split.appendSpans(sc.spans[:0], seg)
+	sc.spans = split.appendSpans(sc.spans[:0], seg)
 	for _, sp := range sc.spans {
 		dst = t.appendSPMWord(dst, &sc.w, seg[sp.start:sp.end])
 	}

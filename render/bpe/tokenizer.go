@@ -77,6 +77,25 @@ func (t *Tokenizer) Encode(text string) []uint32 {
 
 // AppendEncode appends the token ids of text to dst and returns the extended slice.
 func (t *Tokenizer) AppendEncode(dst []uint32, text string) []uint32 {
+	return t.appendEncode(dst, text, true)
+}
+
+// AppendEncodeTail is AppendEncode for text that continues a longer input at an added-token
+// boundary (the Start or End of a span of AddedTokenSpans of the whole input, never offset 0):
+// Encode(text[:o]) followed by AppendEncodeTail of text[o:] equals Encode(text). It differs from
+// AppendEncode only for a Metaspace pre-tokenizer with prepend_scheme "first", which prepends "▁"
+// to the segment at offset 0 of the input alone.
+func (t *Tokenizer) AppendEncodeTail(dst []uint32, text string) []uint32 {
+	return t.appendEncode(dst, text, false)
+}
+
+// AtStartMatters reports whether encoding a text depends on where in the input it starts (see
+// AppendEncodeTail).
+func (t *Tokenizer) AtStartMatters() bool {
+	return t.spm != nil && t.spm.meta != nil && t.spm.meta.prepend == prependFirst
+}
+
+func (t *Tokenizer) appendEncode(dst []uint32, text string, atStart bool) []uint32 {
 	sc := t.getScratch()
 	pos := 0
 	for pos < len(text) {
@@ -84,22 +103,23 @@ func (t *Tokenizer) AppendEncode(dst []uint32, text string) []uint32 {
 		if start < 0 {
 			break
 		}
-		dst = t.appendSegment(dst, sc, text[pos:start])
+		dst = t.appendSegment(dst, sc, text[pos:start], atStart && pos == 0)
 		dst = append(dst, id)
 		pos = end
 	}
-	dst = t.appendSegment(dst, sc, text[pos:])
+	dst = t.appendSegment(dst, sc, text[pos:], atStart && pos == 0)
 	t.scratch.Put(sc)
 	return dst
 }
 
-// appendSegment encodes text that contains no added token.
-func (t *Tokenizer) appendSegment(dst []uint32, sc *encodeScratch, seg string) []uint32 {
+// appendSegment encodes text that contains no added token; atStart reports whether it begins at
+// offset 0 of the input.
+func (t *Tokenizer) appendSegment(dst []uint32, sc *encodeScratch, seg string, atStart bool) []uint32 {
 	if seg == "" {
 		return dst
 	}
 	if t.spm != nil {
-		return t.appendSPMSegment(dst, sc, seg)
+		return t.appendSPMSegment(dst, sc, seg, atStart)
 	}
 	if t.normalize {
 		seg = normalizeNFC(seg)
@@ -130,7 +150,7 @@ type Span struct {
 
 // AddedTokenSpans returns every added-token match of text in order: the same matches Encode splits
 // on. Tokenization is independent across these boundaries: for an offset o that is the Start or End
-// of a span, Encode(text) equals Encode(text[:o]) followed by Encode(text[o:]). Added tokens with
+// of a span, Encode(text) equals Encode(text[:o]) followed by AppendEncodeTail of text[o:]. Added tokens with
 // normalized=true are included when the normalizer is the identity; after NFC their matches are in
 // normalized text, so only the others are reported (still boundaries Encode splits on).
 func (t *Tokenizer) AddedTokenSpans(text string) []Span {

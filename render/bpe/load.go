@@ -260,11 +260,26 @@ func (l *loader) parseDecoder(raw string) error {
 }
 
 func (l *loader) parseModel(sc *jsonScanner) error {
-	if sc.peek() != '{' {
-		return fmt.Errorf("%w: model is not an object", ErrInvalid)
+	var err error
+	if l.model, l.vocab, l.merges, err = scanModel(sc); err != nil {
+		return err
 	}
-	// Gather the small fields into one object for a strict typed decode; keep vocab and merges
-	// (megabytes) as views for the single-pass scanners in build.
+	m := l.model
+	switch {
+	case m.UnkToken != nil:
+		return unsupported("model unk_token %q", *m.UnkToken)
+	case m.ByteFallback:
+		return unsupported("model byte_fallback=true")
+	}
+	return m.check(l.vocab, l.merges)
+}
+
+// scanModel reads "model": its small fields decoded strictly, vocab and merges (megabytes) kept as
+// views of the document for the single-pass scanners that build the vocab and the merge table.
+func scanModel(sc *jsonScanner) (m modelJSON, vocab, merges string, err error) {
+	if sc.peek() != '{' {
+		return m, "", "", fmt.Errorf("%w: model is not an object", ErrInvalid)
+	}
 	var small strings.Builder
 	small.WriteByte('{')
 	sc.members(func(key string) bool {
@@ -277,46 +292,44 @@ func (l *loader) parseModel(sc *jsonScanner) error {
 				raw = sc.rawValue()
 			}
 			if key == "vocab" {
-				l.vocab = raw
+				vocab = raw
 			} else {
-				l.merges = raw
+				merges = raw
 			}
 		default:
 			raw := sc.rawValue()
 			if small.Len() > 1 {
 				small.WriteByte(',')
 			}
-			k, _ := json.Marshal(key)
-			small.Write(k)
+			small.WriteString(quoteJSON(key))
 			small.WriteByte(':')
 			small.WriteString(raw)
 		}
 		return true
 	})
 	if sc.err != nil {
-		return sc.err
+		return m, "", "", sc.err
 	}
 	small.WriteByte('}')
-	if err := decodeStrict(small.String(), &l.model, "model"); err != nil {
-		return err
-	}
-	m := l.model
+	err = decodeStrict(small.String(), &m, "model")
+	return m, vocab, merges, err
+}
+
+// check refuses what neither BPE pipeline runs: another model type, dropout, subword affixes, and
+// a vocab or merges of the wrong shape.
+func (m modelJSON) check(vocab, merges string) error {
 	switch {
 	case m.Type != "BPE":
 		return unsupported("model type %q", m.Type)
 	case m.Dropout != nil && *m.Dropout != 0:
 		return unsupported("model dropout %v", *m.Dropout)
-	case m.UnkToken != nil:
-		return unsupported("model unk_token %q", *m.UnkToken)
 	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
 		return unsupported("model continuing_subword_prefix %q", *m.ContinuingSubwordPrefix)
 	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
 		return unsupported("model end_of_word_suffix %q", *m.EndOfWordSuffix)
-	case m.ByteFallback:
-		return unsupported("model byte_fallback=true")
-	case !strings.HasPrefix(l.vocab, "{"):
+	case !strings.HasPrefix(vocab, "{"):
 		return fmt.Errorf("%w: model.vocab is missing or not an object", ErrInvalid)
-	case !strings.HasPrefix(l.merges, "["):
+	case !strings.HasPrefix(merges, "["):
 		return fmt.Errorf("%w: model.merges is missing or not an array", ErrInvalid)
 	}
 	return nil

@@ -52,24 +52,12 @@ type spmFile struct {
 	preTok      string
 	postProc    string
 	decoder     string
-	model       spmModelJSON
+	model       modelJSON
 	vocab       string
 	merges      string
 	sawModel    bool
 	sawDecoder  bool
 	sawPreToken bool
-}
-
-// spmModelJSON holds the scalar fields of "model"; vocab and merges are read separately.
-type spmModelJSON struct {
-	Type                    string   `json:"type"`
-	Dropout                 *float64 `json:"dropout"`
-	UnkToken                *string  `json:"unk_token"`
-	ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
-	FuseUnk                 bool     `json:"fuse_unk"`
-	ByteFallback            bool     `json:"byte_fallback"`
-	IgnoreMerges            bool     `json:"ignore_merges"`
 }
 
 // loadSentencePiece loads doc when it is a SentencePiece-style tokenizer.json, and returns an error
@@ -193,67 +181,16 @@ func (f *spmFile) parseAddedTokens(raw string) error {
 	return nil
 }
 
-// scanModel reads "model": its small fields strictly, vocab and merges as views.
+// scanModel reads "model" (scanModel in load.go).
 func (f *spmFile) scanModel(sc *jsonScanner) error {
-	if sc.peek() != '{' {
-		return fmt.Errorf("%w: model is not an object", ErrInvalid)
-	}
-	var small strings.Builder
-	small.WriteByte('{')
-	sc.members(func(key string) bool {
-		switch key {
-		case "vocab", "merges":
-			var raw string
-			if c := sc.peek(); c == '{' || c == '[' {
-				raw = sc.skipComposite()
-			} else {
-				raw = sc.rawValue()
-			}
-			if key == "vocab" {
-				f.vocab = raw
-			} else {
-				f.merges = raw
-			}
-		default:
-			raw := sc.rawValue()
-			if small.Len() > 1 {
-				small.WriteByte(',')
-			}
-			small.WriteString(quoteJSON(key))
-			small.WriteByte(':')
-			small.WriteString(raw)
-		}
-		return true
-	})
-	if sc.err != nil {
-		return sc.err
-	}
-	small.WriteByte('}')
-	return decodeStrict(small.String(), &f.model, "model")
-}
-
-func (f *spmFile) checkModel() error {
-	m := f.model
-	switch {
-	case m.Type != "BPE":
-		return unsupported("model type %q", m.Type)
-	case m.Dropout != nil && *m.Dropout != 0:
-		return unsupported("model dropout %v", *m.Dropout)
-	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
-		return unsupported("model continuing_subword_prefix %q", *m.ContinuingSubwordPrefix)
-	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
-		return unsupported("model end_of_word_suffix %q", *m.EndOfWordSuffix)
-	case !strings.HasPrefix(f.vocab, "{"):
-		return fmt.Errorf("%w: model.vocab is missing or not an object", ErrInvalid)
-	case !strings.HasPrefix(f.merges, "["):
-		return fmt.Errorf("%w: model.merges is missing or not an array", ErrInvalid)
-	}
-	return nil
+	var err error
+	f.model, f.vocab, f.merges, err = scanModel(sc)
+	return err
 }
 
 // build turns the parsed parts into a Tokenizer.
 func (f *spmFile) build() (*Tokenizer, error) {
-	if err := f.checkModel(); err != nil {
+	if err := f.model.check(f.vocab, f.merges); err != nil {
 		return nil, err
 	}
 	p := &sentencePiece{byteFallback: f.model.ByteFallback, fuseUnk: f.model.FuseUnk}

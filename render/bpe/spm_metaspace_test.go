@@ -18,6 +18,10 @@ import (
 
 var metaspaceSets = []string{"start", "chat", "edge", "spm", "added"}
 
+// metaspaceFullSets are the "first" variant's (Mistral 7B v0.3's settings) ids of the whole spm
+// set and of the shared fuzz set: with the sets above, 95,325 strings.
+var metaspaceFullSets = map[string]string{"spm_full": "spm", "fuzz": "fuzz"}
+
 // metaspaceVariants loads every variant of variants.json, in name order.
 func metaspaceVariants(t testing.TB) (names []string, toks map[string]*Tokenizer) {
 	t.Helper()
@@ -89,6 +93,38 @@ func TestGoldenMetaspace(t *testing.T) {
 				}
 				if bad > 0 {
 					t.Errorf("%d of %d lines differ", bad, len(cases))
+				}
+			})
+		}
+		for set, input := range metaspaceFullSets {
+			if name != "first" {
+				continue
+			}
+			t.Run(name+"/"+set, func(t *testing.T) {
+				t.Parallel()
+				if testing.Short() {
+					t.Skip("long set")
+				}
+				texts := readStrings(t, input+".jsonl")
+				want := readIDLines(t, filepath.Join("metaspace", name, set+".ids.jsonl"))
+				if len(texts) != len(want) {
+					t.Fatalf("%d texts, %d id lines", len(texts), len(want))
+				}
+				bad := 0
+				for i, text := range texts {
+					got := tok.Encode(text)
+					if !slices.Equal(got, want[i]) {
+						if bad++; bad <= 5 {
+							t.Errorf("line %d %q: ids %v, want %v", i+1, text, got, want[i])
+						}
+					} else if a, b := tok.Decode(got), streamDecode(tok, got); a != b {
+						if bad++; bad <= 5 {
+							t.Errorf("line %d: Decode %q, DecodeStream %q", i+1, a, b)
+						}
+					}
+				}
+				if bad > 0 {
+					t.Errorf("%d of %d lines differ", bad, len(texts))
 				}
 			})
 		}

@@ -187,7 +187,7 @@ func TestLoadSentencePieceRefuses(t *testing.T) {
 	}{
 		{"regex normalizer", "normalizer", `{"type": "Sequence", "normalizers": [` + prepend + `, {"type": "Replace", "pattern": {"Regex": " +"}, "content": "\u2581"}]}`, "normalizer Replace with pattern Regex"},
 		{"other normalizer", "normalizer", `{"type": "Sequence", "normalizers": [{"type": "NFKC"}, ` + spaceRep + `]}`, `normalizer "NFKC"`},
-		{"metaspace pre-tokenizer", "pre_tokenizer", `{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false}`, "pre_tokenizer"},
+		{"whitespace pre-tokenizer", "pre_tokenizer", `{"type": "Whitespace"}`, `pre_tokenizer "Whitespace"`},
 		{"regex split", "pre_tokenizer", `{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false}`, "Split with pattern Regex"},
 		{"strip stop", "decoder", `{"type": "Sequence", "decoders": [` + replace + `, {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 1}]}`, "Strip with stop=1"},
 		{"unknown decoder", "decoder", `{"type": "Sequence", "decoders": [` + replace + `, {"type": "ByteFallback"}, {"type": "CTC"}]}`, `decoder "CTC"`},

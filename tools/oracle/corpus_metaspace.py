@@ -17,7 +17,9 @@ Sets: edge (all), spm (the first SPM_COUNT lines of spm.jsonl.gz), llama2's adde
 ADDED_COUNT lines), start.jsonl (written here: texts whose first segment does or does not begin
 at offset 0, the case prepend_scheme "first" turns on) and chat: the prompt texts of
 testdata/render/mistral_v0 (Mistral v0.x's template, vLLM's tool version), as a Mistral 7B v0.3
-prompt would be tokenized.
+prompt would be tokenized. The "first" variant (Mistral 7B v0.3's settings) also gets the whole
+spm set (30,000) and the shared fuzz set (60,000): spm_full and fuzz (ids only; their decodes are
+checked by the smaller sets).
 """
 import json
 import os
@@ -62,6 +64,7 @@ def main():
         "start": corpus.read_set("start.jsonl"),
         "chat": corpus.read_set("chat.jsonl"),
     }
+    full = {"spm_full": corpus.read_set("../spm.jsonl"), "fuzz": corpus.read_set("../fuzz.jsonl")}
     decode_ids = b"".join(corpus.read_set("../llama2/decode.ids.jsonl").splitlines(keepends=True)[:DECODE_COUNT])
     with tempfile.TemporaryDirectory() as tmp:
         for name, parts in variants.items():
@@ -72,9 +75,11 @@ def main():
                 json.dump(doc, f, ensure_ascii=False)
             corpus.MODELS[name] = path
             os.makedirs(os.path.join(OUT, name), exist_ok=True)
-            for set_name, data in sets.items():
+            for set_name, data in (sets | full if name == "first" else sets).items():
                 ids = corpus.oracle(name, data)
                 corpus.write_out(f"{name}/{set_name}.ids.jsonl", ids)
+                if set_name in full:
+                    continue
                 texts = corpus.oracle(name, ids, "--decode").splitlines()
                 inputs = data.splitlines()
                 out = [b"null" if json.loads(t) == json.loads(i) else t for t, i in zip(texts, inputs)]

@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-		"log/slog"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"

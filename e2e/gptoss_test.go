@@ -27,7 +27,7 @@ const gptossStartDate = "2026-01-05"
 // TestGPTOSS serves the gpt-oss tokenizer through Harmony (stitch sim speaking Harmony, stitch
 // serve with --tool-call-parser openai) with the Go SDK, in both continuation modes: a tool round
 // trip (non-stream call, streamed final answer), a text turn, then a call forced by tool_choice,
-// reasoning items present. In canonical mode every prompt the sim received equals `stitch render
+// then the forced call's output, reasoning items present. In canonical mode every prompt the sim received equals `stitch render
 // --responses` of the whole conversation so far, and continuations are artifact hits; in exact
 // mode every continuation equals the previous prompt and its generated ids (a final <|return|>
 // closed as <|end|>) followed by the new turn as that render writes it.
@@ -177,6 +177,23 @@ func testGPTOSS(t *testing.T, st *stack, mode string) {
 	}
 	forced := tokenize(t, ctx, st.bin, dir, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>")
 
+	// Turn 5 (non-stream): the forced call's output; in exact mode its history holds the forced
+	// ids as generated.
+	out5 := mustJSON(t, map[string]any{"type": "function_call_output", "call_id": gjson.Get(r4.RawJSON(), "output.0.call_id").Str, "output": weatherOutput})
+	addTurn(out5)
+	fco5 := responses.ResponseInputItemParamOfFunctionCallOutput(weatherOutput)
+	fco5.OfFunctionCallOutput.CallID = openai.String(gjson.Get(r4.RawJSON(), "output.0.call_id").Str)
+	r5, err := c.Responses.New(ctx, responses.ResponseNewParams{
+		Model: model, Tools: tools, PreviousResponseID: openai.String(r4.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{fco5}},
+	})
+	if err != nil {
+		t.Fatalf("turn 5: %v", err)
+	}
+	if types := outputs(r5.RawJSON()); !slices.Contains(types, "message") {
+		t.Fatalf("turn 5 output %v, want a message:\n%s", types, r5.RawJSON())
+	}
+
 	// The reference render of each turn's conversation.
 	want := renderResponses(t, ctx, st.bin, dir, bodies)
 	got, gen := recordedGenerations(t, rec)
@@ -206,8 +223,8 @@ func testGPTOSS(t *testing.T, st *stack, mode string) {
 		}
 	}
 	outcomes := scrapeOutcomes(t, serve.addr)
-	if outcomes["hit_local"] != 3 {
-		t.Errorf("%s: artifact outcomes %v, want 3 hit_local continuations", mode, outcomes)
+	if outcomes["hit_local"] != 4 {
+		t.Errorf("%s: artifact outcomes %v, want 4 hit_local continuations", mode, outcomes)
 	}
 }
 

@@ -26,11 +26,12 @@ const gptossStartDate = "2026-01-05"
 
 // TestGPTOSS serves the gpt-oss tokenizer through Harmony (stitch sim speaking Harmony, stitch
 // serve with --tool-call-parser openai) with the Go SDK, in both continuation modes: a tool round
-// trip (non-stream call, streamed final answer), a text turn, then a call forced by tool_choice,
-// then the forced call's output, reasoning items present. In canonical mode every prompt the sim received equals `stitch render
-// --responses` of the whole conversation so far, and continuations are artifact hits; in exact
-// mode every continuation equals the previous prompt and its generated ids (a final <|return|>
-// closed as <|end|>) followed by the new turn as that render writes it.
+// trip (non-stream call, streamed final answer), a text turn, a call forced by tool_choice, then
+// the forced call's output; reasoning items present. In canonical mode every prompt the sim
+// received equals `stitch render --responses` of the whole conversation so far (the forced call
+// header after it); in exact mode every continuation equals the previous prompt and its
+// generated ids (a final <|return|> closed as <|end|>) followed by the new turn as that render
+// writes it. Every continuation is an artifact hit.
 func TestGPTOSS(t *testing.T) {
 	st := requireStack(t)
 	if st.bin == "" {

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/stitchllm/stitch/bench"
+	"github.com/stitchllm/stitch/configs"
+	"github.com/stitchllm/stitch/prepare"
+	"github.com/stitchllm/stitch/render"
 )
 
 // benchFlags are `stitch bench`'s flags; workload flags override --quick's or the default
@@ -17,7 +20,7 @@ import (
 type benchFlags struct {
 	quick, simInProcess, noStreaming bool
 	out, target, modelDir, modes     string
-	transports                       string
+	transports, toolCallParser       string
 	auditRate                        float64
 	prepReps                         int
 	w                                bench.Workload
@@ -34,6 +37,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.StringVar(&f.modes, "modes", "full,canonical,exact", "comma-separated `modes` to compare: full (--no-artifacts), canonical, exact")
 	fs.StringVar(&f.transports, "transports", "http", "comma-separated upstream `transports` to run each mode over: http, grpc (the simulator's gRPC engine API; adds the upstream body-decode comparison)")
 	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory`; empty: the bundled Qwen3 demo model")
+	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`openai` serves --model-dir as gpt-oss through Harmony (also implied by a gpt_oss config.json); empty: Qwen3 (hermes + qwen3)")
 	fs.BoolVar(&f.simInProcess, "sim-in-process", false, "run the simulator in this process (its CPU then counts as the proxy's) instead of a `stitch sim` child")
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
 	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
@@ -105,11 +109,18 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	opts := bench.Options{Workload: w, Modes: modes, Transports: transports, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
 		Progress: env.stderr, Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.target == "" {
-		m, err := loadModel(f.modelDir, "")
+		m, h, err := benchModel(f.modelDir, f.toolCallParser)
 		if err != nil {
 			return err
 		}
-		opts.Model = m
+		opts.Model, opts.Harmony = m, h
+		if h != nil {
+			// gpt-oss: Harmony knows low, medium and high only, and the in-process simulator reads
+			// the gpt-oss tokenizer (the simulator child serves the bundled demo model).
+			opts.Workload.ReasoningOffEvery, opts.Workload.Model = 0, "gptoss"
+			w = opts.Workload
+			f.simInProcess, f.noStreaming = true, true
+		}
 		if f.simInProcess {
 			opts.Sim = bench.InProcessSim{Model: m}
 		} else {
@@ -153,4 +164,28 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		fmt.Fprintf(env.stderr, "wrote %s/bench.json, prep.png, prep_cpu.png, hit_ratio.png\n", f.out)
 	}
 	return nil
+}
+
+// benchModel loads the bench's model: a gpt-oss directory (config.json model_type gpt_oss, or
+// --tool-call-parser openai) with its Harmony settings, as stitch serve loads it, the start date
+// pinned (VLLM_SYSTEM_START_DATE, else 2026-01-05) so a run does not straddle midnight; any other
+// directory (or the bundled demo model) as Qwen3.
+func benchModel(dir, toolCallParser string) (*render.Renderer, *prepare.Harmony, error) {
+	p := configs.ModelProfile{Dir: dir, ToolCallParser: toolCallParser}
+	names, err := profileFamily(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if names != harmonyNames {
+		m, err := loadModel(dir, "")
+		return m, nil, err
+	}
+	m, h, err := loadProfileModel(p, names, os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.Options.StartDate == "" {
+		h.Options.StartDate = "2026-01-05"
+	}
+	return m, h, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -73,5 +74,29 @@ func TestBenchTiny(t *testing.T) {
 	}
 	if doc.Modes[0].Mode != "full" || doc.Modes[1].Mode != "canonical" || doc.Modes[1].HitRatio != doc.Modes[0].HitRatio {
 		t.Errorf("modes = %+v: want canonical's hit ratio equal to full's", doc.Modes)
+	}
+}
+
+// TestBenchGPTOSSTiny: stitch bench serves a gpt-oss directory through Harmony (--tool-call-parser
+// openai): continuations are artifact hits in both artifact modes, canonical's hit ratio equals
+// the full render's, and exact's is at least canonical's.
+func TestBenchGPTOSSTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives three proxies and simulators")
+	}
+	var out bytes.Buffer
+	err := runBench(context.Background(), cliEnv{stdout: &out, stderr: io.Discard}, []string{
+		"--quick", "--sessions", "1", "--turns", "6", "--tool-output-tokens", "300", "--prep-reps", "1",
+		"--ttft-base", "0", "--prefill-per-token", "0", "--model-dir", filepath.Join("testdata", "models", "gptoss"), "--tool-call-parser", "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"canonical hit ratio == full", "(ok)", "hit_local=5 new=1  hit_local=5 new=1", "disabled=5 new=1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !regexp.MustCompile(`exact hit ratio ≥ canonical: [0-9.]+ vs [0-9.]+ \(ok\)`).MatchString(out.String()) {
+		t.Errorf("exact's hit ratio is below canonical's:\n%s", out.String())
 	}
 }

@@ -91,6 +91,7 @@ type proxy struct {
 type proxyOptions struct {
 	mode      Mode
 	model     *render.Renderer
+	harmony   *prepare.Harmony // gpt-oss: Harmony prompts and the openai family
 	upstream  string
 	transport Transport
 	grpcAddr  string // the simulator's gRPC engine API, for TransportGRPC
@@ -113,6 +114,9 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	checkpoints := store.NewMemory()
 	mc := server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
 		Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}
+	if o.harmony != nil {
+		mc.Family, mc.Harmony = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, o.harmony
+	}
 	timing := mc
 	if o.mode != ModeFull {
 		secret := make([]byte, 32)

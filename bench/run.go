@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/stitchllm/stitch/prepare"
 	"io"
 	"log/slog"
 	"os"
@@ -29,6 +30,10 @@ type Options struct {
 	// Model is the served model (tokenizer and chat template) for the proxy and an in-process
 	// simulator. Required unless Target is set.
 	Model *render.Renderer
+	// Harmony, when set, serves Model as gpt-oss (family openai + openai_gptoss, prompts rendered
+	// with Harmony, as stitch serve does for a gpt_oss model). The workload should then send no
+	// reasoning.effort "none" (ReasoningOffEvery 0): gpt-oss knows low, medium and high.
+	Harmony *prepare.Harmony
 	// Sim starts a fresh simulator per mode. Default: InProcessSim{Model}.
 	Sim SimLauncher
 	// Target, when set, is the base URL of a running stitch serve to drive instead of in-process
@@ -257,7 +262,7 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 		return nil, err
 	}
 	defer simi.Close()
-	po := proxyOptions{mode: m, model: opts.Model, upstream: simi.URL(), transport: tr, w: opts.Workload,
+	po := proxyOptions{mode: m, model: opts.Model, harmony: opts.Harmony, upstream: simi.URL(), transport: tr, w: opts.Workload,
 		auditRate: opts.AuditRate, logger: opts.Logger}
 	if g, ok := simi.(grpcAddresser); ok {
 		po.grpcAddr = g.GRPCAddr()

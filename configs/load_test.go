@@ -31,7 +31,7 @@ func TestLoadPrecedence(t *testing.T) {
 	if cfg.Artifacts.AuditRate != 1 || cfg.Artifacts.TTL != time.Hour {
 		t.Errorf("artifacts = %+v", cfg.Artifacts)
 	}
-	if len(cfg.Models) != 2 || cfg.Models[1].Mode != "exact" || cfg.Models[0].Mode != "canonical" {
+	if len(cfg.Models) != 3 || cfg.Models[1].Mode != "exact" || cfg.Models[0].Mode != "canonical" || cfg.Models[2].Mode != "exact" || cfg.Models[2].ToolCallParser != "openai" {
 		t.Fatalf("models = %+v", cfg.Models)
 	}
 	if got := string(cfg.Models[0].ChatTemplateKwargs); got != `{"enable_thinking":true}` {

@@ -51,9 +51,26 @@ func (Harmony) NewParser(dec stream.TokenDecoder, _ Turn) stream.OutputParser {
 // StopTokenIDs implements Family.
 func (Harmony) StopTokenIDs() []uint32 { return harmonyStops }
 
-// ForcedToolCall implements Family: "" (vLLM's Harmony path does not force tool calls; tool_choice
-// required or a named function is not rendered into a gpt-oss prompt).
-func (Harmony) ForcedToolCall(string) string { return "" }
+// ForcedToolCall implements Family. vLLM's gpt-oss Responses path does not force calls (it
+// refuses any tool_choice but auto and none: _make_request_with_harmony raises "Only 'auto' or
+// 'none' tool_choice is supported in response API with Harmony"); stitch forces them in
+// Harmony's own format, as the model writes a call after the generation prompt
+// "<|start|>assistant":
+//
+//   - a named function: the whole header, "<|channel|>commentary to=functions.NAME
+//     <|constrain|>json<|message|>", so the model writes only the arguments and <|call|>;
+//   - any function (required): "<|channel|>commentary to=functions", so the model writes
+//     ".NAME <|constrain|>json<|message|>" itself. The prefix ends where o200k's pre-tokenizer
+//     splits anyway ("=functions" | ".NAME"), so its ids are a prefix of the ids the model
+//     would write for the whole header: nothing off-distribution is forced.
+//
+// The call starts at the first generated token: no analysis comes before a forced call.
+func (Harmony) ForcedToolCall(name string) string {
+	if name == "" {
+		return "<|channel|>commentary to=functions"
+	}
+	return "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>"
+}
 
 // EndOfTurn implements Family: <|end|> closes every message Harmony renders in history.
 func (Harmony) EndOfTurn() uint32 { return harmonyEnd }

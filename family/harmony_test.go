@@ -19,8 +19,8 @@ func TestHarmonyFamily(t *testing.T) {
 	if got := f.StopTokenIDs(); !slices.Equal(got, []uint32{200002, 200012}) {
 		t.Errorf("StopTokenIDs = %v", got)
 	}
-	if f.EndOfTurn() != 200007 || f.OpensReasoning("<|start|>assistant") || f.ReasoningSwitch() != "" || f.ForcedToolCall("") != "" {
-		t.Error("EndOfTurn, OpensReasoning, ReasoningSwitch or ForcedToolCall")
+	if f.EndOfTurn() != 200007 || f.OpensReasoning("<|start|>assistant") || f.ReasoningSwitch() != "" {
+		t.Error("EndOfTurn, OpensReasoning or ReasoningSwitch")
 	}
 	for _, c := range []struct{ in, want []uint32 }{
 		{[]uint32{1, 200002}, []uint32{1, 200007}}, // a final answer's <|return|> is <|end|> in history

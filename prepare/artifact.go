@@ -35,7 +35,7 @@ type CheckpointReader interface {
 type ArtifactOptions struct {
 	Model *render.Renderer
 	// Harmony, when set, renders the model's prompts with Harmony instead of the chat template
-	// (gpt-oss); [New] then returns a [HarmonyRender] and the other fields are not used.
+	// (gpt-oss); [New] then returns a [HarmonyArtifacts] (with Store) or a [HarmonyRender].
 	Harmony *Harmony
 	// Family is the model's family (reasoning opened by the prompt, exact mode's turn ends).
 	Family family.Family

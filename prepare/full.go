@@ -60,12 +60,15 @@ func chatRequest(in *Input, conv *render.Conversation) render.ChatRequest {
 	return render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
 }
 
-// New returns the engine opts describe: a [HarmonyRender] when opts.Harmony is set (gpt-oss;
-// artifacts and the continuation mode do not apply), an [ArtifactEngine] when opts.Store is set
+// New returns the engine opts describe. For gpt-oss (opts.Harmony set): [HarmonyArtifacts] when
+// opts.Store is set, else [HarmonyRender]. Otherwise: an [ArtifactEngine] when opts.Store is set
 // (it then needs opts.Metrics too), else [FullRender] of opts.Model and opts.Family.
 func New(opts ArtifactOptions) Engine {
 	if opts.Harmony != nil {
-		return NewHarmonyRender(*opts.Harmony)
+		if opts.Store == nil {
+			return NewHarmonyRender(*opts.Harmony)
+		}
+		return NewHarmonyArtifacts(opts)
 	}
 	if opts.Store == nil {
 		return FullRender{Model: opts.Model, Family: opts.Family}

@@ -12,7 +12,7 @@ import (
 // the chat template to gpt-oss but maps the Responses items to Harmony messages and renders them
 // with openai_harmony (vllm/entrypoints/openai/serving_responses.py _make_request_with_harmony,
 // render_for_completion in vllm/entrypoints/openai/parser/harmony_utils.py). [New] then returns
-// a [HarmonyRender] whatever else the options say.
+// a [HarmonyArtifacts] (with an artifact store) or a [HarmonyRender].
 type Harmony struct {
 	// Encoder renders Harmony messages with the model's tokenizer.json. Required.
 	Encoder *harmony.Encoder
@@ -25,11 +25,9 @@ type Harmony struct {
 }
 
 // HarmonyRender prepares every turn of a gpt-oss model by a full Harmony render: the ids are
-// exactly vLLM's. It keeps no token artifacts: Harmony encodes each message on its own (the
-// markers are ids, not text), so there is no text to extend, and a continuation's outcome is
-// "disabled" as with --no-artifacts. Exact mode is not applied either (the history is
-// re-rendered canonically: analysis dropped once a final answer follows, <|constrain|>json
-// written as Harmony renders it). It is safe for concurrent use.
+// exactly vLLM's. It keeps no token artifacts (a continuation's outcome is "disabled", as with
+// --no-artifacts) and has no exact mode; [HarmonyArtifacts] adds both. It is safe for
+// concurrent use.
 type HarmonyRender struct {
 	h Harmony
 }

@@ -19,12 +19,13 @@
 // What the caller already knows is passed in [Input]: the previous response's checkpoint, when it
 // loaded one, so nothing is read twice.
 //
-// Three engines implement the contract: [FullRender] (every turn rendered and tokenized whole:
+// Four engines implement the contract: [FullRender] (every turn rendered and tokenized whole:
 // vLLM's own chat path, the baseline), [ArtifactEngine] (token artifacts, the certified
-// suffix, the hot cache; falls back to a full render with the same ids on every miss) and
+// suffix, the hot cache; falls back to a full render with the same ids on every miss),
 // [HarmonyRender] (gpt-oss: Harmony messages rendered in full each turn, as vLLM's
-// /v1/responses does; no chat template). [New] picks one from [ArtifactOptions]: the one branch
-// point between the chat-template and the Harmony paths. Both are safe for concurrent use; a Prompt belongs to one
+// /v1/responses does; no chat template) and [HarmonyArtifacts] (gpt-oss with artifacts, message
+// by message, and exact mode). [New] picks one from [ArtifactOptions]: the one branch
+// point between the chat-template and the Harmony paths. All are safe for concurrent use; a Prompt belongs to one
 // turn. A new engine is written in this package: a Prompt's after-response state is unexported,
 // so only an engine can set it and no caller can forge or forget it.
 //

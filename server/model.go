@@ -57,8 +57,8 @@ type ModelConfig struct {
 	// --no-artifacts); nil: a full render every turn.
 	Artifacts *Artifacts
 	// Harmony, when set, renders prompts with Harmony instead of Render's chat template (gpt-oss,
-	// Family openai + openai_gptoss): a full render every turn, Artifacts and Mode unused
-	// (prepare.HarmonyRender). Render still supplies the tokenizer.
+	// Family openai + openai_gptoss): prepare.HarmonyArtifacts with Artifacts (in Mode), else a
+	// full render every turn (prepare.HarmonyRender). Render still supplies the tokenizer.
 	Harmony *prepare.Harmony
 }
 

@@ -205,6 +205,14 @@ func (m *scriptedModel) harmonyAnswer(conv *conversation, r *rand.Rand) (string,
 		writeArguments(&b, call.params, r, conv.lastUserText())
 		return b.String(), true
 	}
+	// tool_choice required: the caller prefilled "<|channel|>commentary to=functions"; the model
+	// names the function and writes the rest of the header.
+	if strings.HasSuffix(conv.prefill, " to=functions") && len(conv.tools) > 0 {
+		call := pickTool(conv.tools, conv.lastUserText())
+		b.WriteString("." + call.name + " " + hConstrain + "json" + hMessage)
+		writeArguments(&b, call.params, r, conv.lastUserText())
+		return b.String(), true
+	}
 	if conv.prefill == "" {
 		b.WriteString(hChannel + "analysis" + hMessage)
 		m.think(&b, r, conv, calls, toolResult)

@@ -50,18 +50,23 @@ func TestHarmonyAnswers(t *testing.T) {
 		items      []string
 		want       []string
 		stopReason any
+		prefill    string // a forced tool call (family.Harmony.ForcedToolCall)
 	}{
 		{"call", "", []string{`{"role":"user","content":"Weather in Paris? Use get_weather."}`},
 			[]string{"<|channel|>analysis<|message|>The user asks: ", "I should call get_weather.", "<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\""},
-			float64(harmony.TokenCall)},
+			float64(harmony.TokenCall), ""},
 		{"preamble before several calls", "openai", []string{`{"role":"user","content":"Call get_time and get_weather in parallel for Paris."}`},
 			[]string{"<|start|>assistant<|channel|>commentary<|message|>I will call get_time, get_weather, one after the other.<|end|><|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{\"tz\": "},
-			float64(harmony.TokenCall)},
+			float64(harmony.TokenCall), ""},
 		{"final after the tool", "", []string{`{"role":"user","content":"Weather in Paris? Use get_weather."}`, call, output},
 			[]string{"<|channel|>analysis<|message|>", "The tool answered", "<|end|><|start|>assistant<|channel|>final<|message|>The tool returned: \"sunny 20C\"."},
-			nil},
+			nil, ""},
 		{"text without tools", "", []string{`{"role":"user","content":"Tell me a story."}`},
-			[]string{"<|channel|>analysis<|message|>", "<|start|>assistant<|channel|>final<|message|>"}, nil},
+			[]string{"<|channel|>analysis<|message|>", "<|start|>assistant<|channel|>final<|message|>"}, nil, ""},
+		{"forced any function", "", []string{`{"role":"user","content":"Weather in Paris? Use get_weather."}`},
+			[]string{".get_weather <|constrain|>json<|message|>{\"city\": \"Paris\""}, float64(harmony.TokenCall), "<|channel|>commentary to=functions"},
+		{"forced named", "", []string{`{"role":"user","content":"What time is it in Tokyo?"}`},
+			[]string{`{"tz": `}, float64(harmony.TokenCall), "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +83,8 @@ func TestHarmonyAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			status, out := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": p.IDs, "max_tokens": 800,
+			prompt := append(p.IDs, tok.Encode(tt.prefill)...)
+			status, out := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": prompt, "max_tokens": 800,
 				"skip_special_tokens": false, "return_token_ids": true, "stop_token_ids": harmony.StopTokenIDs})
 			if status != 200 {
 				t.Fatalf("status %d: %s", status, out)

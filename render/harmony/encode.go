@@ -1,8 +1,11 @@
 package harmony
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"strings"
 
 	"github.com/stitchllm/stitch/render/bpe"
@@ -94,26 +97,48 @@ func (e *Encoder) RenderConversation(msgs []Message, opts RenderOptions) (Prompt
 	return w.prompt(), nil
 }
 
-// writer accumulates ids and text.
+// writer accumulates ids and text, or, with h set, hashes the render script instead: the
+// sequence of special ids and text pieces that determines the ids (each piece is encoded on its
+// own), so equal scripts give equal ids without encoding anything.
 type writer struct {
-	enc *Encoder
-	ids []uint32
-	buf strings.Builder
+	enc    *Encoder
+	ids    []uint32
+	buf    strings.Builder
+	noText bool      // ids only
+	h      hash.Hash // set: hash the script, encode nothing
+	tag    [9]byte
 }
 
 func (w *writer) prompt() Prompt { return Prompt{IDs: w.ids, Text: w.buf.String()} }
 
 func (w *writer) special(id uint32, s string) {
+	if w.h != nil {
+		w.tag[0] = 0
+		binary.LittleEndian.PutUint32(w.tag[1:], id)
+		w.h.Write(w.tag[:5])
+		return
+	}
 	w.ids = append(w.ids, id)
-	w.buf.WriteString(s)
+	if !w.noText {
+		w.buf.WriteString(s)
+	}
 }
 
 // text encodes s on its own as ordinary text: special-token strings inside it stay text, and
 // no token spans two calls (openai_harmony encodes each header piece and content part
 // separately).
 func (w *writer) text(s string) {
+	if w.h != nil {
+		w.tag[0] = 1
+		binary.LittleEndian.PutUint64(w.tag[1:], uint64(len(s)))
+		w.h.Write(w.tag[:9])
+		io.WriteString(w.h, s)
+		return
+	}
 	w.ids = w.enc.tok.AppendEncodeOrdinary(w.ids, s)
-	w.buf.WriteString(s)
+	if !w.noText {
+		w.buf.WriteString(s)
+	}
 }
 
 // hasFunctionTools reports whether a developer message declares functions: it turns on the

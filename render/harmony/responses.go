@@ -55,6 +55,10 @@ func StartDate(pinned string, now time.Time) string {
 // Conversation is the Harmony form of a Responses request.
 type Conversation struct {
 	Messages []Message
+	// MessageItems[i] is the index in Request.Items of the item Messages[i] came from; -1 for
+	// the system and developer messages of the preamble (a leading instruction item consumed
+	// into them included).
+	MessageItems []int
 	// FunctionNames are the declared function tools, in request order (a stream parser can
 	// accept a call whose recipient lacks the "functions." prefix when its name is one of them).
 	FunctionNames []string
@@ -134,12 +138,14 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	}
 
 	conv.Messages = append(conv.Messages, systemMessage(opts, effort, instructions))
+	conv.MessageItems = append(conv.MessageItems, -1)
 	if !opts.InstructionsInSystem && instructions != nil && *instructions != "" || len(descs) > 0 {
 		dev := &DeveloperContent{Tools: descs}
 		if !opts.InstructionsInSystem {
 			dev.Instructions = instructions
 		}
 		conv.Messages = append(conv.Messages, Message{Role: RoleDeveloper, Developer: dev})
+		conv.MessageItems = append(conv.MessageItems, -1)
 	}
 	for i := first; i < len(items); i++ {
 		m, ok, err := itemMessage(req, opts, items, i)
@@ -148,6 +154,7 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 		}
 		if ok {
 			conv.Messages = append(conv.Messages, m)
+			conv.MessageItems = append(conv.MessageItems, i)
 		}
 	}
 	return conv, nil

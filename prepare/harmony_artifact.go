@@ -1,0 +1,276 @@
+package prepare
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/render/harmony"
+	"github.com/stitchllm/stitch/store"
+)
+
+// HarmonyArtifacts prepares gpt-oss turns with token artifacts, in both continuation modes
+// (docs/design.md "Harmony artifacts"):
+//
+//   - canonical: the ids are exactly a full Harmony render (HarmonyRender's). Harmony encodes
+//     every message on its own, so a prompt's ids are its messages' ids one after the other; the
+//     artifact keeps, at the end of each rendered message, the token index and the digest of the
+//     render script of the messages so far ([harmony.Plan.Digests]). A continuation reuses the
+//     previous prompt's ids up to the last message whose digest still agrees and encodes the
+//     rest. The certified prefix ends where history changes: the system message (a new start
+//     date), or the first analysis message auto_drop_analysis drops once a final answer follows.
+//     The previous response's output is re-rendered as Harmony writes history (a call as
+//     `assistant to=functions.NAME<|channel|>commentary json`, a final answer closed by <|end|>),
+//     not as the model wrote it.
+//   - exact: the history is the previous prompt and its generated ids verbatim (a trailing
+//     <|return|> closed as <|end|>, family.Harmony.CloseTurn); only the messages of this turn's
+//     new items are rendered, then the generation prompt. The model's own tokens stay
+//     (`<|channel|>commentary to=functions.NAME <|constrain|>json`, every analysis message), so
+//     vLLM's prefix cache keeps every generated block. The conversation keeps its first turn's
+//     start date, as vLLM's own continuations do.
+//
+// Every miss falls back to the full render with the same ids, and every turn resolves to one
+// Outcome, as with [ArtifactEngine], whose stores, hot cache, commit and exact-mode rebuild it
+// shares. It is safe for concurrent use.
+type HarmonyArtifacts struct {
+	h    HarmonyRender
+	a    *ArtifactEngine
+	tmpl string // the fingerprint's template digest: the Harmony renderer and its settings
+}
+
+var _ Engine = (*HarmonyArtifacts)(nil)
+
+// NewHarmonyArtifacts returns the Harmony artifact engine of opts (opts.Harmony set). It panics
+// without opts.Harmony's Encoder, Family, Store or Metrics. opts.Model, when set, supplies the
+// tokenizer digest of the fingerprint.
+func NewHarmonyArtifacts(opts ArtifactOptions) *HarmonyArtifacts {
+	if opts.Harmony == nil || opts.Family == nil || opts.Store == nil || opts.Metrics == nil {
+		panic("prepare: NewHarmonyArtifacts needs Harmony, Family, Store and Metrics")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = time.Hour
+	}
+	h := NewHarmonyRender(*opts.Harmony)
+	o := h.h.Options
+	tmpl := render.DigestString("harmony/" + harmonyVersion + "\x00" + o.ModelIdentity + "\x00" + o.KnowledgeCutoff + "\x00" + strconv.FormatBool(o.InstructionsInSystem))
+	return &HarmonyArtifacts{h: h, a: &ArtifactEngine{opts: opts}, tmpl: tmpl}
+}
+
+// harmonyVersion names the layout of Harmony artifacts (boundaries at message ends, script
+// digests); a change makes older artifacts invalid rather than misread.
+const harmonyVersion = "1"
+
+// Prepare implements Engine.
+func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, error) {
+	opts := e.h.h.Options
+	opts.StartDate = harmony.StartDate(opts.StartDate, e.h.h.Now())
+	conv, err := harmony.FromResponses(harmonyRequest(in), opts)
+	if err != nil {
+		return nil, err
+	}
+	t := &harmonyTurn{conv: conv, plan: e.h.h.Encoder.Plan(conv.Messages, harmony.RenderOptions{})}
+	if t.digests, err = t.plan.Digests(); err != nil {
+		return nil, err
+	}
+	a := e.a
+	fp := e.fingerprint(in)
+	hot := a.hotEntry(in, fp)
+	pending := &pendingArtifact{fingerprint: fp, messages: t.plan.Len(), tenant: in.Tenant, previousID: in.PreviousID}
+	p := &Prompt{SkippedTools: conv.SkippedTools, fingerprint: fp, pending: pending, engine: a}
+	var prev *store.Artifact
+	if hot != nil {
+		p.Outcome, prev = OutcomeHitLocal, hot.art
+	} else {
+		p.Outcome, prev = a.resolve(ctx, in, fp)
+	}
+	if a.opts.Mode == store.ModeExact && in.PreviousID != "" {
+		return e.prepareExact(ctx, in, p, t, prev, hot)
+	}
+	if err := e.extend(p, t, prev, hot); err != nil {
+		return nil, err
+	}
+	if a.opts.Mode == store.ModeExact {
+		p.exactSuffix = p.IDs // a root of the exact chain
+	}
+	return p, nil
+}
+
+// harmonyTurn is a turn's Harmony conversation, its plan and the plan's digests.
+type harmonyTurn struct {
+	conv    *harmony.Conversation
+	plan    *harmony.Plan
+	digests [][render.DigestSize]byte
+}
+
+// extend sets p's ids to the canonical render of t: prev's prompt ids up to the last message
+// whose digest agrees, then the other messages encoded and the generation prompt. With hot
+// (whose artifact prev is), the request reuses the JSON of the reused ids.
+func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifact, hot *hotEntry) error {
+	plan, digests := t.plan, t.digests
+	keep := 0 // messages whose ids prev holds
+	if prev != nil {
+		for keep < len(digests) && keep < len(prev.Boundaries) && prev.Boundaries[keep].PrefixDigest == store.Digest16(digests[keep]) {
+			keep++
+		}
+	}
+	enc := render.Encoding{Boundaries: make([]render.Boundary, len(digests))}
+	reused := 0
+	if keep > 0 {
+		reused = prev.Boundaries[keep-1].TokenIndex
+		enc.IDs = make([]uint32, 0, reused+64*(len(digests)-keep)+2)
+		enc.IDs = append(enc.IDs, prev.PromptIDs[:reused]...)
+		for i := range keep {
+			b := prev.Boundaries[i]
+			enc.Boundaries[i] = render.Boundary{Index: b.TokenIndex, Digest: b.PrefixDigest}
+		}
+	}
+	var err error
+	for i := keep; i < len(digests); i++ {
+		if enc.IDs, err = plan.AppendMessage(enc.IDs, i); err != nil {
+			return err
+		}
+		enc.Boundaries[i] = render.Boundary{Index: len(enc.IDs), Digest: digests[i]}
+	}
+	enc.IDs = e.h.h.Encoder.AppendGenerationPrompt(enc.IDs)
+	pending := p.pending
+	pending.enc, pending.fresh = enc, len(enc.Boundaries) // every digest is set
+	p.IDs, p.Reused = enc.IDs, reused
+	if prev == nil {
+		return nil
+	}
+	if reused == 0 {
+		p.Outcome = OutcomeDiverged
+		return nil
+	}
+	if hot != nil && prev == hot.art && keep <= len(hot.jsonAt) {
+		pending.jsonPrefix, pending.jsonPrefixAt, pending.jsonPrefixIDs = hot.promptJSON[:hot.jsonAt[keep-1]], hot.jsonAt[:keep], reused
+		p.PromptPrefix, p.PromptPrefixIDs = pending.jsonPrefix, reused
+	}
+	e.maybeAudit(t, enc.IDs, p.fingerprint)
+	return nil
+}
+
+// prepareExact builds the exact-mode prompt of a continuation: the frozen history (prev's
+// prompt and generated ids, or the checkpoint chain rebuilt) then the messages of this turn's
+// new items and the generation prompt. Without a history, or without new items to render, the
+// turn starts a new exact chain from the canonical render.
+func (e *HarmonyArtifacts) prepareExact(ctx context.Context, in *Input, p *Prompt, t *harmonyTurn, prev *store.Artifact, hot *hotEntry) (*Prompt, error) {
+	a, plan := e.a, t.plan
+	restart := func(outcome Outcome, why string, err error) (*Prompt, error) {
+		if why != "" {
+			a.opts.Logger.Warn(why+"; full render", "previous_response_id", in.PreviousID, "err", err)
+		}
+		if err := e.extend(p, t, nil, nil); err != nil {
+			return nil, err
+		}
+		p.Outcome, p.exactSuffix = outcome, p.IDs
+		return p, nil
+	}
+	var history []uint32
+	if prev != nil {
+		history = a.closeTurn(append(append(make([]uint32, 0, len(prev.PromptIDs)+len(prev.GeneratedIDs)+1), prev.PromptIDs...), prev.GeneratedIDs...))
+	} else {
+		rebuilt, err := a.rebuildExact(ctx, in, p.fingerprint)
+		if err != nil {
+			// No way to recover the frozen history (a response made before exact mode was on, a
+			// changed identity): the canonical render is the only sequence left.
+			return restart(p.Outcome, "exact history unavailable", err)
+		}
+		history = rebuilt
+	}
+	// The new turn: the rendered messages of the items after the previous conversation's.
+	cp, err := a.previous(ctx, in)
+	if err != nil {
+		return restart(OutcomeDiverged, "previous checkpoint unavailable", err)
+	}
+	k := len(cp.ConversationItemIDs)
+	first := plan.Len()
+	for first > 0 && t.conv.MessageItems[plan.Index(first-1)] >= k {
+		first--
+	}
+	if k == 0 || k >= len(in.Items) || first == plan.Len() {
+		return restart(OutcomeDiverged, "", nil)
+	}
+	suffix := make([]uint32, 0, 64*(plan.Len()-first)+2)
+	for i := first; i < plan.Len(); i++ {
+		if suffix, err = plan.AppendMessage(suffix, i); err != nil {
+			return nil, err
+		}
+	}
+	suffix = e.h.h.Encoder.AppendGenerationPrompt(suffix)
+	ids := append(history, suffix...)
+	pending := p.pending
+	pending.enc = render.Encoding{IDs: ids}
+	pending.exactSuffix = suffix
+	p.IDs, p.Reused, p.exactSuffix = ids, len(history), suffix
+	if hot != nil && prev == hot.art && len(prev.PromptIDs) > 0 {
+		// The history starts with the previous prompt, whose JSON the hot entry holds.
+		pending.jsonPrefix, pending.jsonPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
+		p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
+	}
+	return p, nil
+}
+
+// fingerprint is the turn's model execution identity: the served model, tokenizer, the Harmony
+// renderer and its settings, the request's instructions, tools and effort, the tenant's
+// cache_salt. The start date is not part of it: in canonical mode the system message's digest
+// tells a new date, and exact mode keeps the conversation's first date.
+func (e *HarmonyArtifacts) fingerprint(in *Input) [32]byte {
+	f := e.a.opts.Identity
+	f.RendererVersion = render.RendererVersion
+	if m := e.a.opts.Model; m != nil {
+		f.TokenizerDigest = m.TokenizerDigest
+	}
+	f.TemplateDigest = e.tmpl
+	effort := in.ReasoningEffort
+	if effort == "" {
+		effort = string(harmony.EffortMedium) // what the system message says without one
+	}
+	f.ChatTemplateKwargs = `{"reasoning_effort":` + strconv.Quote(effort) + `}`
+	if e.a.opts.CacheSalt != nil {
+		f.CacheSalt = e.a.opts.CacheSalt(in.Tenant)
+	}
+	set := in.Instructions != "" || in.EmptyInstructions
+	f.InstructionsDigest = render.DigestString(strconv.FormatBool(set) + "\x00" + in.Instructions)
+	f.ToolsDigest = render.DigestString(render.CompactJSON(in.Tools))
+	return sha256.Sum256([]byte(f.Digest()))
+}
+
+// maybeAudit samples fast-path turns: the full render (with the turn's start date) is compared
+// with the prepared ids, and a mismatch turns the fast path off for the fingerprint
+// (docs/design.md "Certified suffix"). The inputs are immutable, so a background audit shares
+// them safely.
+func (e *HarmonyArtifacts) maybeAudit(t *harmonyTurn, ids []uint32, fp [32]byte) {
+	a := e.a
+	if a.opts.AuditRate <= 0 || rand.Float64() >= a.opts.AuditRate {
+		return
+	}
+	run := func() {
+		full, err := e.h.h.Encoder.Render(t.conv.Messages, harmony.RenderOptions{})
+		a.opts.Metrics.audits.Inc()
+		if err == nil && slices.Equal(full.IDs, ids) {
+			return
+		}
+		a.opts.Metrics.auditMismatch.Inc()
+		a.disabled.Store(fp, struct{}{})
+		a.opts.Logger.Error("harmony artifact audit mismatch: fast path disabled for this fingerprint",
+			"fingerprint", hex.EncodeToString(fp[:8]), "fast_len", len(ids), "full_len", len(full.IDs), "first_diff", firstDiff(full.IDs, ids), "err", err)
+	}
+	if a.opts.SyncAudit {
+		run()
+		return
+	}
+	go run()
+}

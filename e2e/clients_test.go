@@ -132,7 +132,7 @@ func runAgentProfile(t *testing.T, bin, node, codex string, p agentProfile) {
 		proxy := newRecordingProxy(t, "http://"+serve.addr)
 		runNodeScriptAt(t, proxy.url, p.name, node, "agents_sdk.mjs")
 		runCodex(t, node, codex, proxy.url, p.name, trap.addr)
-		if !p.harmony && mode == "canonical" {
+		if !p.harmony {
 			if n := metricValue(t, "http://"+serve.addr, `stitch_artifact_resolutions_total{outcome="hit_local"}`); n == 0 {
 				t.Errorf("%s: no continuation was prepared from an artifact (hit_local 0)", mode)
 			}

@@ -11,7 +11,8 @@
 //     fetch guard that fails any request leaving loopback).
 //   - TestAgentClients: the Agents SDK (agents_sdk.mjs) and the Codex CLI (`codex exec`, then
 //     `codex exec resume`; @openai/codex in e2e/node) on a Qwen3-Coder, a Llama 3.3 and a gpt-oss
-//     profile of the sim, canonical and exact mode; every prompt the sim received equals the
+//     profile of the sim, canonical and exact mode (and Codex alone on the Qwen3 demo profile,
+//     whose continuations resolve artifacts through inline reseed); every prompt the sim received equals the
 //     reference render of the conversation the client sent (a --no-artifacts serve; for gpt-oss
 //     `stitch render --responses`). Codex runs with temporary CODEX_HOME, HOME and working
 //     directory, an empty PATH, a read-only sandbox, and HTTPS_PROXY pointing at a trap that

@@ -248,14 +248,16 @@ stream_max_retries = 0
 		checkCodexTurn(t, what, events, stdout.String())
 		return events
 	}
-	first := run("exec", "List this folder with Pwd.")
-	thread := first[0].Get("thread_id").Str
-	if first[0].Get("type").Str != "thread.started" || thread == "" {
-		t.Fatalf("codex exec: first event %s, want thread.started", first[0].Raw)
+	thread := func(what string, events []gjson.Result) string {
+		t.Helper()
+		if len(events) == 0 || events[0].Get("type").Str != "thread.started" || events[0].Get("thread_id").Str == "" {
+			t.Fatalf("codex %s: no thread.started event first", what)
+		}
+		return events[0].Get("thread_id").Str
 	}
-	second := run("exec resume", "resume", thread, "Now show it with Ls.")
-	if id := second[0].Get("thread_id").Str; id != thread {
-		t.Errorf("codex exec resume: thread %q, want %q", id, thread)
+	id := thread("exec", run("exec", "List this folder with Pwd."))
+	if resumed := thread("exec resume", run("exec resume", "resume", id, "Now show it with Ls.")); resumed != id {
+		t.Errorf("codex exec resume: thread %q, want %q", resumed, id)
 	}
 }
 
@@ -489,7 +491,7 @@ func countChained(exs []*exchange) int {
 // metricValue returns the value of one sample line of serve's /metrics (0 when absent).
 func metricValue(t *testing.T, base, sample string) float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	resp, err := (&http.Client{Timeout: requestTimeout}).Get(base + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}

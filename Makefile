@@ -42,7 +42,6 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Node clients for the e2e suite (real openai and @openai/agents SDKs).
 # The Node clients of the e2e suite (openai, @openai/agents, @openai/codex): reinstalled whenever
 # package-lock.json is newer than the tree npm last installed (node_modules/.package-lock.json).
 e2e-deps: $(if $(wildcard e2e/node/package-lock.json),e2e/node/node_modules/.package-lock.json)

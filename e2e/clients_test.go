@@ -37,6 +37,9 @@ type agentProfile struct {
 	name, dir, template         string
 	toolParser, reasoningParser string
 	harmony                     bool // gpt-oss: rendered through Harmony; the reference is `stitch render --responses`
+	// openaiSDK also runs e2e/node/openai_sdk.mjs (the `openai` npm SDK; the Go SDK's gpt-oss run
+	// is TestGPTOSS).
+	openaiSDK bool
 	// codexOnly skips the Agents SDK (TestNode runs it on this profile) and exact mode, whose
 	// frozen history differs from a full render where the template rewrites history (Qwen3 drops
 	// earlier think blocks).
@@ -49,7 +52,7 @@ var agentProfiles = []agentProfile{
 	{name: "qwen3-coder", dir: "qwen3", template: "qwen3/qwen3-coder.jinja", toolParser: "qwen3_coder"},
 	// Llama 3.3: the Llama 3.1-3.3 tokenizer with the 3.1 template (identical to 3.3-70B-Instruct's).
 	{name: "llama-3.3", dir: "llama3_2", template: "llama3/llama-3.1.jinja", toolParser: "llama3_json"},
-	{name: "gpt-oss", dir: "gptoss", toolParser: "openai", reasoningParser: "openai_gptoss", harmony: true},
+	{name: "gpt-oss", dir: "gptoss", toolParser: "openai", reasoningParser: "openai_gptoss", harmony: true, openaiSDK: true},
 	// Qwen3 with thinking: Codex's replayed reasoning items carry stitch's encrypted_content, so
 	// its store:false continuations resolve their artifact (inline reseed) instead of a full render.
 	{name: "qwen3", dir: "qwen3", toolParser: "hermes", reasoningParser: "qwen3", codexOnly: true},
@@ -59,7 +62,8 @@ var agentProfiles = []agentProfile{
 // with previousResponseId, a streamed run) and the Codex CLI (`codex exec`, then `codex exec
 // resume` of the same thread: store:false, the whole history replayed each turn, its exec_command
 // tool called and answered) against stitch serve in canonical and in exact mode, on a Qwen3-Coder,
-// a Llama 3.3 and a gpt-oss profile of the simulator, and Codex alone on the Qwen3 demo profile
+// a Llama 3.3 and a gpt-oss profile of the simulator (on gpt-oss the `openai` SDK suite
+// openai_sdk.mjs as well), and Codex alone on the Qwen3 demo profile
 // (canonical: its continuations reuse artifacts through inline reseed). Every prompt the sim received must equal the
 // reference render of the conversation the client sent (previous_response_id resolved from the
 // responses the client saw): for gpt-oss `stitch render --responses`, for the template families a
@@ -142,6 +146,9 @@ func runAgentProfile(t *testing.T, bin, node, codex string, p agentProfile) {
 	for _, mode := range modes {
 		serve := startServe(mode, "--mode", mode)
 		proxy := newRecordingProxy(t, "http://"+serve.addr)
+		if p.openaiSDK {
+			runNodeScriptAt(t, proxy.url, p.name, node, "openai_sdk.mjs")
+		}
 		if !p.codexOnly {
 			runNodeScriptAt(t, proxy.url, p.name, node, "agents_sdk.mjs")
 		}
@@ -151,7 +158,12 @@ func runAgentProfile(t *testing.T, bin, node, codex string, p agentProfile) {
 				t.Errorf("%s: no continuation was prepared from an artifact (hit_local 0)", mode)
 			}
 		}
-		exchanges = append(exchanges, proxy.exchanges()...)
+		for _, ex := range proxy.exchanges() {
+			// Requests answered with an error (the SDK suite's 400s and 404s) generate nothing.
+			if ex.status == http.StatusOK {
+				exchanges = append(exchanges, ex)
+			}
+		}
 	}
 	got := recordedPrompts(t, rec)
 	if len(got) != len(exchanges) {
@@ -289,17 +301,21 @@ func checkCodexTurn(t *testing.T, what string, events []gjson.Result, raw string
 // exchange is one POST /v1/responses through a recordingProxy: the request body and the response
 // body as it was sent (JSON, or the SSE stream).
 type exchange struct {
-	body []byte
-	ua   string
-	resp bytes.Buffer
+	body   []byte
+	ua     string
+	status int
+	resp   bytes.Buffer
 }
 
 // client names the client that sent the request, from its User-Agent.
 func (e *exchange) client() string {
-	if strings.Contains(strings.ToLower(e.ua), "codex") {
+	switch ua := strings.ToLower(e.ua); {
+	case strings.Contains(ua, "codex"):
 		return "codex"
+	case strings.Contains(ua, "agents"):
+		return "agents sdk"
 	}
-	return "agents sdk"
+	return e.ua
 }
 
 // response returns the final response object: the JSON body, or the stream's terminal event's.
@@ -344,6 +360,9 @@ func newRecordingProxy(t *testing.T, target string) *recordingProxy {
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
 			if ex, ok := resp.Request.Context().Value(exchangeKey{}).(*exchange); ok {
+				rp.mu.Lock()
+				ex.status = resp.StatusCode
+				rp.mu.Unlock()
 				resp.Body = teeBody{ReadCloser: resp.Body, w: &lockedWriter{mu: &rp.mu, w: &ex.resp}}
 			}
 			return nil

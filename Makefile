@@ -42,9 +42,12 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Node clients for the e2e suite (real openai and @openai/agents SDKs).
-e2e-deps:
-	@if [ -f e2e/node/package-lock.json ] && [ ! -d e2e/node/node_modules ]; then cd e2e/node && npm ci --no-audit --no-fund; fi
+# The Node clients of the e2e suite (openai, @openai/agents, @openai/codex): reinstalled whenever
+# package-lock.json is newer than the tree npm last installed (node_modules/.package-lock.json).
+e2e-deps: $(if $(wildcard e2e/node/package-lock.json),e2e/node/node_modules/.package-lock.json)
+
+e2e/node/node_modules/.package-lock.json: e2e/node/package-lock.json
+	cd e2e/node && npm ci --no-audit --no-fund
 
 # Regenerate golden files from the oracles (needs Node and Python; see README "Development").
 golden:

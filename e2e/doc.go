@@ -9,6 +9,15 @@
 //   - TestNode/openai: e2e/node/openai_sdk.mjs with the `openai` npm package.
 //   - TestNode/agents: e2e/node/agents_sdk.mjs with `@openai/agents` (tracing disabled, a
 //     fetch guard that fails any request leaving loopback).
+//   - TestAgentClients: the Agents SDK (agents_sdk.mjs) and the Codex CLI (`codex exec`, then
+//     `codex exec resume`; @openai/codex in e2e/node) on a Qwen3-Coder, a Llama 3.3 and a
+//     gpt-oss profile of the sim (on gpt-oss openai_sdk.mjs too), in canonical and exact mode,
+//     and Codex alone on the Qwen3 demo profile (its continuations resolve artifacts through
+//     inline reseed). Every prompt the sim received equals the reference render of the
+//     conversation the client sent (a --no-artifacts serve; for gpt-oss `stitch render
+//     --responses`). Codex runs with temporary CODEX_HOME, HOME and working directory, an empty
+//     PATH, a read-only sandbox, and HTTPS_PROXY pointing at a trap that fails the test on any
+//     connection beyond loopback.
 //   - TestModelsPassThrough: vLLM's /v1/models through stitch.
 //   - TestServeRestart: stored responses survive a restart of serve on the same data dir;
 //     SIGTERM exits 0.

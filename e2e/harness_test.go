@@ -288,6 +288,11 @@ func buildBinary(out string) error {
 // answers 200. A bind race on the port chosen is retried with another port. It returns the
 // process even on error (so the caller can stop it and log its output), or nil if none started.
 func startReady(bin, sub, probe string, args func(addr string) []string) (*proc, error) {
+	return startReadyEnv(bin, sub, probe, nil, args)
+}
+
+// startReadyEnv is startReady with env added to the process's inherited environment.
+func startReadyEnv(bin, sub, probe string, env []string, args func(addr string) []string) (*proc, error) {
 	const attempts = 3
 	var p *proc
 	var err error
@@ -297,7 +302,7 @@ func startReady(bin, sub, probe string, args func(addr string) []string) (*proc,
 		if err != nil {
 			return nil, err
 		}
-		p, err = startProc(sub, bin, addr, args(addr))
+		p, err = startProcEnv(sub, bin, addr, env, args(addr))
 		if err != nil {
 			return nil, err
 		}
@@ -441,8 +446,16 @@ type proc struct {
 }
 
 func startProc(name, bin, addr string, args []string) (*proc, error) {
+	return startProcEnv(name, bin, addr, nil, args)
+}
+
+// startProcEnv is startProc with env added to the inherited environment.
+func startProcEnv(name, bin, addr string, env, args []string) (*proc, error) {
 	p := &proc{name: name, addr: addr, out: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout = p.out
 	p.cmd.Stderr = p.out
 	p.cmd.SysProcAttr = sysProcAttr()

@@ -54,15 +54,21 @@ func requireNode(t *testing.T) string {
 }
 
 func runNodeScript(t *testing.T, st *stack, node, script string) {
+	runNodeScriptAt(t, st.baseURL, modelName, node, script)
+}
+
+// runNodeScriptAt runs script against the stitch at baseURL, asking for model.
+func runNodeScriptAt(t *testing.T, baseURL, model, node, script string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), nodeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = "node"
 	cmd.Env = append(withoutOpenAIEnv(os.Environ()),
-		"OPENAI_BASE_URL="+st.baseURL+"/v1",
+		"OPENAI_BASE_URL="+baseURL+"/v1",
 		"OPENAI_API_KEY="+apiKey,
 		"OPENAI_AGENTS_DISABLE_TRACING=1",
-		"STITCH_MODEL="+modelName,
+		"STITCH_MODEL="+model,
 	)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -75,6 +75,9 @@ type Turn struct {
 	ReasoningOpen bool
 	// ParallelToolCalls keeps every tool call; false keeps only the first.
 	ParallelToolCalls bool
+	// Tools are the request's function tools: the families whose parser converts argument values
+	// by the parameter's schema type (qwen3_coder, glm45, glm47) read them, as vLLM's do.
+	Tools []stream.ToolSchema
 }
 
 // Vocabulary is what a family reads from the served model's tokenizer files.

@@ -101,6 +101,7 @@ func (f *specFamily) NewParser(dec stream.TokenDecoder, t Turn) stream.OutputPar
 		EndOfTurn:         end,
 		ThinkingOpen:      t.ReasoningOpen && reasoning != nil,
 		ParallelToolCalls: t.ParallelToolCalls,
+		Tools:             t.Tools,
 	})
 	if err != nil {
 		// The markers were resolved by newSpecFamily against the same specs: unreachable.

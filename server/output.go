@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stitchllm/stitch/family"
+	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
 	"github.com/stitchllm/stitch/upstream"
@@ -58,10 +60,25 @@ func (s *Server) newOutput(t *turn) *output {
 		}
 	}
 	dec := t.model.NewDecoder()
-	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls})
+	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls,
+		Tools: toolSchemas(req.Tools)})
 	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts}, dec, req) // toolpolicy.go
 	conv := stream.NewConverter(nil, copts)
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
+}
+
+// toolSchemas returns the request's function tools (namespace functions included) for the output
+// parser's value conversion; the tools were validated with the request.
+func toolSchemas(raw json.RawMessage) []stream.ToolSchema {
+	tools, _, err := render.ParseResponsesTools(raw)
+	if err != nil {
+		return nil
+	}
+	out := make([]stream.ToolSchema, len(tools))
+	for i, t := range tools {
+		out[i] = stream.ToolSchema{Name: t.Name, Parameters: t.Parameters}
+	}
+	return out
 }
 
 func rawFloat(raw []byte) *float64 {

@@ -73,6 +73,9 @@ func parseConversation(text string) conversation {
 // parseTools reads the JSON lines between <tools> and </tools>: one
 // {"type":"function","function":{"name":…,"parameters":…}} per line (or the bare function).
 func parseTools(system string) []toolSpec {
+	if tools := parseXMLTools(system); len(tools) > 0 {
+		return tools
+	}
 	_, rest, ok := strings.Cut(system, toolsOpen)
 	if !ok {
 		return nil

@@ -57,9 +57,9 @@ func (s *Server) newOutput(t *turn) *output {
 			}
 		}
 	}
-	dec := t.model.NewDecoder()
+	dec, lpm := logprobMapper(t.model, req, t.model.NewDecoder()) // logprobs.go
 	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls})
-	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts}, dec, req) // toolpolicy.go
+	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts, Logprobs: lpm}, dec, req) // toolpolicy.go
 	conv := stream.NewConverter(nil, copts)
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
 }

@@ -175,6 +175,7 @@ type LogprobMapper struct {
 	data     []TokenLogprob // data[k]: token k's logprob (ok[k] false when the server sent none)
 	ok       []bool
 	cursor   int // offset in text before which no delta may be placed
+	floor    int // the first token a delta may be placed on (after the last finished item)
 	reported int // the last token given a Logprob, -1 before any
 	cur      int // index of the token being appended
 	alt      map[uint32]string
@@ -231,6 +232,7 @@ func (m *LogprobMapper) skipTo(k int) {
 		off = m.starts[k]
 	}
 	m.cursor = max(m.cursor, off)
+	m.floor = max(m.floor, k)
 }
 
 // span is a run of delta text placed on one token.
@@ -283,7 +285,7 @@ func (m *LogprobMapper) attribute(delta string) (lps []Logprob, cont string) {
 		}
 		place(tok, 0, i)
 	}
-	low := m.firstAfter(m.cursor) // no token before the cursor's is this delta's
+	low := max(m.firstAfter(m.cursor), m.floor) // no token before the cursor's is this delta's
 	if matchedEnd >= 0 {
 		m.cursor = matchedEnd
 	}

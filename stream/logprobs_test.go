@@ -35,6 +35,7 @@ func TestLogprobsMapping(t *testing.T) {
 		{"plain", "Hello world, how are you?<|im_end|>", 1, "Hello world, how are you?", 2, true},
 		{"batched chunks", "Hello world, how are you?<|im_end|>", 3, "Hello world, how are you?", 3, true},
 		{"reasoning first", "<think>\nLet me think.\n</think>\n\nThe answer is 42.<|im_end|>", 1, "The answer is 42.", 1, false},
+		{"reasoning then multibyte", "<think>\nHm.\n</think>𝔘 ok<|im_end|>", 1, "𝔘 ok", 1, false},
 		{"newlines inside", "line one\n\nline two\nline three\n<|im_end|>", 1, "line one\n\nline two\nline three\n", 2, false},
 		{"multibyte", "naïve café 中文 𝔘𝔫𝔦 🙂!<|im_end|>", 1, "naïve café 中文 𝔘𝔫𝔦 🙂!", 2, true},
 		{"text before a call", "Let me look.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call><|im_end|>", 2, "Let me look.", 0, false},
@@ -96,6 +97,9 @@ func TestLogprobsMapping(t *testing.T) {
 				if tt.topN > 0 && len(lp.Top) != tt.topN {
 					t.Errorf("%d alternatives, want %d", len(lp.Top), tt.topN)
 				}
+			}
+			if part.Logprobs[0].Token == "" && !strings.ContainsRune(tt.wantText, '𝔘') {
+				t.Errorf("first token contributes nothing: %+v", part.Logprobs[0])
 			}
 			if tt.every && len(part.Logprobs) != len(ids)-1 {
 				t.Errorf("%d logprobs for %d message tokens", len(part.Logprobs), len(ids)-1)

@@ -165,15 +165,6 @@ func upstreamTransport() (string, error) {
 	}
 }
 
-// requireHTTPUpstream skips a test that needs what only vLLM's HTTP server has (pass-through
-// routes, per-tenant cache salts) when the shared stack runs over gRPC.
-func requireHTTPUpstream(t *testing.T, st *stack, why string) {
-	t.Helper()
-	if st.upstream == "grpc" {
-		t.Skipf("shared stack over the gRPC upstream (STITCH_E2E_UPSTREAM=grpc): %s", why)
-	}
-}
-
 // startStack builds the binary and starts sim then serve, or attaches to STITCH_E2E_BASE_URL.
 func startStack() (*stack, error) {
 	if u := os.Getenv("STITCH_E2E_BASE_URL"); u != "" {

@@ -149,7 +149,7 @@ func (s *Server) appendCompletionLogprobs(dst []byte, lps []tokenLogprobs, off i
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = strconv.AppendFloat(dst, float64(lp.lp), 'g', -1, 32)
+		dst = strconv.AppendFloat(dst, float64(lp.lp), 'g', -1, 64)
 	}
 	dst = append(dst, `],"tokens":[`...)
 	for i, lp := range lps {
@@ -166,7 +166,7 @@ func (s *Server) appendCompletionLogprobs(dst []byte, lps []tokenLogprobs, off i
 		dst = append(dst, '{')
 		dst = token(dst, lp.id)
 		dst = append(dst, ':')
-		dst = strconv.AppendFloat(dst, float64(lp.lp), 'g', -1, 32)
+		dst = strconv.AppendFloat(dst, float64(lp.lp), 'g', -1, 64)
 		for _, a := range lp.top {
 			if a.id == lp.id {
 				continue // a dict: the sampled token once
@@ -174,7 +174,7 @@ func (s *Server) appendCompletionLogprobs(dst []byte, lps []tokenLogprobs, off i
 			dst = append(dst, ',')
 			dst = token(dst, a.id)
 			dst = append(dst, ':')
-			dst = strconv.AppendFloat(dst, float64(a.lp), 'g', -1, 32)
+			dst = strconv.AppendFloat(dst, float64(a.lp), 'g', -1, 64)
 		}
 		dst = append(dst, '}')
 	}

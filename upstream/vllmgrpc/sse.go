@@ -337,7 +337,7 @@ func appendFloat32(dst []byte, f float32) []byte {
 	if math.IsNaN(float64(f)) || f < -9999 {
 		f = -9999
 	}
-	return strconv.AppendFloat(dst, float64(f), 'g', -1, 32)
+	return strconv.AppendFloat(dst, float64(f), 'g', -1, 64) // as Python writes a float32's value
 }
 
 func nonNil(ids []uint32) []uint32 {

@@ -51,3 +51,24 @@ func logprobMapper(m *ModelRuntime, req *request, dec stream.TokenDecoder) (stre
 	}})
 	return lm.Decoder(), lm
 }
+
+// storedItemJSON is an output item as the conversation stores it: without logprobs. The
+// conversation's items are read back on every continuation and only their text reaches the
+// prompt; a long answer with top_logprobs 20 would otherwise store megabytes per turn. The
+// response object itself (GET /v1/responses/{id}) keeps them.
+func storedItemJSON(it *stream.Item) []byte {
+	strip := false
+	for _, p := range it.Content {
+		strip = strip || len(p.Logprobs) > 0
+	}
+	if !strip {
+		return it.AppendJSON(nil)
+	}
+	c := *it
+	c.Content = make([]stream.ContentPart, len(it.Content))
+	for i, p := range it.Content {
+		p.Logprobs = nil
+		c.Content[i] = p
+	}
+	return c.AppendJSON(nil)
+}

@@ -180,6 +180,16 @@ func TestLogprobs(t *testing.T) {
 					t.Errorf("delta token %d logprob %v, response %v", i, deltas[i].Get("logprob").Float(), lps[i].Get("logprob").Float())
 				}
 			}
+			// The stored response keeps its logprobs; the conversation's stored items do not.
+			resp, err := http.Get(base + "/v1/responses/" + final.Get("id").Str)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if n := len(gjson.GetBytes(got, `output.#(type=="message").content.0.logprobs`).Array()); n != len(lps) {
+				t.Errorf("retrieved response lists %d logprobs, want %d", n, len(lps))
+			}
 			// A continuation of a response that carries logprobs renders its history as usual.
 			status, b = postResponse(t, base, `{"model":"qwen3","input":"And the sky?","previous_response_id":"`+final.Get("id").Str+`"}`)
 			if status != http.StatusOK || gjson.GetBytes(b, "status").Str != "completed" {

@@ -271,7 +271,7 @@ func (o *output) items() []store.Item {
 	out := make([]store.Item, 0, len(r.Output))
 	for i := range r.Output {
 		it := &r.Output[i]
-		out = append(out, store.Item{ID: it.ID, Data: it.AppendJSON(nil)})
+		out = append(out, store.Item{ID: it.ID, Data: storedItemJSON(it)}) // logprobs.go
 	}
 	return out
 }

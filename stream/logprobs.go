@@ -174,6 +174,7 @@ type LogprobMapper struct {
 	starts   []int          // starts[k]: offset in text where token k's text begins
 	data     []TokenLogprob // data[k]: token k's logprob (ok[k] false when the server sent none)
 	ok       []bool
+	held     []bool // held[k]: token k was decoded and completed no text (a character's first bytes)
 	cursor   int // offset in text before which no delta may be placed
 	floor    int // the first token a delta may be placed on (after the last finished item)
 	reported int // the last token given a Logprob, -1 before any
@@ -197,6 +198,9 @@ type mapperDecoder struct{ m *LogprobMapper }
 func (d mapperDecoder) Next(id uint32) string {
 	s := d.m.dec.Next(id)
 	d.m.text = append(d.m.text, s...)
+	if s == "" && d.m.cur >= 0 && d.m.cur < len(d.m.held) {
+		d.m.held[d.m.cur] = true
+	}
 	return s
 }
 
@@ -212,6 +216,7 @@ func (m *LogprobMapper) begin(k int, lp *TokenLogprob) {
 		m.starts = append(m.starts, len(m.text))
 		m.data = append(m.data, TokenLogprob{})
 		m.ok = append(m.ok, false)
+		m.held = append(m.held, false)
 	}
 	if lp != nil {
 		m.data[k], m.ok[k] = *lp, true
@@ -300,10 +305,11 @@ func (m *LogprobMapper) attribute(delta string) (lps []Logprob, cont string) {
 			}
 			continue
 		}
-		// Tokens before it that decoded to nothing started a character a later one completed:
-		// they keep their place, with "" as their text.
+		// Tokens before it that were decoded but completed nothing started a character a later
+		// one completed: they keep their place, with "" as their text. (Markers the parser
+		// never decodes are not text.)
 		for k := max(m.reported+1, low); k < sp.tok; k++ {
-			if m.tokenLen(k) == 0 {
+			if m.tokenLen(k) == 0 && m.held[k] {
 				lps = append(lps, m.logprob(k, ""))
 			}
 		}

@@ -188,3 +188,43 @@ func TestParseChunkLogprobs(t *testing.T) {
 		t.Errorf("chunk without logprobs: %+v", c)
 	}
 }
+
+// TestLogprobsHarmony: gpt-oss output (channels, headers, a preamble and a final message) gets
+// logprobs on its messages' text only, each message's tokens joining to its text.
+func TestLogprobsHarmony(t *testing.T) {
+	tok := gptossTok(t)
+	out := "<|channel|>analysis<|message|>Need weather.<|end|>" +
+		"<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>" +
+		"<|start|>assistant<|channel|>final<|message|>It is sunny in Paris, 21 °C — enjoy!<|return|>"
+	ids := tok.Encode(out)
+	m := stream.NewLogprobMapper(tok.NewDecodeStream(), stream.LogprobOptions{TopN: 1, TokenText: func(id uint32) string { return tok.Decode([]uint32{id}) }})
+	p := stream.NewHarmonyParser(m.Decoder(), stream.HarmonyOptions{})
+	c := stream.NewConverter(nil, stream.ConverterOptions{Output: p, Logprobs: m, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
+	for k, id := range ids {
+		c.Chunk(nil, &stream.Chunk{TokenIDs: []uint32{id}, Logprobs: []stream.TokenLogprob{{ID: id, Logprob: fakeLogprob(k), Top: fakeTop(k, id)}}})
+	}
+	c.End(nil)
+	r := c.Response()
+	messages := 0
+	for _, it := range r.Output {
+		for _, part := range it.Content {
+			if it.Type != stream.ItemMessage {
+				if len(part.Logprobs) > 0 {
+					t.Errorf("%s has logprobs", it.Type)
+				}
+				continue
+			}
+			messages++
+			var joined strings.Builder
+			for _, lp := range part.Logprobs {
+				joined.WriteString(lp.Token)
+			}
+			if joined.String() != part.Text || len(part.Logprobs) == 0 || part.Logprobs[0].Token == "" {
+				t.Errorf("message %q: logprobs %+v", part.Text, part.Logprobs)
+			}
+		}
+	}
+	if messages != 2 {
+		t.Errorf("%d messages, want 2: %+v", messages, r.Output)
+	}
+}

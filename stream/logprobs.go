@@ -175,10 +175,10 @@ type LogprobMapper struct {
 	data     []TokenLogprob // data[k]: token k's logprob (ok[k] false when the server sent none)
 	ok       []bool
 	held     []bool // held[k]: token k was decoded and completed no text (a character's first bytes)
-	cursor   int // offset in text before which no delta may be placed
-	floor    int // the first token a delta may be placed on (after the last finished item)
-	reported int // the last token given a Logprob, -1 before any
-	cur      int // index of the token being appended
+	cursor   int    // offset in text before which no delta may be placed
+	floor    int    // the first token a delta may be placed on (after the last finished item)
+	reported int    // the last token given a Logprob, -1 before any
+	cur      int    // index of the token being appended
 	alt      map[uint32]string
 }
 

@@ -240,6 +240,9 @@ func (m *LogprobMapper) skipTo(k int) {
 	m.floor = max(m.floor, k)
 }
 
+// maxLookback bounds, in bytes, how far before a delta's own length its text is looked for.
+const maxLookback = 64 << 10
+
 // span is a run of delta text placed on one token.
 type span struct {
 	tok        int
@@ -261,13 +264,17 @@ func (m *LogprobMapper) attribute(delta string) (lps []Logprob, cont string) {
 		spans = append(spans, span{tok: tok, start: start, end: end})
 	}
 	j := len(m.text)
+	// A delta is text decoded lately: the match looks back no further than the delta's length
+	// and maxLookback beyond it, so a family that rewrites its text costs linear time, not
+	// quadratic.
+	lo := max(m.cursor, len(m.text)-len(delta)-maxLookback)
 	matchedEnd := -1
 	i := len(delta)
 	for i > 0 {
 		r, size := utf8.DecodeLastRuneInString(delta[:i])
 		found := -1
-		for j > m.cursor {
-			r2, s2 := utf8.DecodeLastRune(m.text[m.cursor:j])
+		for j > lo {
+			r2, s2 := utf8.DecodeLastRune(m.text[lo:j])
 			j -= s2
 			if r2 == r && s2 == size {
 				found = j

@@ -228,3 +228,55 @@ func TestLogprobsHarmony(t *testing.T) {
 		t.Errorf("%d messages, want 2: %+v", messages, r.Output)
 	}
 }
+
+// FuzzLogprobsJoin: whatever the model writes (reasoning, calls, broken markup, any Unicode) and
+// however it is chunked, every message's logprob tokens join to its text, and the stream's deltas
+// list as many tokens as the final message.
+func FuzzLogprobsJoin(f *testing.F) {
+	f.Add("Hello\n\nworld\n", uint8(1))
+	f.Add("<think>\nhm\n</think>\n\n𝔘 é 中<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>after", uint8(2))
+	f.Add("<tool_call>\n{\"name\": oops</tool_call> text", uint8(3))
+	f.Add("\n\n\n", uint8(1))
+	f.Fuzz(func(t *testing.T, out string, chunk uint8) {
+		tok := tokenizer(t)
+		ids := tok.Encode(out)
+		if len(ids) > 2000 {
+			return
+		}
+		step := max(int(chunk%5), 1)
+		m := stream.NewLogprobMapper(tok.NewDecodeStream(), stream.LogprobOptions{TopN: 2, TokenText: func(id uint32) string { return tok.Decode([]uint32{id}) }})
+		c := stream.NewConverter(nil, stream.ConverterOptions{Output: stream.NewParser(m.Decoder(), stream.Qwen3Options()), Logprobs: m,
+			Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
+		var events []stream.Event
+		for i := 0; i < len(ids); i += step {
+			end := min(i+step, len(ids))
+			ch := &stream.Chunk{TokenIDs: ids[i:end]}
+			for k := i; k < end; k++ {
+				ch.Logprobs = append(ch.Logprobs, stream.TokenLogprob{ID: ids[k], Logprob: fakeLogprob(k), Top: fakeTop(k, ids[k])})
+			}
+			events = c.Chunk(events, ch)
+		}
+		events = c.End(events)
+		deltas := map[string]int{}
+		for _, ev := range events {
+			if d, ok := ev.(*stream.TextDeltaEvent); ok && d.Type == stream.EventOutputTextDelta {
+				deltas[d.ItemID] += len(d.Logprobs)
+			}
+		}
+		for _, it := range c.Response().Output {
+			if it.Type != stream.ItemMessage {
+				continue
+			}
+			var joined strings.Builder
+			for _, lp := range it.Content[0].Logprobs {
+				joined.WriteString(lp.Token)
+			}
+			if joined.String() != it.Content[0].Text {
+				t.Fatalf("tokens join to %q, text %q", joined.String(), it.Content[0].Text)
+			}
+			if deltas[it.ID] != len(it.Content[0].Logprobs) {
+				t.Fatalf("deltas list %d tokens, the message %d", deltas[it.ID], len(it.Content[0].Logprobs))
+			}
+		}
+	})
+}

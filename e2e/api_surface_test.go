@@ -27,6 +27,7 @@ func TestAPISurface(t *testing.T) {
 		{"refused_fields", testRefusedFields},
 		{"retrieve_stream", testRetrieveStream},
 		{"unknown_routes", testUnknownRoutes},
+		{"logprobs", testLogprobs}, // logprobs_test.go
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,7 +230,6 @@ func testRefusedFields(t *testing.T, st *stack) {
 		param  string
 	}{
 		{responses.ResponseNewParams{Model: modelName, Input: in, Include: []responses.ResponseIncludable{"bogus.value"}}, "include[0]"},
-		{responses.ResponseNewParams{Model: modelName, Input: in, Include: []responses.ResponseIncludable{responses.ResponseIncludableMessageOutputTextLogprobs}}, "include[0]"},
 		{responses.ResponseNewParams{Model: modelName, Input: in, TopLogprobs: openai.Int(99)}, "top_logprobs"},
 		{responses.ResponseNewParams{Model: modelName, Input: in, Background: openai.Bool(true)}, "background"},
 		{responses.ResponseNewParams{Model: modelName, Input: in, Text: responses.ResponseTextConfigParam{Verbosity: "loud"}}, "text.verbosity"},

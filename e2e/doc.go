@@ -21,6 +21,8 @@
 //   - TestModelsPassThrough: vLLM's /v1/models through stitch.
 //   - TestServeRestart: stored responses survive a restart of serve on the same data dir;
 //     SIGTERM exits 0.
+//   - TestTransportsSDKSuites: TestGoSDK's scenarios and TestNode's scripts over the HTTP and the
+//     gRPC upstream (one recording sim each); every recorded generation must be identical.
 //   - TestAnalyzeStream, TestParseSSE: self-tests of the stream checker (no server; they also
 //     run under -short).
 //
@@ -37,6 +39,9 @@
 //   - STITCH_E2E_BASE_URL=http://host:port: drive an already running stitch instead of
 //     building and starting one (no sim, no build).
 //   - STITCH_E2E_BIN=/path/to/stitch: use a prebuilt binary instead of `go build`.
+//   - STITCH_E2E_UPSTREAM=grpc: the shared stack's serve reaches its sim over the gRPC engine
+//     API (`--upstream grpc://`, the sim's `--grpc-listen`) instead of HTTP. Tests that start
+//     their own serve keep HTTP (several tenants are refused on gRPC by design).
 //   - STITCH_E2E_RACE=1: build stitch with -race; any "WARNING: DATA RACE" a process prints
 //     fails the test that was running. Off by default: race-built processes start ~10x slower.
 //

@@ -32,13 +32,27 @@ func weatherTool() responses.ToolUnionParam {
 	return responses.ToolParamOfFunction("get_weather", weatherSchema(), true)
 }
 
+// scenario is one test of a suite, run against a stack (TestGoSDK runs them in parallel on the
+// shared stack; TestTransportsSDKSuites in order over each upstream transport).
+type scenario struct {
+	name string
+	run  func(t *testing.T, st *stack)
+}
+
 // TestGoSDK drives stitch with the official Go SDK (openai-go v3) and raw HTTP.
 func TestGoSDK(t *testing.T) {
 	st := requireStack(t)
-	tests := []struct {
-		name string
-		run  func(t *testing.T, st *stack)
-	}{
+	for _, tt := range goSDKScenarios() {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.run(t, st)
+		})
+	}
+}
+
+// goSDKScenarios are TestGoSDK's tests.
+func goSDKScenarios() []scenario {
+	return []scenario{
 		{"create", testCreate},
 		{"stream_sdk", testStreamSDK},
 		{"stream_raw_accept_json", testStreamRaw},
@@ -52,12 +66,6 @@ func TestGoSDK(t *testing.T) {
 		{"reasoning", testReasoning},
 		{"codex_full_history_replay", testCodexReplay},
 		{"agents_style_replay", testAgentsStyleReplay},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			tt.run(t, st)
-		})
 	}
 }
 

@@ -144,8 +144,25 @@ type stack struct {
 	baseURL string // http://127.0.0.1:PORT, no trailing slash
 	tmpDir  string // removed by stop; "" for an external stack
 	bin     string // the stitch binary; "" for an external stack
-	simAddr string // host:port of the sim; "" for an external stack
-	procs   []*proc
+	simAddr string // host:port of the sim's HTTP side; "" for an external stack
+	// upstream is how serve reaches the sim: "http" (--upstream http://simAddr) or "grpc"
+	// (--upstream grpc://, the sim's --grpc-listen), from STITCH_E2E_UPSTREAM; "" for an
+	// external stack. Tests that start their own serve reach the sim over HTTP either way.
+	upstream string
+	procs    []*proc
+}
+
+// upstreamTransport is the transport STITCH_E2E_UPSTREAM names for the shared stack: "http"
+// (the default) or "grpc".
+func upstreamTransport() (string, error) {
+	switch v := os.Getenv("STITCH_E2E_UPSTREAM"); v {
+	case "", "http":
+		return "http", nil
+	case "grpc":
+		return "grpc", nil
+	default:
+		return "", fmt.Errorf("STITCH_E2E_UPSTREAM=%q: want http or grpc", v)
+	}
 }
 
 // startStack builds the binary and starts sim then serve, or attaches to STITCH_E2E_BASE_URL.
@@ -180,7 +197,23 @@ func (st *stack) start() error {
 			return err
 		}
 	}
-	sim, err := st.startSim()
+	var err error
+	if st.upstream, err = upstreamTransport(); err != nil {
+		return err
+	}
+	var simFlags []string
+	upstreamURL := ""
+	if st.upstream == "grpc" {
+		grpcAddr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		simFlags, upstreamURL = []string{"--grpc-listen", grpcAddr}, "grpc://"+grpcAddr
+	}
+	sim, err := st.startSim(simFlags...)
+	if upstreamURL == "" && sim != nil {
+		upstreamURL = "http://" + sim.addr
+	}
 	if sim != nil {
 		st.procs = append(st.procs, sim)
 	}
@@ -192,7 +225,7 @@ func (st *stack) start() error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	serve, err := st.startServe(st.simAddr, dataDir)
+	serve, err := st.startServeURL(upstreamURL, dataDir)
 	if serve != nil {
 		st.procs = append(st.procs, serve)
 	}
@@ -215,8 +248,13 @@ func (st *stack) startSim(extra ...string) (*proc, error) {
 // waits until it is ready. The caller stops the returned process (also on error, when it is
 // not nil).
 func (st *stack) startServe(simAddr, dataDir string) (*proc, error) {
+	return st.startServeURL("http://"+simAddr, dataDir)
+}
+
+// startServeURL is startServe for an upstream URL (http://… or grpc://…).
+func (st *stack) startServeURL(upstreamURL, dataDir string) (*proc, error) {
 	return startReady(st.bin, "serve", "/readyz", func(addr string) []string {
-		return []string{"serve", "--listen", addr, "--upstream", "http://" + simAddr,
+		return []string{"serve", "--listen", addr, "--upstream", upstreamURL,
 			"--served-model-name", modelName, "--data-dir", dataDir}
 	})
 }

@@ -83,7 +83,7 @@ func checkIncludeQuery(q url.Values) error {
 			values = append(values, gjson.Result{Type: gjson.String, Str: v})
 		}
 	}
-	_, err := checkInclude(values, "include", false)
+	_, err := checkInclude(values, "include")
 	return err
 }
 

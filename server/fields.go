@@ -112,6 +112,7 @@ var createFields = map[string]fieldRule{
 	"metadata":             {answer: honoured},
 	"user":                 {answer: honoured},
 	"include":              {answer: honoured},
+	"top_logprobs":         {answer: honoured}, // logprobs.go
 
 	"reasoning.summary":                  {answer: ignored, check: oneOf("auto", "concise", "detailed")},
 	"reasoning.generate_summary":         {answer: ignored, check: oneOf("auto", "concise", "detailed")},
@@ -133,20 +134,6 @@ var createFields = map[string]fieldRule{
 	"moderation":         {answer: rejected},
 	"access_programs":    {answer: rejected},
 	"image":              {answer: rejected},
-	// 0 is accepted (it asks for nothing); 1-20 would need logprobs, which stitch does not
-	// request from vLLM yet; anything else is out of the spec's range.
-	"top_logprobs": {answer: rejected, check: checkTopLogprobs},
-}
-
-func checkTopLogprobs(v gjson.Result, param string) error {
-	n, err := strconv.ParseInt(v.Raw, 10, 64)
-	if v.Type != gjson.Number || err != nil || n < 0 || n > 20 {
-		return badRequest(param, "Invalid '%s': expected an integer between 0 and 20, but got %s instead.", param, v.Raw)
-	}
-	if n > 0 {
-		return badRequest(param, "Invalid '%s': logprobs are not supported by this server; only 0 is accepted.", param)
-	}
-	return nil
 }
 
 // rejectedWhy is the message of each rejected field.
@@ -248,9 +235,8 @@ func sortedKeys(m map[string]fieldRule) []string {
 // includables are the values `include` accepts, and what stitch does with each.
 var includables = map[string]string{
 	"reasoning.encrypted_content": honoured,
-	// Logprobs are not produced yet (stitch does not request them from vLLM): refused rather
-	// than answered with empty lists.
-	"message.output_text.logprobs": rejected,
+	// The message text's logprobs, from vLLM (logprobs.go).
+	"message.output_text.logprobs": honoured,
 	// Hosted tools are never executed and images are not read: there is nothing to include.
 	"file_search_call.results":              ignored,
 	"web_search_call.results":               ignored,
@@ -262,9 +248,7 @@ var includables = map[string]string{
 
 // checkInclude validates an include list (a body's array, or a query's values) and reports
 // whether it asks for reasoning.encrypted_content. param names the list ("include").
-// Logprobs are refused where they would be produced (create) and ignored where a stored response
-// is only read back (rejectLogprobs false).
-func checkInclude(values []gjson.Result, param string, rejectLogprobs bool) (encrypted bool, err error) {
+func checkInclude(values []gjson.Result, param string) (encrypted bool, err error) {
 	for i, e := range values {
 		p := param + "[" + strconv.Itoa(i) + "]"
 		if e.Type != gjson.String {
@@ -272,12 +256,8 @@ func checkInclude(values []gjson.Result, param string, rejectLogprobs bool) (enc
 		}
 		switch includables[e.Str] {
 		case honoured:
-			encrypted = true
+			encrypted = encrypted || e.Str == "reasoning.encrypted_content"
 		case ignored:
-		case rejected:
-			if rejectLogprobs {
-				return false, badRequest(p, "Invalid value for '%s': '%s' is not supported by this server (it does not return logprobs).", p, e.Str)
-			}
 		default:
 			return false, badRequest(p, "Invalid value for '%s': '%s' is not a supported include value. Supported values are: %s.", p, e.Str, quoteList(includableNames()))
 		}

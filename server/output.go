@@ -59,10 +59,10 @@ func (s *Server) newOutput(t *turn) *output {
 			}
 		}
 	}
-	dec := t.model.NewDecoder()
+	dec, lpm := logprobMapper(t.model, req, t.model.NewDecoder()) // logprobs.go
 	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls,
 		Tools: toolSchemas(req.Tools)})
-	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts}, dec, req) // toolpolicy.go
+	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts, Logprobs: lpm}, dec, req) // toolpolicy.go
 	conv := stream.NewConverter(nil, copts)
 	return &output{conv: conv, start: t.start, now: s.opts.Now}
 }
@@ -288,7 +288,7 @@ func (o *output) items() []store.Item {
 	out := make([]store.Item, 0, len(r.Output))
 	for i := range r.Output {
 		it := &r.Output[i]
-		out = append(out, store.Item{ID: it.ID, Data: it.AppendJSON(nil)})
+		out = append(out, store.Item{ID: it.ID, Data: storedItemJSON(it)}) // logprobs.go
 	}
 	return out
 }

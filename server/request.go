@@ -40,6 +40,9 @@ type request struct {
 	MaxToolCalls int
 	// References are the indexes in Input of item_reference items, resolved to stored items later.
 	References []int
+	// Logprobs is the number of alternatives per message token (top_logprobs) when the response
+	// carries logprobs, -1 when it does not (logprobs.go).
+	Logprobs int
 }
 
 // toolChoice is the parsed tool_choice: mode auto / none / required, or a named function.
@@ -88,11 +91,14 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 	}
 	r.Model = model.Str
 
+	var err error
 	if err := checkFields(root, createFields); err != nil { // ignored and rejected fields (fields.go)
 		return nil, err
 	}
+	if r.Logprobs, err = parseLogprobs(root); err != nil { // logprobs.go
+		return nil, err
+	}
 
-	var err error
 	if r.Stream, err = optBool(root, "stream", false); err != nil {
 		return nil, err
 	}
@@ -153,7 +159,7 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 		if !v.IsArray() {
 			return nil, badRequest("include", "Invalid type for 'include': expected an array of strings.")
 		}
-		enc, err := checkInclude(v.Array(), "include", true)
+		enc, err := checkInclude(v.Array(), "include")
 		if err != nil {
 			return nil, err
 		}

@@ -314,6 +314,10 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		StopTokenIDs: t.model.Family.StopTokenIDs(),
 	}
 	creq.PromptPrefix, creq.PromptPrefixIDs = t.prompt.PromptPrefix, t.prompt.PromptPrefixIDs
+	if req.Logprobs >= 0 {
+		n := req.Logprobs
+		creq.Logprobs = &n // logprobs.go
+	}
 	if t.model.CacheSalt != nil {
 		creq.CacheSalt = t.model.CacheSalt(t.tenant)
 	}

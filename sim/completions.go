@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -93,6 +94,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if aerr == nil {
 		sp, aerr = s.parseSampling(body, defaultMaxTokens, "max_tokens")
 	}
+	if aerr == nil {
+		aerr = sp.parseLogprobs(body)
+	}
 	var prompts [][]uint32
 	if aerr == nil {
 		prompts, aerr = s.parsePrompts(body)
@@ -148,6 +152,7 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 	var ids []uint32
 	var text string
 	sentFirst := false
+	textOff := 0 // text_offset of the next token's logprobs
 	for g.finish == "" {
 		if g.dropNow() {
 			s.abortConnection(sw)
@@ -169,7 +174,13 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 			dst = strconv.AppendInt(dst, int64(index), 10)
 			dst = append(dst, `,"text":`...)
 			dst = appendJSONString(dst, text)
-			dst = append(dst, `,"logprobs":null,"finish_reason":`...)
+			dst = append(dst, `,"logprobs":`...)
+			if p.logprobs >= 0 {
+				dst = s.appendCompletionLogprobs(dst, g.logprobsOf(len(g.out)-len(ids), len(g.out)), textOff, p.tokensAsIDs)
+			} else {
+				dst = append(dst, "null"...)
+			}
+			dst = append(dst, `,"finish_reason":`...)
 			dst = appendNullableString(dst, g.finish)
 			dst = append(dst, `,"stop_reason":`...)
 			dst = appendStopReason(dst, g.stopReason)
@@ -199,6 +210,7 @@ func (s *Server) streamChoice(ctx context.Context, sw *sseWriter, hdr *respHeade
 			}
 			return append(dst, '}')
 		})
+		textOff += utf8.RuneCountInString(text)
 		ids, text = ids[:0], ""
 		if err != nil {
 			return g.usage(), err // end() marks an unfinished request as aborted
@@ -215,6 +227,9 @@ func (s *Server) completeCompletions(ctx context.Context, w http.ResponseWriter,
 		stopReason any
 		ids        []uint32
 		prompt     []uint32
+		logprobs   []tokenLogprobs
+		lpOn       bool
+		asIDs      bool
 	}
 	choices := make([]choice, 0, len(params))
 	var total usage
@@ -224,7 +239,11 @@ func (s *Server) completeCompletions(ctx context.Context, w http.ResponseWriter,
 			return // the client is gone
 		}
 		total.add(u)
-		choices = append(choices, choice{text: c.text.String(), finish: c.finish, stopReason: c.stopReason, ids: c.out, prompt: p.prompt})
+		ch := choice{text: c.text.String(), finish: c.finish, stopReason: c.stopReason, ids: c.out, prompt: p.prompt}
+		if p.logprobs >= 0 {
+			ch.logprobs, ch.lpOn, ch.asIDs = c.logprobsOf(0, len(c.out)), true, p.tokensAsIDs
+		}
+		choices = append(choices, ch)
 	}
 	b := hdr.append(nil)
 	b = append(b, `,"choices":[`...)
@@ -236,7 +255,13 @@ func (s *Server) completeCompletions(ctx context.Context, w http.ResponseWriter,
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"text":`...)
 		b = appendJSONString(b, c.text)
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
+		b = append(b, `,"logprobs":`...)
+		if c.lpOn {
+			b = s.appendCompletionLogprobs(b, c.logprobs, 0, c.asIDs)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = append(b, `,"finish_reason":`...)
 		b = appendNullableString(b, c.finish)
 		b = append(b, `,"stop_reason":`...)
 		b = appendStopReason(b, c.stopReason)

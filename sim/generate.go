@@ -33,6 +33,10 @@ type genParams struct {
 	readCache bool
 	// constraint is the structured-outputs constraint the answer satisfies.
 	constraint constraint
+	// logprobs is the number of alternatives reported per generated token, -1 for no logprobs;
+	// tokensAsIDs writes their tokens as "token_id:N".
+	logprobs    int
+	tokensAsIDs bool
 }
 
 // generation is one running request: it owns its cache lease and emits the scripted tokens one at
@@ -58,6 +62,7 @@ type generation struct {
 	// length and abort.
 	stopReason any
 	maxStop    int // longest stop string, in bytes
+	lpSeed     uint64
 }
 
 // startGeneration looks the prompt up in the prefix cache, writes the script and draws faults.
@@ -91,6 +96,9 @@ func (s *Server) startGeneration(p genParams) *generation {
 		var b strings.Builder
 		s.model.prose.write(&b, r, p.maxTokens-len(g.script))
 		g.script = append(g.script, s.tok.Encode(b.String())...)
+	}
+	if p.logprobs >= 0 {
+		g.lpSeed = logprobSeed(p.seed, p.prompt)
 	}
 	g.drop = s.opts.DropRate > 0 && s.faultDraw() < s.opts.DropRate
 	s.metrics.running.Add(1)
@@ -171,6 +179,15 @@ func (g *generation) next(ctx context.Context) (uint32, string, error) {
 		}
 	}
 	return id, g.release(), nil
+}
+
+// logprobsOf returns the simulated logprobs of the output ids at positions [from, to).
+func (g *generation) logprobsOf(from, to int) []tokenLogprobs {
+	out := make([]tokenLogprobs, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, g.s.logprobsAt(g.lpSeed, i, g.out[i], g.p.logprobs))
+	}
+	return out
 }
 
 // appendText adds newly decoded text and applies stop strings: on a match the text is cut where

@@ -152,12 +152,16 @@ func (e *engineService) Generate(req *pb.GenerateRequest, stream grpc.ServerStre
 		if g.finish != "" {
 			break // the last ids go out with GenerateComplete's output_ids
 		}
-		if err := stream.Send(&pb.GenerateResponse{Response: &pb.GenerateResponse_Chunk{Chunk: &pb.GenerateStreamChunk{
+		chunk := &pb.GenerateStreamChunk{
 			TokenIds:         pending,
 			PromptTokens:     uint32(len(p.prompt)),
 			CompletionTokens: uint32(len(g.out)),
 			CachedTokens:     uint32(g.cached),
-		}}}); err != nil {
+		}
+		if p.logprobs >= 0 {
+			chunk.OutputLogprobs = outputLogprobs(g.logprobsOf(len(g.out)-len(pending), len(g.out)))
+		}
+		if err := stream.Send(&pb.GenerateResponse{Response: &pb.GenerateResponse_Chunk{Chunk: chunk}}); err != nil {
 			return err // the client is gone; end() records the abort
 		}
 		pending = make([]uint32, 0, interval)
@@ -171,6 +175,9 @@ func (e *engineService) Generate(req *pb.GenerateRequest, stream grpc.ServerStre
 		PromptTokens:     uint32(len(p.prompt)),
 		CompletionTokens: uint32(len(g.out)),
 		CachedTokens:     uint32(g.cached),
+	}
+	if p.logprobs >= 0 { // like output_ids, those of every output id
+		done.OutputLogprobs = outputLogprobs(g.logprobsOf(0, len(g.out)))
 	}
 	switch r := g.stopReason.(type) {
 	case uint32:
@@ -222,6 +229,12 @@ func (s *Server) grpcParams(req *pb.GenerateRequest) (genParams, *apiError) {
 		sp.skipSpecial = in.GetSkipSpecialTokens()
 		if in.PromptLogprobs != nil {
 			sp.readCache = false
+		}
+		if in.Logprobs != nil {
+			if n := in.GetLogprobs(); n < 0 || n > maxLogprobs {
+				return genParams{}, badRequest("logprobs", "Requested sample logprobs of %d, which is greater than max allowed: %d", n, maxLogprobs)
+			}
+			sp.wantLogprobs, sp.logprobs = true, int(in.GetLogprobs())
 		}
 		sp.constraint = grpcConstraint(in)
 	}

@@ -25,6 +25,11 @@ type sampling struct {
 	continuousUsage bool
 	returnTokenIDs  bool
 	constraint      constraint
+	// wantLogprobs asks for logprobs with logprobs alternatives per token (/v1/completions'
+	// logprobs: N); tokensAsIDs writes tokens as "token_id:N" (return_tokens_as_token_ids).
+	wantLogprobs bool
+	logprobs     int
+	tokensAsIDs  bool
 }
 
 // parseSampling reads and validates the sampling fields of body. maxKeys are the fields that may
@@ -202,6 +207,14 @@ func (s *Server) checkSalt(v gjson.Result) *apiError {
 	return nil
 }
 
+// logprobsParam is genParams.logprobs: the alternatives per token, -1 for no logprobs.
+func logprobsParam(sp sampling) int {
+	if !sp.wantLogprobs {
+		return -1
+	}
+	return sp.logprobs
+}
+
 // intValue returns v as an integer when it is a JSON number without a fractional part.
 func intValue(v gjson.Result) (int64, bool) {
 	if v.Type != gjson.Number {
@@ -373,5 +386,7 @@ func (s *Server) genParamsFor(sp sampling, prompt []uint32, endpoint string) (ge
 		skipSpecial: sp.skipSpecial,
 		readCache:   sp.readCache,
 		constraint:  sp.constraint,
+		logprobs:    logprobsParam(sp),
+		tokensAsIDs: sp.tokensAsIDs,
 	}, nil
 }

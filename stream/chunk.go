@@ -49,6 +49,9 @@ type Chunk struct {
 	Usage *Usage
 	// Err is set when the chunk is an in-stream error; other fields are empty.
 	Err *UpstreamError
+	// Logprobs are the logprobs of TokenIDs, one each, when the request asked for them
+	// (choices[0].logprobs); nil otherwise.
+	Logprobs []TokenLogprob
 
 	usage Usage // storage for Usage, to avoid an allocation per parse
 }
@@ -62,6 +65,7 @@ func (c *Chunk) reset() {
 	c.StopReason = c.StopReason[:0]
 	c.Usage = nil
 	c.Err = nil
+	c.Logprobs = c.Logprobs[:0]
 }
 
 // unsafeString views b as a string without copying; the string must not
@@ -151,6 +155,12 @@ func parseChunkGeneral(data []byte, c *Chunk) error {
 }
 
 func (c *Chunk) parseChoice(ch gjson.Result) {
+	var logprobs gjson.Result
+	defer func() {
+		if logprobs.IsObject() { // after token_ids, wherever the key came
+			c.Logprobs = appendTokenLogprobs(c.Logprobs[:0], logprobs, c.TokenIDs)
+		}
+	}()
 	ch.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "text":
@@ -167,6 +177,8 @@ func (c *Chunk) parseChoice(ch gjson.Result) {
 			c.TokenIDs = appendIDs(c.TokenIDs, v)
 		case "prompt_token_ids":
 			c.PromptTokens = countIDs(v)
+		case "logprobs":
+			logprobs = v
 		}
 		return true
 	})

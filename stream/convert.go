@@ -8,6 +8,9 @@ type ConverterOptions struct {
 	// Parser is then ignored.
 	Output  OutputParser
 	Emitter EmitterOptions
+	// Logprobs, when set, gives message text deltas the logprobs of their tokens; its Decoder
+	// must be the decoder Output decodes with.
+	Logprobs *LogprobMapper
 }
 
 // Converter runs one turn: vLLM chunks in, Responses events out. It
@@ -27,6 +30,7 @@ type ConverterOptions struct {
 type Converter struct {
 	p      OutputParser
 	e      *Emitter
+	lp     *LogprobMapper
 	ids    []uint32
 	prompt int // prompt length from vLLM's echo (for usage when no usage chunk came)
 	pieces []Piece
@@ -42,7 +46,7 @@ func NewConverter(dec TokenDecoder, opts ConverterOptions) *Converter {
 	if p == nil {
 		p = NewParser(dec, opts.Parser)
 	}
-	return &Converter{p: p, e: NewEmitter(opts.Emitter)}
+	return &Converter{p: p, e: NewEmitter(opts.Emitter), lp: opts.Logprobs}
 }
 
 // Emitter returns the underlying Emitter (for ID and Ranges).
@@ -60,6 +64,7 @@ func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
 	}
 	if ch.Err != nil {
 		c.pieces = c.p.Finish(c.pieces[:0])
+		c.mapLogprobs(c.pieces)
 		c.e.SetUsage(c.fallbackUsage())
 		msg := ch.Err.Message
 		if msg == "" {
@@ -70,10 +75,22 @@ func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
 	if ch.PromptTokens > 0 && c.prompt == 0 {
 		c.prompt = ch.PromptTokens
 	}
+	base := len(c.ids)
 	c.ids = append(c.ids, ch.TokenIDs...)
 	c.pieces = c.pieces[:0]
-	for _, id := range ch.TokenIDs {
+	for i, id := range ch.TokenIDs {
+		if c.lp == nil {
+			c.pieces = c.p.Append(c.pieces, id)
+			continue
+		}
+		var lp *TokenLogprob
+		if i < len(ch.Logprobs) {
+			lp = &ch.Logprobs[i]
+		}
+		c.lp.begin(base+i, lp)
+		n := len(c.pieces)
 		c.pieces = c.p.Append(c.pieces, id)
+		c.mapLogprobs(c.pieces[n:])
 	}
 	if len(c.pieces) > 0 {
 		dst = c.e.Apply(dst, c.pieces...)
@@ -97,6 +114,7 @@ func (c *Converter) End(dst []Event) []Event {
 		return dst
 	}
 	c.pieces = c.p.Finish(c.pieces[:0])
+	c.mapLogprobs(c.pieces)
 	return c.e.Complete(dst, c.finish, c.fallbackUsage(), c.pieces...)
 }
 
@@ -107,8 +125,25 @@ func (c *Converter) Fail(dst []Event, code, message string) []Event {
 		return dst
 	}
 	c.pieces = c.p.Finish(c.pieces[:0])
+	c.mapLogprobs(c.pieces)
 	c.e.SetUsage(c.fallbackUsage())
 	return c.e.Fail(dst, code, message, c.pieces...)
+}
+
+// mapLogprobs gives the message text pieces among pieces their tokens' logprobs, and keeps the
+// mapper's place at the end of every finished item.
+func (c *Converter) mapLogprobs(pieces []Piece) {
+	if c.lp == nil {
+		return
+	}
+	for i := range pieces {
+		switch pc := &pieces[i]; pc.Kind {
+		case PieceText:
+			pc.Logprobs, pc.LogprobCont = c.lp.attribute(pc.Text)
+		case PieceReasoningDone, PieceTextDone, PieceToolCallDone:
+			c.lp.skipTo(pc.End)
+		}
+	}
 }
 
 func (c *Converter) fallbackUsage() *Usage {

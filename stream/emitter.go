@@ -61,7 +61,8 @@ type Emitter struct {
 	ranges []ItemRange
 	open   int // index of the open item in items, or -1
 	text   strings.Builder
-	merge  int // len(dst) at the start of the current call; deltas after it may merge
+	lps    []Logprob // logprobs of the open message's text
+	merge  int       // len(dst) at the start of the current call; deltas after it may merge
 	ended  bool
 }
 
@@ -152,7 +153,9 @@ func (e *Emitter) piece(dst []Event, pc *Piece, doneStatus string) []Event {
 		return e.textDelta(dst, EventReasoningTextDelta, pc.Text)
 	case PieceText:
 		dst = e.ensure(dst, ItemMessage, "", "")
-		return e.textDelta(dst, EventOutputTextDelta, pc.Text)
+		dst = e.textDelta(dst, EventOutputTextDelta, pc.Text)
+		e.addLogprobs(dst, pc)
+		return dst
 	case PieceToolCall:
 		// The model's own call id (Mistral, Kimi) is the call_id from
 		// output_item.added on (issue 16 item 6).
@@ -222,6 +225,7 @@ func (e *Emitter) ensure(dst []Event, typ, name, callID string) []Event {
 	e.items = append(e.items, it)
 	e.open = len(e.items) - 1
 	e.text.Reset()
+	e.lps = nil
 	added := it
 	dst = append(dst, &OutputItemEvent{Type: EventOutputItemAdded, SequenceNumber: e.nextSeq(), OutputIndex: e.open, Item: &added})
 	if typ != ItemFunctionCall {
@@ -243,6 +247,28 @@ func (e *Emitter) textDelta(dst []Event, typ, delta string) []Event {
 	return append(dst, &TextDeltaEvent{Type: typ, SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Delta: delta})
 }
 
+// addLogprobs records a message text piece's logprobs in the open message and in the delta
+// event just made (or merged into) for it, the last of dst.
+func (e *Emitter) addLogprobs(dst []Event, pc *Piece) {
+	if len(pc.Logprobs) == 0 && pc.LogprobCont == "" {
+		return
+	}
+	ev, _ := dst[len(dst)-1].(*TextDeltaEvent)
+	if pc.LogprobCont != "" {
+		if n := len(e.lps); n > 0 {
+			e.lps[n-1].Token += pc.LogprobCont
+		}
+		// An event that already lists tokens (a merged delta) lists the one continued last.
+		if ev != nil && len(ev.Logprobs) > 0 {
+			ev.Logprobs[len(ev.Logprobs)-1].Token += pc.LogprobCont
+		}
+	}
+	e.lps = append(e.lps, pc.Logprobs...)
+	if ev != nil {
+		ev.Logprobs = append(ev.Logprobs, pc.Logprobs...)
+	}
+}
+
 // close finishes the open item with status; start and end are its token
 // range (-1 when unknown).
 func (e *Emitter) close(dst []Event, status string, start, end int) []Event {
@@ -262,9 +288,12 @@ func (e *Emitter) close(dst []Event, status string, start, end int) []Event {
 			part.Type = PartReasoningText
 			doneType = EventReasoningTextDone
 		}
+		if it.Type == ItemMessage {
+			part.Logprobs, e.lps = e.lps, nil
+		}
 		it.Content = []ContentPart{part}
 		dst = append(dst,
-			&TextDoneEvent{Type: doneType, SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Text: text},
+			&TextDoneEvent{Type: doneType, SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Text: text, Logprobs: part.Logprobs},
 			&ContentPartEvent{Type: EventContentPartDone, SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Part: part})
 	}
 	r := ItemRange{OutputIndex: idx, ItemID: it.ID, Type: it.Type, Start: start, End: end}

@@ -113,6 +113,8 @@ type TextDeltaEvent struct {
 	OutputIndex    int
 	ContentIndex   int
 	Delta          string
+	// Logprobs (output text) are the logprobs of the tokens this delta begins.
+	Logprobs []Logprob
 }
 
 // EventType implements Event.
@@ -126,7 +128,8 @@ func (e *TextDeltaEvent) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"delta":`...)
 	dst = appendString(dst, e.Delta)
 	if e.Type == EventOutputTextDelta {
-		dst = append(dst, `,"logprobs":[]`...)
+		dst = append(dst, `,"logprobs":`...)
+		dst = appendLogprobs(dst, e.Logprobs, false)
 	}
 	return append(dst, '}')
 }
@@ -139,6 +142,8 @@ type TextDoneEvent struct {
 	OutputIndex    int
 	ContentIndex   int
 	Text           string // the whole text of the content part
+	// Logprobs (output text) are the logprobs of every token of the text.
+	Logprobs []Logprob
 }
 
 // EventType implements Event.
@@ -152,7 +157,8 @@ func (e *TextDoneEvent) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"text":`...)
 	dst = appendString(dst, e.Text)
 	if e.Type == EventOutputTextDone {
-		dst = append(dst, `,"logprobs":[]`...)
+		dst = append(dst, `,"logprobs":`...)
+		dst = appendLogprobs(dst, e.Logprobs, false)
 	}
 	return append(dst, '}')
 }

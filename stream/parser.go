@@ -64,6 +64,11 @@ type Piece struct {
 	// function_call's call_id is then this id, so a re-rendered history
 	// matches what the model generated. A later non-empty CallID wins.
 	CallID string
+	// Logprobs (PieceText, set by a Converter with a LogprobMapper) are the logprobs of the
+	// tokens whose text this delta begins; LogprobCont is the text at its start that continues
+	// the token reported last, in an earlier delta.
+	Logprobs    []Logprob
+	LogprobCont string
 }
 
 // OutputParser reads one turn's generated token ids in a model family's output

@@ -124,6 +124,9 @@ type Item struct {
 type ContentPart struct {
 	Type string `json:"type"` // PartOutputText or PartReasoningText
 	Text string `json:"text"`
+	// Logprobs are output_text's logprobs (include message.output_text.logprobs); nil
+	// marshals as [].
+	Logprobs []Logprob `json:"logprobs,omitempty"`
 }
 
 // Text returns the concatenated text of the item's content parts.
@@ -204,7 +207,8 @@ func (p *ContentPart) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendString(dst, p.Type)
 	if p.Type == PartOutputText {
-		dst = append(dst, `,"annotations":[],"logprobs":[]`...)
+		dst = append(dst, `,"annotations":[],"logprobs":`...)
+		dst = appendLogprobs(dst, p.Logprobs, true)
 	}
 	dst = append(dst, `,"text":`...)
 	dst = appendString(dst, p.Text)

@@ -34,6 +34,11 @@ type CompletionRequest struct {
 	StructuredOutputs json.RawMessage
 	// Seed is sent when non-nil.
 	Seed *int64
+	// Logprobs, when non-nil, asks for each generated token's logprob and this many most likely
+	// alternatives (vLLM's logprobs: N, at most its --max-logprobs, 20 by default), with tokens
+	// written as "token_id:N" (return_tokens_as_token_ids) so no alternative is lost to two ids
+	// that decode alike.
+	Logprobs *int
 }
 
 // AppendJSON appends the request's JSON encoding to dst. It allocates nothing beyond dst's growth.
@@ -120,6 +125,11 @@ func (r *CompletionRequest) appendTail(dst []byte) []byte {
 	if r.Seed != nil {
 		dst = append(dst, `,"seed":`...)
 		dst = strconv.AppendInt(dst, *r.Seed, 10)
+	}
+	if r.Logprobs != nil {
+		dst = append(dst, `,"logprobs":`...)
+		dst = strconv.AppendInt(dst, int64(*r.Logprobs), 10)
+		dst = append(dst, `,"return_tokens_as_token_ids":true`...)
 	}
 	return append(dst, '}')
 }

@@ -62,6 +62,31 @@ await runTests('api_surface', {
     await client.responses.create({ model, input: 'x', service_tier: 'flex', prompt_cache_key: 'k', text: { verbosity: 'low' }, reasoning: { summary: 'auto' } });
   },
 
+  'logprobs: include and top_logprobs, streamed and not': async () => {
+    const body = { model, input: 'Describe a lighthouse in two sentences.', include: ['message.output_text.logprobs'], top_logprobs: 2 };
+    const r = await client.responses.create(body);
+    const part = r.output.find((it) => it.type === 'message')?.content?.[0];
+    assert(part && part.logprobs?.length > 0, 'no logprobs');
+    assertEq(part.logprobs.map((lp) => lp.token).join(''), part.text, 'tokens join to the text');
+    for (const lp of part.logprobs) {
+      assertEq(lp.top_logprobs.length, 2, 'top_logprobs count');
+      assert(lp.top_logprobs[0].logprob >= lp.top_logprobs[1].logprob, 'top_logprobs sorted');
+      assertEq(lp.bytes.length, Buffer.byteLength(lp.token), 'bytes');
+    }
+    const s = await client.responses.create({ ...body, stream: true });
+    const deltas = [];
+    let text = '';
+    for await (const ev of s) {
+      if (ev.type === 'response.output_text.delta') {
+        deltas.push(...ev.logprobs);
+        text += ev.delta;
+      }
+    }
+    assertEq(text, part.text, 'streamed text');
+    assertEq(deltas.length, part.logprobs.length, 'delta logprobs');
+    await expectAPIError(() => client.responses.create({ ...body, top_logprobs: 21 }), { status: 400, param: 'top_logprobs' });
+  },
+
   'responses.retrieve with stream errors instead of zero events': async () => {
     const r = await client.responses.create({ model, input: 'Hi' });
     await expectAPIError(async () => {

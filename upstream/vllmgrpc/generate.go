@@ -58,6 +58,8 @@ type Chunk struct {
 	// StopTokenID or StopString is the stop condition that matched (final chunk only).
 	StopTokenID *uint32
 	StopString  *string
+	// Logprobs are TokenIDs' logprobs when the request asked for them (SamplingParams.logprobs).
+	Logprobs *pb.OutputLogProbs
 }
 
 // Stream is a running generation. Recv returns chunks until the final one, then io.EOF. Close
@@ -157,7 +159,8 @@ func (s *Stream) Recv() (Chunk, error) {
 		ch := r.Chunk
 		s.received += len(ch.GetTokenIds())
 		return Chunk{TokenIDs: ch.GetTokenIds(), PromptTokens: int(ch.GetPromptTokens()),
-			CompletionTokens: int(ch.GetCompletionTokens()), CachedTokens: int(ch.GetCachedTokens())}, nil
+			CompletionTokens: int(ch.GetCompletionTokens()), CachedTokens: int(ch.GetCachedTokens()),
+			Logprobs: ch.GetOutputLogprobs()}, nil
 	case *pb.GenerateResponse_Complete:
 		cp := r.Complete
 		s.mu.Lock()
@@ -168,9 +171,11 @@ func (s *Stream) Recv() (Chunk, error) {
 		if out.FinishReason == "" {
 			out.FinishReason = "stop"
 		}
-		// The final message repeats all output ids; pass on only those not streamed yet.
+		// The final message repeats all output ids; pass on only those not streamed yet (and
+		// their logprobs, whether it lists those of every id or only of the new ones).
 		if ids := cp.GetOutputIds(); len(ids) > s.received {
 			out.TokenIDs = ids[s.received:]
+			out.Logprobs = tailLogprobs(cp.GetOutputLogprobs(), len(ids), s.received)
 			s.received = len(ids)
 		}
 		switch m := cp.GetMatchedStop().(type) {
@@ -182,6 +187,22 @@ func (s *Stream) Recv() (Chunk, error) {
 		return out, nil
 	}
 	return Chunk{}, fmt.Errorf("vllmgrpc generate %s: empty response message", s.requestID)
+}
+
+// tailLogprobs returns the logprobs of the ids after the first skip of total, from lp holding
+// either all total or only those.
+func tailLogprobs(lp *pb.OutputLogProbs, total, skip int) *pb.OutputLogProbs {
+	if lp == nil || len(lp.GetTokenIds()) != total || skip == 0 {
+		return lp
+	}
+	out := &pb.OutputLogProbs{TokenLogprobs: lp.GetTokenLogprobs(), TokenIds: lp.GetTokenIds()[skip:], TopLogprobs: lp.GetTopLogprobs()}
+	if len(out.TokenLogprobs) == total {
+		out.TokenLogprobs = out.TokenLogprobs[skip:]
+	}
+	if len(out.TopLogprobs) == total {
+		out.TopLogprobs = out.TopLogprobs[skip:]
+	}
+	return out
 }
 
 // Close ends the stream; a request that has not finished is aborted on the engine.
@@ -254,6 +275,10 @@ func (c *Client) buildRequest(req *upstream.CompletionRequest) (*pb.GenerateRequ
 		}
 		seed := int32(*req.Seed)
 		sp.Seed = &seed
+	}
+	if req.Logprobs != nil {
+		n := int32(max(min(*req.Logprobs, 1<<20), 0))
+		sp.Logprobs = &n
 	}
 	if err := setConstraint(sp, req.StructuredOutputs); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stitchllm/stitch/internal/jsonappend"
 	"github.com/stitchllm/stitch/upstream"
+	pb "github.com/stitchllm/stitch/upstream/vllmgrpc/enginepb"
 )
 
 // Completions has the HTTP client's signature: body is an encoded upstream.CompletionRequest (in
@@ -91,6 +92,10 @@ func parseCompletionBody(body []byte) (*upstream.CompletionRequest, sseOptions, 
 	if v := root.Get("seed"); v.Type == gjson.Number {
 		seed := v.Int()
 		req.Seed = &seed
+	}
+	if v := root.Get("logprobs"); v.Type == gjson.Number {
+		n := int(v.Int())
+		req.Logprobs = &n
 	}
 	opts.includeUsage = root.Get("stream_options.include_usage").Bool()
 	opts.returnTokenIDs = root.Get("return_token_ids").Bool()
@@ -205,7 +210,9 @@ func (r *sseReader) fill() error {
 	}
 	r.buf = append(r.buf, "data: "...)
 	r.buf = r.appendHead(r.buf)
-	r.buf = append(r.buf, `,"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":`...)
+	r.buf = append(r.buf, `,"choices":[{"index":0,"text":"","logprobs":`...)
+	r.buf = appendLogprobs(r.buf, ch.Logprobs)
+	r.buf = append(r.buf, `,"finish_reason":`...)
 	if ch.FinishReason == "" {
 		r.buf = append(r.buf, "null"...)
 	} else {
@@ -252,6 +259,85 @@ func appendUsage(dst []byte, c Chunk) []byte {
 	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(c.CachedTokens), 10)
 	return append(dst, "}}"...)
+}
+
+// appendLogprobs writes the engine's logprobs in vLLM's /v1/completions shape with
+// return_tokens_as_token_ids (tokens as "token_id:N"; text_offset all 0, as there is no text), or
+// null when there are none.
+func appendLogprobs(dst []byte, lp *pb.OutputLogProbs) []byte {
+	ids := lp.GetTokenIds()
+	if lp == nil || len(ids) == 0 {
+		return append(dst, "null"...)
+	}
+	values, tops := lp.GetTokenLogprobs(), lp.GetTopLogprobs()
+	dst = append(dst, `{"text_offset":[`...)
+	for i := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '0')
+	}
+	dst = append(dst, `],"token_logprobs":[`...)
+	for i := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var v float32
+		if i < len(values) {
+			v = values[i]
+		}
+		dst = appendFloat32(dst, v)
+	}
+	dst = append(dst, `],"tokens":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendTokenID(dst, id)
+	}
+	dst = append(dst, `],"top_logprobs":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		// vLLM's dict: the sampled token first, then the alternatives.
+		dst = append(dst, '{')
+		dst = appendTokenID(dst, id)
+		dst = append(dst, ':')
+		var v float32
+		if i < len(values) {
+			v = values[i]
+		}
+		dst = appendFloat32(dst, v)
+		if i < len(tops) {
+			alts, altValues := tops[i].GetTokenIds(), tops[i].GetValues()
+			for j, alt := range alts {
+				if alt == id || j >= len(altValues) {
+					continue
+				}
+				dst = append(dst, ',')
+				dst = appendTokenID(dst, alt)
+				dst = append(dst, ':')
+				dst = appendFloat32(dst, altValues[j])
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
+func appendTokenID(dst []byte, id uint32) []byte {
+	dst = append(dst, `"token_id:`...)
+	dst = strconv.AppendUint(dst, uint64(id), 10)
+	return append(dst, '"')
+}
+
+// appendFloat32 writes f as vLLM's JSON does, -inf and NaN as -9999.0.
+func appendFloat32(dst []byte, f float32) []byte {
+	if math.IsNaN(float64(f)) || f < -9999 {
+		f = -9999
+	}
+	return strconv.AppendFloat(dst, float64(f), 'g', -1, 64) // as Python writes a float32's value
 }
 
 func nonNil(ids []uint32) []uint32 {

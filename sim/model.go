@@ -155,6 +155,10 @@ func toolResultText(t chatTurn) string {
 // text names (every tool when it names none).
 const parallelCue = "in parallel"
 
+// malformedCue in the user's text makes the scripted model break its tool call after it began
+// (writeBroken), so clients and servers can be tested on a malformed call.
+const malformedCue = "malformed call"
+
 // answer returns the text the model generates for the decoded prompt text, up to and excluding its
 // end-of-sequence token, and which token ends it.
 func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
@@ -198,6 +202,8 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 		}
 	}
 	switch {
+	case len(calls) > 0 && strings.Contains(conv.lastUserText(), malformedCue):
+		m.writeBroken(&b, m.makeCalls(r, calls, conv.lastUserText()))
 	case len(calls) > 0:
 		m.fam.calls.write(&b, m.makeCalls(r, calls, conv.lastUserText()))
 	case toolResult:
@@ -208,6 +214,38 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 		m.prose.write(&b, r, m.length(r))
 	}
 	return b.String(), endChat
+}
+
+// writeBroken writes the calls as the family does but breaks the first one after its name and
+// arguments began: where the family writes the arguments as JSON, they get a syntax error
+// (`{"city": "Paris",,}`) and the call its closing markers as usual (the case where a parser must not
+// leave the closing marker as message text); GLM writes stray text before </tool_call>; pythonic and
+// qwen3_coder stop inside the first argument value (the answer ends there with the end-of-turn
+// token).
+func (m *scriptedModel) writeBroken(b *strings.Builder, calls []toolCall) {
+	calls = calls[:1]
+	switch m.fam.parser {
+	case ParserPythonic, ParserQwen3Coder:
+		var cb strings.Builder
+		m.fam.calls.write(&cb, calls)
+		text := cb.String()
+		cut := map[string]string{ParserPythonic: ")]", ParserQwen3Coder: "\n</parameter>"}[m.fam.parser]
+		if i := strings.LastIndex(text, cut); i > 0 {
+			text = text[:i]
+		}
+		b.WriteString(text)
+	case ParserGLM45, ParserGLM47:
+		var cb strings.Builder
+		m.fam.calls.write(&cb, calls)
+		text := cb.String()
+		if i := strings.LastIndex(text, "</tool_call>"); i > 0 {
+			text = text[:i] + "oops" + text[i:]
+		}
+		b.WriteString(text)
+	default:
+		calls[0].args = strings.TrimSuffix(calls[0].args, "}") + ",,}"
+		m.fam.calls.write(b, calls)
+	}
 }
 
 // answerEnd is the token an answer ends with.

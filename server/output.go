@@ -58,7 +58,8 @@ func (s *Server) newOutput(t *turn) *output {
 		}
 	}
 	dec := t.model.NewDecoder()
-	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls})
+	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls,
+		ReasoningOff: reasoningOff(t.kwargs, t.model.Family.ReasoningSwitch())})
 	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts}, dec, req) // toolpolicy.go
 	conv := stream.NewConverter(nil, copts)
 	return &output{conv: conv, start: t.start, now: s.opts.Now}

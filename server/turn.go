@@ -294,6 +294,27 @@ func templateKwargs(defaults json.RawMessage, reasoningSwitch string, req *reque
 	return out
 }
 
+// reasoningOff reports whether the turn's kwargs switch the family's reasoning off: a falsy value
+// under key, as Python's bool() reads it (vLLM's reasoning parsers read the kwarg so).
+func reasoningOff(kwargs json.RawMessage, key string) bool {
+	if key == "" {
+		return false
+	}
+	v := gjson.GetBytes(kwargs, key)
+	if !v.Exists() {
+		return false
+	}
+	switch v.Type {
+	case gjson.False, gjson.Null:
+		return true
+	case gjson.Number:
+		return v.Float() == 0
+	case gjson.String:
+		return v.Str == ""
+	}
+	return v.IsArray() && len(v.Array()) == 0 || v.IsObject() && v.Raw == "{}"
+}
+
 // requestUpstream is the optional capability of an Upstream that takes the request itself rather
 // than its JSON encoding (vllmgrpc: the ids go out as protobuf; no JSON is built or parsed).
 type requestUpstream interface {

@@ -78,6 +78,9 @@ func parseTools(system string) []toolSpec {
 		return nil
 	}
 	block, _, _ := strings.Cut(rest, toolsClose)
+	if strings.HasPrefix(block, "<function>") {
+		return markupTools(block) // Qwen3-Coder's XML definitions
+	}
 	var tools []toolSpec
 	for line := range strings.Lines(block) {
 		line = strings.TrimSpace(line)
@@ -181,10 +184,14 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 	if !toolResult && last.role == "user" && len(conv.tools) > 0 {
 		calls = pickTools(conv.tools, last.content)
 	}
+	// A caller that forced a tool call (tool_choice) prefilled the start of one in the family's
+	// format (its opener, maybe the name and more): the model writes the rest of that call.
+	if rest, ok := m.continueForced(r, &conv); ok {
+		return rest, endChat
+	}
 	m.reason(&b, r, &conv, calls, toolResult)
 
-	// A caller that forced a tool call (tool_choice) prefilled the family's call opener (hermes:
-	// "<tool_call>\n" and maybe the name): continue that call.
+	// A forced prefix the family's writer does not start with (hermes: a partial name).
 	if m.fam.calls.opener != "" && len(conv.tools) > 0 {
 		if m.fam.parser == ParserHermes {
 			if i := strings.Index(conv.prefill, "<tool_call>\n"); i >= 0 {
@@ -246,6 +253,36 @@ func (m *scriptedModel) writeBroken(b *strings.Builder, calls []toolCall) {
 		calls[0].args = strings.TrimSuffix(calls[0].args, "}") + ",,}"
 		m.fam.calls.write(b, calls)
 	}
+}
+
+// continueForced finishes a tool call whose start the caller prefilled (stitch's forced
+// tool_choice text): the prefill from the family's call opener on is a prefix of the call the
+// family writes for the tool it names (the longest tool name in it; else the one the user text
+// names), and the model writes the rest. No opener in the prefill, or a prefill the call does not
+// start with: false.
+func (m *scriptedModel) continueForced(r *rand.Rand, conv *conversation) (string, bool) {
+	opener := m.fam.calls.opener
+	if opener == "" || len(conv.tools) == 0 {
+		return "", false
+	}
+	i := strings.LastIndex(conv.prefill, opener)
+	if i < 0 {
+		return "", false
+	}
+	forced := conv.prefill[i:]
+	var call *toolSpec
+	for j := range conv.tools {
+		if t := &conv.tools[j]; strings.Contains(forced[len(opener):], t.name) && (call == nil || len(t.name) > len(call.name)) {
+			call = t
+		}
+	}
+	if call == nil {
+		call = pickTool(conv.tools, conv.lastUserText())
+	}
+	var cb strings.Builder
+	m.fam.calls.write(&cb, m.makeCalls(r, []*toolSpec{call}, conv.lastUserText()))
+	rest, ok := strings.CutPrefix(cb.String(), forced)
+	return rest, ok
 }
 
 // answerEnd is the token an answer ends with.

@@ -23,6 +23,9 @@ type Spec struct {
 	// Tokens are the special tokens the template and the family's parsers write; those the base
 	// vocabulary lacks are added as special added tokens after its last id.
 	Tokens []string
+	// Drop are the base vocabulary's added tokens to remove (renamed; their text becomes ordinary
+	// text), so the stand-in does not also look like the base family (ChatML's <|im_start|>).
+	Drop []string
 	// Config are more tokenizer_config.json keys (eos_token, bos_token, …), written as strings.
 	Config map[string]string
 	// Stops are generation_config.json's eos_token_id (the model's stop tokens), by text.
@@ -35,16 +38,31 @@ var Families = map[string]Spec{
 	"glm4/glm-4.6": {
 		Tokens: []string{"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>",
 			"<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<|endoftext|>"},
+		Drop:   []string{"<|im_start|>"},
 		Config: map[string]string{"eos_token": "<|endoftext|>"},
 		// GLM-4.6's generation_config.json: eos_token_id [151329, 151336, 151338].
 		Stops: []string{"<|endoftext|>", "<|user|>", "<|observation|>"},
 	},
-	"kimi_k2/kimi-k2-thinking": {
-		Tokens: []string{"<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>", "<|im_end|>", "<think>", "</think>",
-			"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"},
-		Config: map[string]string{"eos_token": "<|im_end|>"},
-		Stops:  []string{"<|im_end|>"},
+	"glm4/glm-4.7-flash": {
+		Tokens: []string{"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>",
+			"<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<|endoftext|>"},
+		Drop:   []string{"<|im_start|>"},
+		Config: map[string]string{"eos_token": "<|endoftext|>"},
+		Stops:  []string{"<|endoftext|>", "<|user|>", "<|observation|>"},
 	},
+	// The current Kimi K2 templates (instruct, thinking) call list.append, which Jinja2's immutable
+	// sandbox refuses on every tool turn (as in transformers: testdata/render/kimi_k2 goldens);
+	// the original kimi-k2 template renders them.
+	"kimi_k2/kimi-k2":          kimiSpec,
+	"kimi_k2/kimi-k2-thinking": kimiSpec,
+}
+
+var kimiSpec = Spec{
+	Tokens: []string{"<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>", "<|im_end|>", "<think>", "</think>",
+		"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"},
+	Drop:   []string{"<|im_start|>"},
+	Config: map[string]string{"eos_token": "<|im_end|>"},
+	Stops:  []string{"<|im_end|>"},
 }
 
 // Write writes dir/tokenizer.json (baseTokenizer's file plus s.Tokens), tokenizer_config.json and
@@ -53,6 +71,17 @@ func Write(dir, baseTokenizer string, s Spec) error {
 	tok, err := os.ReadFile(baseTokenizer)
 	if err != nil {
 		return fmt.Errorf("synthmodel: %w", err)
+	}
+	for n, d := range s.Drop {
+		for i, a := range gjson.GetBytes(tok, "added_tokens").Array() {
+			if a.Get("content").Str == d {
+				// Renamed, not removed: added-token ids stay contiguous, as the loader requires.
+				if tok, err = sjson.SetBytes(tok, fmt.Sprintf("added_tokens.%d.content", i), fmt.Sprintf("<|synthmodel_unused_%d|>", n)); err != nil {
+					return fmt.Errorf("synthmodel: drop %s: %w", d, err)
+				}
+				break
+			}
+		}
 	}
 	next := int64(0)
 	have := map[string]int64{}

@@ -80,6 +80,14 @@ type RoleOpened interface {
 	RoleTokens() []uint32
 }
 
+// InputsUnclosed is the optional method of a Family whose chat template writes EndOfTurn only
+// after assistant messages (Mistral's </s>, DeepSeek's <｜end▁of▁sentence｜>): a new turn's input
+// (user message, tool output) closes none, so exact mode cannot require one after its split.
+type InputsUnclosed interface {
+	// OnlyAssistantClosed reports that only assistant messages end with EndOfTurn.
+	OnlyAssistantClosed() bool
+}
+
 // Turn is what a turn's request decides about parsing its output.
 type Turn struct {
 	// ReasoningOpen reports that the prompt ends inside an opened reasoning block

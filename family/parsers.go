@@ -21,6 +21,9 @@ type profile struct {
 	// roles are the template's role tokens when it writes none after an assistant message (GLM:
 	// the next message's role token follows, and the model stops at it); see RoleOpened.
 	roles []string
+	// onlyAssistantClosed: the template writes the end-of-turn token only after assistant
+	// messages (InputsUnclosed).
+	onlyAssistantClosed bool
 	// reasoningUnlessOff uses the reasoning parser unless the turn switched reasoning off
 	// (Turn.ReasoningOff): vLLM's kimi_k2 reasoning parser reads chat_template_kwargs thinking
 	// (default true) and falls back to its identity parser when it is false
@@ -163,6 +166,9 @@ func (f *specFamily) CloseTurn(ids []uint32) []uint32 {
 	return ids
 }
 
+// OnlyAssistantClosed implements InputsUnclosed.
+func (f *specFamily) OnlyAssistantClosed() bool { return f.prof.onlyAssistantClosed }
+
 // RoleTokens implements RoleOpened (nil but for GLM).
 func (f *specFamily) RoleTokens() []uint32 { return f.roles }
 
@@ -186,11 +192,12 @@ var (
 	// Llama 3.1–3.3 (and their pythonic templates) close an assistant turn with <|eot_id|>; Gemma 3
 	// (pythonic with vLLM's tool template) with <end_of_turn>.
 	llamaProfile = profile{endOfTurn: []string{"<|eot_id|>", "<end_of_turn>"}}
-	// Mistral templates end an assistant message with eos_token </s>.
-	mistralProfile = profile{endOfTurn: []string{"</s>"}}
-	// DeepSeek V3/R1/V3.1 end an assistant message with <｜end▁of▁sentence｜>.
-	deepseekProfile     = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}}
-	deepseekV31Thinking = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}, reasoningSwitch: "thinking", reasoningOnlyWhenOpen: true}
+	// Mistral templates end an assistant message with eos_token </s> (and no other message).
+	mistralProfile = profile{endOfTurn: []string{"</s>"}, onlyAssistantClosed: true}
+	// DeepSeek V3/R1/V3.1 end an assistant message with <｜end▁of▁sentence｜> (and no other).
+	deepseekProfile     = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}, onlyAssistantClosed: true}
+	deepseekV31Thinking = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}, reasoningSwitch: "thinking", reasoningOnlyWhenOpen: true,
+		onlyAssistantClosed: true}
 	// Kimi K2 ends every message with <|im_end|>. Its reasoning parser reads the output as reasoning
 	// unless chat_template_kwargs thinking is false (reasoning.effort "none" sets it so; Kimi K2.5's
 	// template then also prefills an empty think block).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
@@ -106,6 +107,10 @@ func (a *ArtifactEngine) newTurnStart(ctx context.Context, in *Input, history []
 			closes = true
 			break
 		}
+	}
+	if iu, ok := a.opts.Family.(family.InputsUnclosed); ok && iu.OnlyAssistantClosed() {
+		// The new input closes no end-of-turn token (Mistral, DeepSeek): it must still be there.
+		closes = start >= 0 && strings.TrimSpace(text[start:]) != ""
 	}
 	return start, start >= 0 && closes
 }

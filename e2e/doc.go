@@ -9,6 +9,10 @@
 //   - TestNode/openai: e2e/node/openai_sdk.mjs with the `openai` npm package.
 //   - TestNode/agents: e2e/node/agents_sdk.mjs with `@openai/agents` (tracing disabled, a
 //     fetch guard that fails any request leaving loopback).
+//   - TestFamilies: the families matrix — per model family of the README's table, its own sim
+//     and two serves (artifacts, --no-artifacts) driven by the Go SDK and e2e/node/families.mjs
+//     (stream and non-stream × tool round trip, parallel calls, reasoning on/off, forced
+//     tool_choice, a malformed call); the two serves' recorded prompts must be identical.
 //   - TestModelsPassThrough: vLLM's /v1/models through stitch.
 //   - TestServeRestart: stored responses survive a restart of serve on the same data dir;
 //     SIGTERM exits 0.

@@ -18,6 +18,10 @@
 //     --responses`). Codex runs with temporary CODEX_HOME, HOME and working directory, an empty
 //     PATH, a read-only sandbox, and HTTPS_PROXY pointing at a trap that fails the test on any
 //     connection beyond loopback.
+//   - TestFamilies: the families matrix — per model family of the README's table, its own sim
+//     and two serves (artifacts, --no-artifacts) driven by the Go SDK and e2e/node/families.mjs
+//     (stream and non-stream × tool round trip, parallel calls, reasoning on/off, forced
+//     tool_choice, a malformed call); the two serves' recorded prompts must be identical.
 //   - TestModelsPassThrough: vLLM's /v1/models through stitch.
 //   - TestServeRestart: stored responses survive a restart of serve on the same data dir;
 //     SIGTERM exits 0.

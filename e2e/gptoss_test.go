@@ -282,6 +282,13 @@ func recordedGenerations(t *testing.T, path string) (prompts, outputs [][]uint32
 	return prompts, outputs
 }
 
+// recordedPrompts is recordedGenerations' prompts.
+func recordedPrompts(t *testing.T, path string) [][]uint32 {
+	t.Helper()
+	prompts, _ := recordedGenerations(t, path)
+	return prompts
+}
+
 // tokenize runs `stitch tokenize` on one text (marker strings become their tokens).
 func tokenize(t *testing.T, ctx context.Context, bin, dir, text string) []uint32 {
 	t.Helper()

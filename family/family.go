@@ -68,6 +68,26 @@ type Family interface {
 	ReasoningSwitch() string
 }
 
+// RoleOpened is the optional method of a Family whose chat template writes no token after an
+// assistant message: the next message's role token follows it, and the model stops at one
+// (GLM-4.5…4.7 stop at <|user|> after an answer, at <|observation|> after a tool call). Exact mode
+// then splits a full render at the role token that follows the previous answer instead of after
+// its EndOfTurn, and keeps the role token the model generated rather than appending one (the
+// history is what the model generated plus what a re-render appends after the answer).
+type RoleOpened interface {
+	// RoleTokens are the ids of the template's role tokens (every message starts with one, the
+	// generation prompt too); nil when the template closes messages with EndOfTurn.
+	RoleTokens() []uint32
+}
+
+// InputsUnclosed is the optional method of a Family whose chat template writes EndOfTurn only
+// after assistant messages (Mistral's </s>, DeepSeek's <｜end▁of▁sentence｜>): a new turn's input
+// (user message, tool output) closes none, so exact mode cannot require one after its split.
+type InputsUnclosed interface {
+	// OnlyAssistantClosed reports that only assistant messages end with EndOfTurn.
+	OnlyAssistantClosed() bool
+}
+
 // Turn is what a turn's request decides about parsing its output.
 type Turn struct {
 	// ReasoningOpen reports that the prompt ends inside an opened reasoning block
@@ -78,6 +98,10 @@ type Turn struct {
 	// Tools are the request's function tools: the families whose parser converts argument values
 	// by the parameter's schema type (qwen3_coder, glm45, glm47) read them, as vLLM's do.
 	Tools []stream.ToolSchema
+	// ReasoningOff reports that the turn's chat_template_kwargs turn the family's ReasoningSwitch
+	// off (a falsy value, as Python's bool() reads it). Families whose reasoning parser reads the
+	// switch itself (vLLM's kimi_k2: `thinking`, default on) then parse no reasoning.
+	ReasoningOff bool
 }
 
 // Vocabulary is what a family reads from the served model's tokenizer files.

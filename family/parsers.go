@@ -1,6 +1,7 @@
 package family
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -17,6 +18,17 @@ type profile struct {
 	endOfTurn []string
 	// reasoningSwitch is the chat_template_kwargs key (ReasoningSwitch).
 	reasoningSwitch string
+	// roles are the template's role tokens when it writes none after an assistant message (GLM:
+	// the next message's role token follows, and the model stops at it); see RoleOpened.
+	roles []string
+	// onlyAssistantClosed: the template writes the end-of-turn token only after assistant
+	// messages (InputsUnclosed).
+	onlyAssistantClosed bool
+	// reasoningUnlessOff uses the reasoning parser unless the turn switched reasoning off
+	// (Turn.ReasoningOff): vLLM's kimi_k2 reasoning parser reads chat_template_kwargs thinking
+	// (default true) and falls back to its identity parser when it is false
+	// (vllm/reasoning/kimi_k2_reasoning_parser.py).
+	reasoningUnlessOff bool
 	// reasoningOnlyWhenOpen uses the reasoning parser only on turns whose prompt opened a think
 	// block: vLLM's deepseek_v3 reasoning parser delegates to deepseek_r1 only when
 	// chat_template_kwargs thinking is true (vllm/reasoning/deepseek_v3_reasoning_parser.py), and
@@ -35,6 +47,7 @@ type specFamily struct {
 	prof      profile
 	openText  string // the reasoning open marker ("<think>", "[THINK]"); "" without reasoning
 	nemoStyle bool   // mistral without [ARGS]: the pre-v11 [TOOL_CALLS][{...}] form
+	roles     []uint32
 }
 
 var _ Family = (*specFamily)(nil)
@@ -86,13 +99,20 @@ func newSpecFamily(toolName, reasoningName string, prof profile, v Vocabulary) (
 	if !found && len(v.StopTokenIDs) > 0 {
 		f.end = v.StopTokenIDs[0]
 	}
+	for _, s := range prof.roles {
+		id, ok := tokenID(v, s)
+		if !ok {
+			return nil, fmt.Errorf("the vocabulary has no %s, a role token of the chat template", s)
+		}
+		f.roles = append(f.roles, id)
+	}
 	return f, nil
 }
 
 // NewParser implements Family.
 func (f *specFamily) NewParser(dec stream.TokenDecoder, t Turn) stream.OutputParser {
 	reasoning := f.reasoning
-	if f.prof.reasoningOnlyWhenOpen && !t.ReasoningOpen {
+	if f.prof.reasoningOnlyWhenOpen && !t.ReasoningOpen || f.prof.reasoningUnlessOff && t.ReasoningOff {
 		reasoning = nil
 	}
 	end := append([]uint32(nil), f.stop...)
@@ -134,13 +154,24 @@ func (f *specFamily) ForcedToolCall(name string) string {
 // EndOfTurn implements Family.
 func (f *specFamily) EndOfTurn() uint32 { return f.end }
 
-// CloseTurn implements Family: EndOfTurn appended unless the generation ended with it.
+// CloseTurn implements Family: EndOfTurn appended unless the generation ended with it. A
+// template that writes no token after an assistant message (RoleTokens) gets none: the role
+// token the model stopped at, if any, stays where it is.
 func (f *specFamily) CloseTurn(ids []uint32) []uint32 {
+	if len(f.roles) > 0 {
+		return ids
+	}
 	if len(ids) == 0 || ids[len(ids)-1] != f.end {
 		ids = append(ids, f.end)
 	}
 	return ids
 }
+
+// OnlyAssistantClosed implements InputsUnclosed.
+func (f *specFamily) OnlyAssistantClosed() bool { return f.prof.onlyAssistantClosed }
+
+// RoleTokens implements RoleOpened (nil but for GLM).
+func (f *specFamily) RoleTokens() []uint32 { return f.roles }
 
 // OpensReasoning implements Family: the prompt ends with the reasoning parser's open marker and
 // white space.
@@ -162,16 +193,19 @@ var (
 	// Llama 3.1–3.3 (and their pythonic templates) close an assistant turn with <|eot_id|>; Gemma 3
 	// (pythonic with vLLM's tool template) with <end_of_turn>.
 	llamaProfile = profile{endOfTurn: []string{"<|eot_id|>", "<end_of_turn>"}}
-	// Mistral templates end an assistant message with eos_token </s>.
-	mistralProfile = profile{endOfTurn: []string{"</s>"}}
-	// DeepSeek V3/R1/V3.1 end an assistant message with <｜end▁of▁sentence｜>.
-	deepseekProfile     = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}}
-	deepseekV31Thinking = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}, reasoningSwitch: "thinking", reasoningOnlyWhenOpen: true}
+	// Mistral templates end an assistant message with eos_token </s> (and no other message).
+	mistralProfile = profile{endOfTurn: []string{"</s>"}, onlyAssistantClosed: true}
+	// DeepSeek V3/R1/V3.1 end an assistant message with <｜end▁of▁sentence｜> (and no other).
+	deepseekProfile     = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}, onlyAssistantClosed: true}
+	deepseekV31Thinking = profile{endOfTurn: []string{"<｜end▁of▁sentence｜>"}, reasoningSwitch: "thinking", reasoningOnlyWhenOpen: true,
+		onlyAssistantClosed: true}
 	// Kimi K2 ends every message with <|im_end|>. Its reasoning parser reads the output as reasoning
-	// unless thinking is false; stitch sets no switch (reasoning stays on where configured).
-	kimiProfile = profile{endOfTurn: []string{"<|im_end|>"}}
+	// unless chat_template_kwargs thinking is false (reasoning.effort "none" sets it so; Kimi K2.5's
+	// template then also prefills an empty think block).
+	kimiProfile = profile{endOfTurn: []string{"<|im_end|>"}, reasoningSwitch: "thinking", reasoningUnlessOff: true}
 	// GLM-4.5/4.7 templates write no end token after an assistant message: the next message's role
-	// token (<|user|>, <|observation|>) follows, and the model stops at them. CloseTurn appends
-	// <|user|>; exact mode after a tool call (<|observation|> next) does not match a full render.
-	glmProfile = profile{endOfTurn: []string{"<|user|>"}, reasoningSwitch: "enable_thinking"}
+	// token (<|user|>, <|observation|>) follows, and the model stops at them (generation_config's
+	// eos_token_id). Exact mode splits at that role token (RoleOpened).
+	glmProfile = profile{endOfTurn: []string{"<|user|>"}, reasoningSwitch: "enable_thinking",
+		roles: []string{"<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"}}
 )

@@ -118,6 +118,9 @@ type envOptions struct {
 	hotBytes int64
 	// checkpoints is what the engine reads checkpoints through (nil: the env's store).
 	checkpoints prepare.CheckpointReader
+	// model and names: another model and family (nil and zero: Qwen3, hermes + qwen3).
+	model *render.Renderer
+	names family.Names
 }
 
 // artEnv is one artifact stack and its full-render baseline.
@@ -142,7 +145,10 @@ var testSealKey = store.SealKey{ID: "k1", Secret: []byte("0123456789abcdef012345
 
 func newArtEnv(t testing.TB, o envOptions) *artEnv {
 	t.Helper()
-	m := loadQwen3(t)
+	m := o.model
+	if m == nil {
+		m = loadQwen3(t)
+	}
 	e := &artEnv{t: t, opts: o, model: m, clock: o.clock, sealer: o.sealer,
 		reg: prometheus.NewRegistry(), cps: store.NewMemory(), counter: new(atomic.Uint64)}
 	if e.clock == nil {
@@ -167,8 +173,11 @@ func newArtEnv(t testing.TB, o envOptions) *artEnv {
 		e.l1 = l1
 	}
 	e.tiered = store.NewTiered(store.TieredOptions{Sealer: e.sealer, L1: e.l1, L2: o.l2, TTL: o.ttl, Now: e.clock.Now})
-	fam, err := family.New(family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"},
-		family.Vocabulary{TokenID: m.Tokenizer().TokenID, StopTokenIDs: m.StopTokenIDs})
+	names := o.names
+	if names == (family.Names{}) {
+		names = family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}
+	}
+	fam, err := family.New(names, family.Vocabulary{TokenID: m.Tokenizer().TokenID, StopTokenIDs: m.StopTokenIDs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 )
@@ -75,23 +78,12 @@ func (a *ArtifactEngine) endOfTurn() uint32 { return a.opts.Family.EndOfTurn() }
 // input. Without the checkpoint it falls back to counting the frozen ids. The new turn must close
 // at least one end-of-turn token (its input), else there is no safe split.
 func (a *ArtifactEngine) newTurnStart(ctx context.Context, in *Input, history []uint32, text string, hot *hotEntry) (int, bool) {
-	end := a.endOfTurn()
-	spans := a.opts.Model.Tokenizer().AddedTokenSpans
-	n := -1
-	if cp, err := a.previous(ctx, in); err == nil {
-		if k := len(cp.ConversationItemIDs); k > 0 && k < len(in.Items) {
-			prev := *in
-			prev.Items = in.Items[:k]
-			if prevText, err := a.renderPrevious(&prev, hot); err == nil {
-				n = 0
-				for _, sp := range spans(prevText) {
-					if sp.ID == end {
-						n++
-					}
-				}
-			}
-		}
+	if ro, ok := a.opts.Family.(family.RoleOpened); ok && len(ro.RoleTokens()) > 0 {
+		return a.nextRoleStart(ctx, in, history, text, hot, ro.RoleTokens())
 	}
+	end := a.endOfTurn()
+	isEnd := func(id uint32) bool { return id == end }
+	n := a.countPrevious(ctx, in, hot, isEnd)
 	if n < 0 {
 		n = 0
 		for _, id := range history {
@@ -104,7 +96,7 @@ func (a *ArtifactEngine) newTurnStart(ctx context.Context, in *Input, history []
 		return 0, false
 	}
 	start, closes := -1, false
-	for _, sp := range spans(text) {
+	for _, sp := range a.opts.Model.Tokenizer().AddedTokenSpans(text) {
 		if sp.ID != end {
 			continue
 		}
@@ -116,7 +108,82 @@ func (a *ArtifactEngine) newTurnStart(ctx context.Context, in *Input, history []
 			break
 		}
 	}
+	if iu, ok := a.opts.Family.(family.InputsUnclosed); ok && iu.OnlyAssistantClosed() {
+		// The new input closes no end-of-turn token (Mistral, DeepSeek): it must still be there.
+		closes = start >= 0 && strings.TrimSpace(text[start:]) != ""
+	}
 	return start, start >= 0 && closes
+}
+
+// countPrevious returns how many added tokens match in the previous response's conversation as
+// the template renders it (its items, per its checkpoint, with the generation prompt), or -1 when
+// that conversation cannot be rendered.
+func (a *ArtifactEngine) countPrevious(ctx context.Context, in *Input, hot *hotEntry, match func(uint32) bool) int {
+	cp, err := a.previous(ctx, in)
+	if err != nil {
+		return -1
+	}
+	k := len(cp.ConversationItemIDs)
+	if k == 0 || k >= len(in.Items) {
+		return -1
+	}
+	prev := *in
+	prev.Items = in.Items[:k]
+	prevText, err := a.renderPrevious(&prev, hot)
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, sp := range a.opts.Model.Tokenizer().AddedTokenSpans(prevText) {
+		if match(sp.ID) {
+			n++
+		}
+	}
+	return n
+}
+
+// nextRoleStart is newTurnStart for a template that writes no token after an assistant message
+// (family.RoleOpened, GLM): the previous conversation rendered with its generation prompt holds n
+// role tokens, the last one the generation prompt's; in the new full render the n-th role token
+// is the one that opens the message after the previous answer. The new turn starts after it when
+// the model stopped at that same token (the history already ends with it), else at it (a cut, or
+// another stop id: the history is what the model generated, then the re-render's text). The new
+// turn must open at least one more role token (its own generation prompt).
+func (a *ArtifactEngine) nextRoleStart(ctx context.Context, in *Input, history []uint32, text string, hot *hotEntry, roles []uint32) (int, bool) {
+	isRole := func(id uint32) bool { return slices.Contains(roles, id) }
+	n := a.countPrevious(ctx, in, hot, isRole)
+	if n < 0 {
+		// The frozen ids: the prompt's role tokens, and the one the model stopped at (not counted).
+		n = 0
+		for _, id := range history {
+			if isRole(id) {
+				n++
+			}
+		}
+		if len(history) > 0 && isRole(history[len(history)-1]) {
+			n--
+		}
+	}
+	if n <= 0 {
+		return 0, false
+	}
+	start, opens := -1, false
+	for _, sp := range a.opts.Model.Tokenizer().AddedTokenSpans(text) {
+		if !isRole(sp.ID) {
+			continue
+		}
+		n--
+		if n == 0 {
+			start = sp.Start
+			if len(history) > 0 && history[len(history)-1] == sp.ID {
+				start = sp.End
+			}
+		} else if n < 0 {
+			opens = true
+			break
+		}
+	}
+	return start, start >= 0 && opens
 }
 
 // renderPrevious renders the previous response's conversation (its input and output items) for

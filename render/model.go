@@ -243,6 +243,19 @@ func (m *Renderer) probeThink() bool {
 	return strings.LastIndex(gen, "<think>") > strings.LastIndex(gen, "</think>")
 }
 
+// RendersTools reports whether the chat template shows the model a request's tools: it renders a
+// one-message chat offering one tool (with a description and parameters, so templates that
+// concatenate them do not raise) and looks for the tool's name. Some official templates render
+// none (Llama 3.0, DeepSeek V3/V3.1, Gemma 3); a tool-call parser then never sees a call, because
+// the model never learnt the tools existed — vLLM documents its own tool templates for them.
+func (m *Renderer) RendersTools() bool {
+	const name = "stitch_probe_tool"
+	desc := "Probe."
+	tools := []Tool{{Name: name, Description: &desc, Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}
+	text, err := m.RenderText(ChatRequest{Messages: []Message{{Role: "user", Content: "ping"}}, Tools: tools, AddGenerationPrompt: true})
+	return err == nil && strings.Contains(text, name)
+}
+
 // Tokenizer returns the model's tokenizer.
 func (m *Renderer) Tokenizer() *bpe.Tokenizer { return m.tok }
 

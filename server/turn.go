@@ -294,6 +294,27 @@ func templateKwargs(defaults json.RawMessage, reasoningSwitch string, req *reque
 	return out
 }
 
+// reasoningOff reports whether the turn's kwargs switch the family's reasoning off: a falsy value
+// under key, as Python's bool() reads it (vLLM's reasoning parsers read the kwarg so).
+func reasoningOff(kwargs json.RawMessage, key string) bool {
+	if key == "" {
+		return false
+	}
+	v := gjson.GetBytes(kwargs, key)
+	if !v.Exists() {
+		return false
+	}
+	switch v.Type {
+	case gjson.False, gjson.Null:
+		return true
+	case gjson.Number:
+		return v.Float() == 0
+	case gjson.String:
+		return v.Str == ""
+	}
+	return v.IsArray() && len(v.Array()) == 0 || v.IsObject() && v.Raw == "{}"
+}
+
 // requestUpstream is the optional capability of an Upstream that takes the request itself rather
 // than its JSON encoding (vllmgrpc: the ids go out as protobuf; no JSON is built or parsed).
 type requestUpstream interface {
@@ -384,7 +405,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	}
 	// Stateless clients that carry encrypted_content can resume from the artifact too.
 	continuable := stored || (!req.Store && req.IncludeEncrypted && s.opts.Reseed != nil)
-	if st := out.status(); continuable && (st == stream.StatusCompleted || st == stream.StatusIncomplete) {
+	if continuable && !out.failed && advancesArtifact(out.conv.Response()) {
 		// The prompt's after-response step (prepare.Prompt.Commit): advance the artifact.
 		actx, cancel := context.WithTimeout(wctx, 2*time.Second)
 		t.prompt.Commit(actx, out.responseID(), out.conv)
@@ -405,6 +426,20 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		}
 	}
 	s.logSummary(ctx, t, out, runErr)
+}
+
+// advancesArtifact reports whether a stored response's prompt and output may extend the
+// conversation's artifact: a completed response, or one the token limit ended. A failed one never
+// does, nor one whose tool call the model broke (incomplete_details.reason malformed_tool_call): its
+// output ids hold text no output item carries.
+func advancesArtifact(r *stream.Response) bool {
+	switch r.Status {
+	case stream.StatusCompleted:
+		return true
+	case stream.StatusIncomplete:
+		return r.IncompleteDetails == nil || r.IncompleteDetails.Reason != stream.ReasonMalformedToolCall
+	}
+	return false
 }
 
 func (s *Server) logSummary(ctx context.Context, t *turn, out *output, runErr error) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -178,9 +179,14 @@ func (mr markerReader) parse(text string) conversation {
 			content.Reset()
 		}
 	}
-	if inTurn && role == "assistant" {
+	switch {
+	case inTurn && role == "assistant":
 		c.open, c.prefill = true, content.String()
-	} else {
+	case !inTurn && len(c.turns) > 0 && c.turns[len(c.turns)-1].role == "tool" && strings.TrimSpace(content.String()) == "":
+		// The prompt ends with a closed tool result and no assistant header (vLLM's DeepSeek V3.1
+		// tool template after a tool message): the model answers right there.
+		c.open = true
+	default:
 		flush()
 	}
 	c.tools = findTools(c.turns)
@@ -197,7 +203,60 @@ func findTools(turns []chatTurn) []toolSpec {
 			continue
 		}
 		found, _ := toolsIn(t.content)
+		if len(found) == 0 {
+			found = markupTools(t.content)
+		}
 		tools = append(tools, found...)
+	}
+	return tools
+}
+
+// markupTools reads tool definitions that templates render as markup rather than JSON:
+// Qwen3-Coder's <function>\n<name>N</name>…<parameters><parameter>\n<name>k</name>\n<type>t</type>
+// blocks, and vLLM's DeepSeek V3.1 tool template's "### N\nDescription: …\n\nParameters: {schema}".
+func markupTools(s string) []toolSpec {
+	var tools []toolSpec
+	for rest := s; ; {
+		_, after, ok := strings.Cut(rest, "<function>\n<name>")
+		if !ok {
+			break
+		}
+		name, body, _ := strings.Cut(after, "</name>")
+		block, next, _ := strings.Cut(body, "</function>")
+		rest = next
+		props := "{"
+		for pr := block; ; {
+			_, p, ok := strings.Cut(pr, "<parameter>\n<name>")
+			if !ok {
+				break
+			}
+			k, p, _ := strings.Cut(p, "</name>")
+			typ := "string"
+			if _, t, ok := strings.Cut(p, "<type>"); ok {
+				typ, _, _ = strings.Cut(t, "</type>")
+			}
+			if len(props) > 1 {
+				props += ","
+			}
+			props += strconv.Quote(k) + `:{"type":` + strconv.Quote(typ) + "}"
+			pr = p
+		}
+		tools = append(tools, toolSpec{name: name, params: gjson.Parse(`{"type":"object","properties":` + props + "}}")})
+	}
+	for rest := s; ; {
+		i := strings.Index(rest, "\n### ")
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len("\n### "):]
+		name, body, _ := strings.Cut(rest, "\n")
+		_, schema, ok := strings.Cut(body, "\nParameters: ")
+		if !ok || strings.ContainsAny(name, " \t") {
+			continue
+		}
+		if end := jsonObjectEnd(schema, 0); strings.HasPrefix(schema, "{") && end > 0 && gjson.Valid(schema[:end]) {
+			tools = append(tools, toolSpec{name: name, params: gjson.Parse(schema[:end])})
+		}
 	}
 	return tools
 }

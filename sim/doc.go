@@ -33,11 +33,13 @@
 //
 // The model decodes the prompt and reads it in the tokenizer's chat markup — ChatML (Qwen), Llama 3
 // headers, Mistral [INST], DeepSeek <｜User｜>, GLM <|user|>, Kimi <|im_user|> or Harmony (gpt-oss)
-// — with the offered tools (JSON in the prompt, or Harmony's TypeScript namespace) and tool results.
-// It answers in the format of [Options.ToolCallParser] and [Options.ReasoningParser] (see
-// family.go; default hermes with a Qwen3 think block): a tool call when tools are offered and the
-// user spoke last (one per named tool when the user asks "in parallel"), a text answer quoting a
-// tool result, or text of about [Options.OutputLen] tokens. Markers are the tokenizer's own
+// — with the offered tools (JSON in the prompt, Qwen3-Coder's XML, DeepSeek V3.1's markdown, or
+// Harmony's TypeScript namespace) and tool results. It answers in the format of
+// [Options.ToolCallParser] and [Options.ReasoningParser] (see family.go; default hermes with a
+// Qwen3 think block): a tool call when tools are offered and the user spoke last (one per named
+// tool when the user asks "in parallel"; a broken one when the user's text says "malformed call"),
+// the rest of a call whose start the prompt prefilled (a forced tool_choice), a text answer quoting
+// a tool result, or text of about [Options.OutputLen] tokens. Markers are the tokenizer's own
 // tokens; [New] refuses a parser whose markers it lacks. The same seed and prompt always give the
 // same tokens. With [Options.Drift] an answer is sometimes sent with a valid but non-canonical
 // tokenization ("\n","\n" instead of "\n\n"), as real models do.

@@ -107,7 +107,7 @@ var callWriters = map[string]callWriter{
 	}},
 	// Llama 3.1/3.3: bare JSON with "parameters"; parallel calls separated by "; " (vLLM's
 	// llama3_json parser splits on it).
-	ParserLlama3JSON: {write: func(b *strings.Builder, calls []toolCall) {
+	ParserLlama3JSON: {opener: "{\"name\": \"", write: func(b *strings.Builder, calls []toolCall) {
 		for i, c := range calls {
 			if i > 0 {
 				b.WriteString("; ")

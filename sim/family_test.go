@@ -11,8 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stream"
 )
 
 // familyModels loads each testdata model directory once (tokenizer.json or its .gz).
@@ -161,6 +163,31 @@ func TestFamilyAnswers(t *testing.T) {
 				if enc := m.Tokenizer().Encode(text); len(enc) != len(ids)-1 {
 					t.Errorf("%q: answer re-encodes to %d ids, generated %d (markers split into text?)", q.user, len(enc), len(ids)-1)
 				}
+			}
+			// "malformed call": the family's own parser sees a call that began and broke.
+			_, ids := ask("What is the weather in Paris? Use get_weather. This is a malformed call.")
+			fam, err := family.New(family.Names{ToolCallParser: tt.parser, ReasoningParser: tt.reasoning},
+				family.Vocabulary{TokenID: m.Tokenizer().TokenID, StopTokenIDs: m.StopTokenIDs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := fam.NewParser(m.Tokenizer().NewDecodeStream(), family.Turn{ParallelToolCalls: true})
+			var pieces []stream.Piece
+			for _, id := range ids {
+				pieces = p.Append(pieces, id)
+			}
+			pieces = p.Finish(pieces)
+			broken := 0
+			for _, pc := range pieces {
+				if pc.Kind == stream.PieceToolCallDone && pc.Incomplete {
+					broken++
+				}
+				if pc.Kind == stream.PieceText && strings.Contains(pc.Text, "get_weather") {
+					t.Errorf("malformed call: the call became message text %q", pc.Text)
+				}
+			}
+			if broken != 1 {
+				t.Errorf("malformed call: %d incomplete calls in %+v, want 1", broken, pieces)
 			}
 		})
 	}

@@ -81,6 +81,9 @@ func parseTools(system string) []toolSpec {
 		return nil
 	}
 	block, _, _ := strings.Cut(rest, toolsClose)
+	if strings.HasPrefix(block, "<function>") {
+		return markupTools(block) // Qwen3-Coder's XML definitions
+	}
 	var tools []toolSpec
 	for line := range strings.Lines(block) {
 		line = strings.TrimSpace(line)
@@ -158,6 +161,10 @@ func toolResultText(t chatTurn) string {
 // text names (every tool when it names none).
 const parallelCue = "in parallel"
 
+// malformedCue in the user's text makes the scripted model break its tool call after it began
+// (writeBroken), so clients and servers can be tested on a malformed call.
+const malformedCue = "malformed call"
+
 // answer returns the text the model generates for the decoded prompt text, up to and excluding its
 // end-of-sequence token, and which token ends it.
 func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
@@ -180,10 +187,14 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 	if !toolResult && last.role == "user" && len(conv.tools) > 0 {
 		calls = pickTools(conv.tools, last.content)
 	}
+	// A caller that forced a tool call (tool_choice) prefilled the start of one in the family's
+	// format (its opener, maybe the name and more): the model writes the rest of that call.
+	if rest, ok := m.continueForced(r, &conv); ok {
+		return rest, endChat
+	}
 	m.reason(&b, r, &conv, calls, toolResult)
 
-	// A caller that forced a tool call (tool_choice) prefilled the family's call opener (hermes:
-	// "<tool_call>\n" and maybe the name): continue that call.
+	// A forced prefix the family's writer does not start with (hermes: a partial name).
 	if m.fam.calls.opener != "" && len(conv.tools) > 0 {
 		if m.fam.parser == ParserHermes {
 			if i := strings.Index(conv.prefill, "<tool_call>\n"); i >= 0 {
@@ -201,6 +212,8 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 		}
 	}
 	switch {
+	case len(calls) > 0 && strings.Contains(conv.lastUserText(), malformedCue):
+		m.writeBroken(&b, m.makeCalls(r, calls, conv.lastUserText()))
 	case len(calls) > 0:
 		m.fam.calls.write(&b, m.makeCalls(r, calls, conv.lastUserText()))
 	case toolResult:
@@ -211,6 +224,68 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 		m.prose.write(&b, r, m.length(r))
 	}
 	return b.String(), endChat
+}
+
+// writeBroken writes the calls as the family does but breaks the first one after its name and
+// arguments began: where the family writes the arguments as JSON, they get a syntax error
+// (`{"city": "Paris",,}`) and the call its closing markers as usual (the case where a parser must not
+// leave the closing marker as message text); GLM writes stray text before </tool_call>; pythonic and
+// qwen3_coder stop inside the first argument value (the answer ends there with the end-of-turn
+// token).
+func (m *scriptedModel) writeBroken(b *strings.Builder, calls []toolCall) {
+	calls = calls[:1]
+	switch m.fam.parser {
+	case ParserPythonic, ParserQwen3Coder:
+		var cb strings.Builder
+		m.fam.calls.write(&cb, calls)
+		text := cb.String()
+		cut := map[string]string{ParserPythonic: ")]", ParserQwen3Coder: "\n</parameter>"}[m.fam.parser]
+		if i := strings.LastIndex(text, cut); i > 0 {
+			text = text[:i]
+		}
+		b.WriteString(text)
+	case ParserGLM45, ParserGLM47:
+		var cb strings.Builder
+		m.fam.calls.write(&cb, calls)
+		text := cb.String()
+		if i := strings.LastIndex(text, "</tool_call>"); i > 0 {
+			text = text[:i] + "oops" + text[i:]
+		}
+		b.WriteString(text)
+	default:
+		calls[0].args = strings.TrimSuffix(calls[0].args, "}") + ",,}"
+		m.fam.calls.write(b, calls)
+	}
+}
+
+// continueForced finishes a tool call whose start the caller prefilled (stitch's forced
+// tool_choice text): the prefill from the family's call opener on is a prefix of the call the
+// family writes for the tool it names (the longest tool name in it; else the one the user text
+// names), and the model writes the rest. No opener in the prefill, or a prefill the call does not
+// start with: false.
+func (m *scriptedModel) continueForced(r *rand.Rand, conv *conversation) (string, bool) {
+	opener := m.fam.calls.opener
+	if opener == "" || len(conv.tools) == 0 {
+		return "", false
+	}
+	i := strings.LastIndex(conv.prefill, opener)
+	if i < 0 {
+		return "", false
+	}
+	forced := conv.prefill[i:]
+	var call *toolSpec
+	for j := range conv.tools {
+		if t := &conv.tools[j]; strings.Contains(forced[len(opener):], t.name) && (call == nil || len(t.name) > len(call.name)) {
+			call = t
+		}
+	}
+	if call == nil {
+		call = pickTool(conv.tools, conv.lastUserText())
+	}
+	var cb strings.Builder
+	m.fam.calls.write(&cb, m.makeCalls(r, []*toolSpec{call}, conv.lastUserText()))
+	rest, ok := strings.CutPrefix(cb.String(), forced)
+	return rest, ok
 }
 
 // answerEnd is the token an answer ends with.

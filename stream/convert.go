@@ -106,15 +106,19 @@ func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
 }
 
 // End finishes the turn after `data: [DONE]`: the parser's last pieces, then
-// response.completed, response.incomplete (finish_reason "length") or
-// response.failed (finish_reason "abort"/"error"). Without a usage chunk,
-// usage is counted from the ids seen.
+// response.completed, response.incomplete (finish_reason "length"; or a tool
+// call the model broke, see [Emitter.Complete]) or response.failed
+// (finish_reason "abort"/"error"). Without a usage chunk, usage is counted
+// from the ids seen.
 func (c *Converter) End(dst []Event) []Event {
 	if c.e.Ended() {
 		return dst
 	}
 	c.pieces = c.p.Finish(c.pieces[:0])
 	c.mapLogprobs(c.pieces)
+	if m, ok := c.p.(malformedReporter); ok && m.Malformed() {
+		c.e.SetMalformed()
+	}
 	return c.e.Complete(dst, c.finish, c.fallbackUsage(), c.pieces...)
 }
 
@@ -145,6 +149,10 @@ func (c *Converter) mapLogprobs(pieces []Piece) {
 		}
 	}
 }
+// malformedReporter is the optional method of an [OutputParser] that reports
+// a tool call broken after it began ([Parser], [FamilyParser],
+// [HarmonyParser]).
+type malformedReporter interface{ Malformed() bool }
 
 func (c *Converter) fallbackUsage() *Usage {
 	if c.usage != nil {

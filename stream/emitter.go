@@ -64,6 +64,9 @@ type Emitter struct {
 	lps    []Logprob // logprobs of the open message's text
 	merge  int       // len(dst) at the start of the current call; deltas after it may merge
 	ended  bool
+	// malformed: a function_call item ended incomplete (or the parser reported
+	// a broken format, SetMalformed) while the output was not cut by the limit.
+	malformed bool
 }
 
 // NewEmitter returns an Emitter. It panics if opts.NewID is nil.
@@ -190,6 +193,9 @@ func (e *Emitter) piece(dst []Event, pc *Piece, doneStatus string) []Event {
 		status := doneStatus
 		if pc.Incomplete {
 			status = StatusIncomplete
+			if want == ItemFunctionCall {
+				e.malformed = true
+			}
 		}
 		return e.close(dst, status, pc.Start, pc.End)
 	}
@@ -309,12 +315,20 @@ func (e *Emitter) close(dst []Event, status string, start, end int) []Event {
 	return dst
 }
 
+// SetMalformed reports that the model broke its output format (the parser's
+// Malformed): Complete then ends the response incomplete, as it does when a
+// function_call item ended incomplete.
+func (e *Emitter) SetMalformed() { e.malformed = true }
+
 // Complete ends the response after the upstream finished with finishReason
 // (vLLM's finish_reason): "length" → response.incomplete with
 // incomplete_details.reason "max_output_tokens" (items still open, or closed
 // by pieces, end "incomplete"); "abort" or "error" → response.failed
-// (code "server_error"); anything else → response.completed. pieces are the
-// parser's final pieces (Parser.Finish). usage may be nil (usage stays null).
+// (code "server_error"); anything else → response.completed, unless a
+// function_call item ended incomplete (a malformed or cut-off call) or
+// SetMalformed was called: then response.incomplete with reason
+// "malformed_tool_call". pieces are the parser's final pieces
+// (Parser.Finish). usage may be nil (usage stays null).
 func (e *Emitter) Complete(dst []Event, finishReason string, usage *Usage, pieces ...Piece) []Event {
 	if e.ended {
 		return dst
@@ -340,11 +354,16 @@ func (e *Emitter) Complete(dst []Event, finishReason string, usage *Usage, piece
 	}
 	e.SetUsage(usage)
 	typ := EventResponseCompleted
-	if finishReason == FinishLength {
+	switch {
+	case finishReason == FinishLength:
 		typ = EventResponseIncomplete
 		e.resp.Status = StatusIncomplete
-		e.resp.IncompleteDetails = &IncompleteDetails{Reason: "max_output_tokens"}
-	} else {
+		e.resp.IncompleteDetails = &IncompleteDetails{Reason: ReasonMaxOutputTokens}
+	case e.malformed:
+		typ = EventResponseIncomplete
+		e.resp.Status = StatusIncomplete
+		e.resp.IncompleteDetails = &IncompleteDetails{Reason: ReasonMalformedToolCall}
+	default:
 		e.resp.Status = StatusCompleted
 		e.resp.CompletedAt = e.now().Unix()
 	}

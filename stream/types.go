@@ -79,8 +79,21 @@ type ResponseError struct {
 
 // IncompleteDetails is Response.incomplete_details.
 type IncompleteDetails struct {
-	Reason string `json:"reason"` // "max_output_tokens"
+	Reason string `json:"reason"` // ReasonMaxOutputTokens or ReasonMalformedToolCall
 }
+
+// Why a response ended incomplete (incomplete_details.reason).
+const (
+	// ReasonMaxOutputTokens: the token limit ended the output (vLLM's
+	// finish_reason "length"); OpenAI's own reason.
+	ReasonMaxOutputTokens = "max_output_tokens"
+	// ReasonMalformedToolCall: the model broke a tool call after it began
+	// (or stopped inside one), so that function_call item ended
+	// "incomplete". OpenAI's models write calls under a grammar and never
+	// do; this is stitch's reason for open-weight models that can (issue 16
+	// item 2).
+	ReasonMalformedToolCall = "malformed_tool_call"
+)
 
 // ResponseUsage is Response.usage.
 type ResponseUsage struct {

@@ -139,6 +139,7 @@ func runAgentProfile(t *testing.T, bin, node, codex string, p agentProfile) {
 
 	// The clients, one mode after the other, so the sim records their prompts in request order.
 	var exchanges []*exchange
+	var exModes []string // the serve's mode for each exchange
 	modes := []string{"canonical", "exact"}
 	if p.codexOnly {
 		modes = modes[:1]
@@ -162,6 +163,7 @@ func runAgentProfile(t *testing.T, bin, node, codex string, p agentProfile) {
 			// Requests answered with an error (the SDK suite's 400s and 404s) generate nothing.
 			if ex.status == http.StatusOK {
 				exchanges = append(exchanges, ex)
+				exModes = append(exModes, mode)
 			}
 		}
 	}
@@ -194,6 +196,34 @@ func runAgentProfile(t *testing.T, bin, node, codex string, p agentProfile) {
 	if len(want) != len(got) {
 		t.Fatalf("%d reference prompts for %d recorded", len(want), len(got))
 	}
+	var exactChains int
+	if p.harmony {
+		// Harmony's exact mode freezes the history as generated (analysis kept, the model's own
+		// "<|constrain|>json" header) where a full render rewrites it: a continuation in exact
+		// mode is its previous prompt, that prompt's generated ids (a final <|return|> as
+		// <|end|>) and the new turn as the full render writes it (TestGPTOSS checks the same).
+		_, gen := recordedGenerations(t, rec)
+		byID := map[string]int{}
+		for i, ex := range exchanges {
+			byID[ex.response().Get("id").Str] = i
+		}
+		for i, ex := range exchanges {
+			j, ok := byID[gjson.GetBytes(ex.body, "previous_response_id").Str]
+			if !ok || exModes[i] != "exact" {
+				continue
+			}
+			history := append(slices.Clone(got[j]), gen[j]...)
+			if n := len(history); n > 0 && history[n-1] == 200002 { // <|return|> is <|end|> in history
+				history[n-1] = 200007
+			}
+			if len(got[i]) >= len(history) && slices.Equal(got[i][:len(history)], history) {
+				if tail := got[i][len(history):]; len(tail) <= len(want[i]) && slices.Equal(want[i][len(want[i])-len(tail):], tail) {
+					want[i] = got[i]
+					exactChains++
+				}
+			}
+		}
+	}
 	for i := range got {
 		if !slices.Equal(got[i], want[i]) {
 			ex := exchanges[i]
@@ -201,7 +231,10 @@ func runAgentProfile(t *testing.T, bin, node, codex string, p agentProfile) {
 				i+1, ex.client(), gjson.GetBytes(ex.body, "previous_response_id").Str, len(got[i]), len(want[i]), firstDiffIDs(got[i], want[i]))
 		}
 	}
-	t.Logf("%d prompts equal their reference (%d chained with previous_response_id)", len(got), countChained(exchanges))
+	if p.harmony && !p.codexOnly && exactChains == 0 {
+		t.Errorf("exact mode: no continuation extended its previous prompt and generated ids")
+	}
+	t.Logf("%d prompts equal their reference (%d chained with previous_response_id; %d exact-mode Harmony continuations)", len(got), countChained(exchanges), exactChains)
 	trap.check(t)
 }
 

@@ -394,4 +394,6 @@ func SweepRecords(ctx context.Context, b *Bolt) (int, error) {
 }
 
 // keyPart rejects the bytes the record key layouts reserve in a part of a key.
-func keyPart(s string) bool { return s != "" && len(s) <= MaxIDLen && !strings.ContainsAny(s, "\x00{}") }
+func keyPart(s string) bool {
+	return s != "" && len(s) <= MaxIDLen && !strings.ContainsAny(s, "\x00{}")
+}

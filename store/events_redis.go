@@ -26,7 +26,9 @@ func RedisRecords(c redis.UniversalClient, prefix string) RecordBackend {
 	return &redisRecords{c: c, prefix: prefix}
 }
 
-func (r *redisRecords) key(tenant, kind, id string) string { return redisKey(r.prefix, tenant, kind, id) }
+func (r *redisRecords) key(tenant, kind, id string) string {
+	return redisKey(r.prefix, tenant, kind, id)
+}
 
 func (r *redisRecords) get(ctx context.Context, key string) ([]byte, error) {
 	b, err := r.c.Get(ctx, key).Bytes()

@@ -41,7 +41,9 @@ func recordBackends(t *testing.T) map[string]func(t *testing.T) store.RecordBack
 	}
 }
 
-func sse(i int) []byte { return []byte("event: e\ndata: {\"sequence_number\":" + strconv.Itoa(i) + "}\n\n") }
+func sse(i int) []byte {
+	return []byte("event: e\ndata: {\"sequence_number\":" + strconv.Itoa(i) + "}\n\n")
+}
 
 func TestRuns(t *testing.T) {
 	for name, open := range recordBackends(t) {

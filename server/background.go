@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -208,8 +209,11 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 		runErr = err
 		final = out.conv.Fail(nil, "server_error", ae.Message)
 	} else {
-		runErr, final = s.generate(ctx, out, rc, sink)
+		runErr = out.consume(ctx, rc, sink)
 		rc.Close()
+		if ctx.Err() == nil {
+			final = s.finished(out, runErr)
+		}
 	}
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer wcancel()
@@ -518,5 +522,5 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	if changed {
 		s.bg.stop(runKey(tenant, id), errRunCancelled) // at once when it runs here; else its owner's next write
 	}
-	writeJSON(w, runResponse(run))
+	writeJSON(w, json.RawMessage(runResponse(run)))
 }

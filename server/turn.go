@@ -417,12 +417,17 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 // error and the held terminal event.
 func (s *Server) generate(ctx context.Context, out *output, rc io.Reader, sink eventSink) (error, []stream.Event) {
 	runErr := out.consume(ctx, rc, sink)
+	return runErr, s.finished(out, runErr)
+}
+
+// finished returns the terminal event of a generation that ended (not by ctx) and counts it.
+func (s *Server) finished(out *output, runErr error) []stream.Event {
 	final := out.finish(runErr)
 	if d := out.ttft(); d > 0 {
 		s.metrics.ttft.Observe(d.Seconds())
 	}
 	s.metrics.cachedTokens.Add(float64(out.cachedTokens()))
-	return runErr, final
+	return final
 }
 
 // settle runs a finished generation's after-steps: the checkpoint (a response that could not be

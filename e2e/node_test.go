@@ -53,7 +53,7 @@ func requireNode(t *testing.T) string {
 	return node
 }
 
-func runNodeScript(t *testing.T, st *stack, node, script string) {
+func runNodeScript(t *testing.T, st *stack, node, script string, env ...string) {
 	ctx, cancel := context.WithTimeout(t.Context(), nodeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
@@ -64,6 +64,7 @@ func runNodeScript(t *testing.T, st *stack, node, script string) {
 		"OPENAI_AGENTS_DISABLE_TRACING=1",
 		"STITCH_MODEL="+modelName,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

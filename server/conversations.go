@@ -26,6 +26,25 @@ import (
 // that response is the turn's artifact parent, as previous_response_id would make it; otherwise
 // the turn is a full render. Both give the same prompt ids.
 
+// The Conversations API's endpoints with request fields, and their answers (see fields.go; the
+// user guide's compatibility table lists them too).
+const (
+	endpointConversationCreate      = "POST /v1/conversations"
+	endpointConversationUpdate      = "POST /v1/conversations/{id}"
+	endpointConversationItems       = "GET /v1/conversations/{id}/items"
+	endpointConversationItemsCreate = "POST /v1/conversations/{id}/items"
+	endpointConversationItem        = "GET /v1/conversations/{id}/items/{item_id}"
+)
+
+var (
+	conversationCreateFields = map[string]fieldRule{"items": {answer: honoured}, "metadata": {answer: honoured}}
+	conversationUpdateFields = map[string]fieldRule{"metadata": {answer: honoured}}
+	conversationItemsFields  = map[string]fieldRule{"after": {answer: honoured}, "limit": {answer: honoured},
+		"order": {answer: honoured}, "include": {answer: ignored}}
+	conversationItemsCreateFields = map[string]fieldRule{"items": {answer: honoured}, "include": {answer: ignored}}
+	conversationItemFields        = map[string]fieldRule{"include": {answer: ignored}}
+)
+
 // maxConversationItemsPerCall is how many items one create or items.create takes (OpenAI: 20).
 const maxConversationItemsPerCall = 20
 
@@ -156,7 +175,7 @@ func conversationJSON(c *store.Conversation) json.RawMessage {
 }
 
 // conversationBody reads a JSON object body with the given fields (others: 400).
-func (s *Server) conversationBody(w http.ResponseWriter, r *http.Request, fields ...string) (gjson.Result, error) {
+func (s *Server) conversationBody(w http.ResponseWriter, r *http.Request, fields map[string]fieldRule) (gjson.Result, error) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return gjson.Result{}, err
@@ -170,7 +189,7 @@ func (s *Server) conversationBody(w http.ResponseWriter, r *http.Request, fields
 	root := gjson.ParseBytes(body)
 	var bad error
 	root.ForEach(func(k, _ gjson.Result) bool {
-		if !slices.Contains(fields, k.Str) {
+		if _, ok := fields[k.Str]; !ok {
 			bad = badRequest(k.Str, "Unrecognized request argument supplied: %s", k.Str)
 		}
 		return bad == nil
@@ -243,7 +262,7 @@ func metadataOf(root gjson.Result) (json.RawMessage, error) {
 
 func (s *Server) handleConversationCreate(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	root, err := s.conversationBody(w, r, "items", "metadata")
+	root, err := s.conversationBody(w, r, conversationCreateFields)
 	var items []json.RawMessage
 	var md json.RawMessage
 	if err == nil {
@@ -282,7 +301,7 @@ func (s *Server) handleConversationGet(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleConversationUpdate(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	root, err := s.conversationBody(w, r, "metadata")
+	root, err := s.conversationBody(w, r, conversationUpdateFields)
 	var md json.RawMessage
 	if err == nil {
 		if v := root.Get("metadata"); !v.Exists() {
@@ -405,7 +424,7 @@ func (s *Server) handleConversationItemsCreate(w http.ResponseWriter, r *http.Re
 		return
 	}
 	id := chi.URLParam(r, "id")
-	root, err := s.conversationBody(w, r, "items")
+	root, err := s.conversationBody(w, r, conversationItemsCreateFields)
 	var raws []json.RawMessage
 	if err == nil {
 		raws, err = s.parseItems(root, true)

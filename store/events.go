@@ -72,7 +72,13 @@ type Runs struct {
 	opts RunsOptions
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{} // closed at the next local write of the run
+	waiters map[string]*runWaiters // by run key, while someone waits
+}
+
+// runWaiters is closed at the next local write of a run; n counts the Waits sharing it.
+type runWaiters struct {
+	ch chan struct{}
+	n  int
 }
 
 // NewRuns returns Runs over b.
@@ -89,7 +95,7 @@ func NewRuns(b RecordBackend, opts RunsOptions) *Runs {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Runs{b: b, opts: opts, waiters: map[string]chan struct{}{}}
+	return &Runs{b: b, opts: opts, waiters: map[string]*runWaiters{}}
 }
 
 // Lease is the lease duration owners get.
@@ -314,27 +320,33 @@ func (r *Runs) Delete(ctx context.Context, tenant, id string) error {
 func (r *Runs) Wait(ctx context.Context, tenant, id string, d time.Duration) {
 	rk, _ := r.keys(tenant, id)
 	r.mu.Lock()
-	ch := r.waiters[rk]
-	if ch == nil {
-		ch = make(chan struct{})
-		r.waiters[rk] = ch
+	w := r.waiters[rk]
+	if w == nil {
+		w = &runWaiters{ch: make(chan struct{})}
+		r.waiters[rk] = w
 	}
+	w.n++
 	r.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ch:
+	case <-w.ch:
 	case <-t.C:
 	case <-ctx.Done():
 	}
+	r.mu.Lock()
+	if w.n--; w.n == 0 && r.waiters[rk] == w {
+		delete(r.waiters, rk) // nobody waits: no entry outlives its waiters
+	}
+	r.mu.Unlock()
 }
 
 func (r *Runs) notify(rk string) {
 	r.mu.Lock()
-	ch := r.waiters[rk]
+	w := r.waiters[rk]
 	delete(r.waiters, rk)
 	r.mu.Unlock()
-	if ch != nil {
-		close(ch)
+	if w != nil {
+		close(w.ch)
 	}
 }

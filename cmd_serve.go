@@ -205,7 +205,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		Logger: logger, Registry: reg, Upstream: up, Models: runtimes, Checkpoints: checkpoints, Auth: auth, Reseed: reseed,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, MaxInputItems: cfg.Server.MaxInputItems,
 		Limits: serverLimits(cfg, models), CacheSalt: passthroughSalter(saltSecret(cfg, sealKeys[0].Secret), cfg.Models),
-		Runs:          store.NewRuns(records, store.RunsOptions{}),
+		Runs:          store.NewRuns(records, store.RunsOptions{Lease: cfg.Server.BackgroundLease}),
 		Conversations: store.NewConversations(records, store.ConversationsOptions{TTL: cfg.Store.ResponseTTL}),
 		Instance:      instanceName(),
 	})

@@ -20,10 +20,12 @@ import (
 // with its latency model on (generations last seconds, so they can be cancelled mid-way), and two
 // `stitch serve` replicas sharing --redis and --seal-keys.
 type bgCluster struct {
-	a, b string // base URLs
+	a, b         string // base URLs
+	procA, procB *proc
 }
 
-func startBGCluster(t *testing.T) *bgCluster {
+// startBGCluster starts the cluster; extra flags go to both replicas.
+func startBGCluster(t *testing.T, extra ...string) *bgCluster {
 	t.Helper()
 	st := requireStack(t)
 	if st.bin == "" {
@@ -41,17 +43,66 @@ func startBGCluster(t *testing.T) *bgCluster {
 				"--decode-us-per-token", "5000", "--ttft-base", "1ms", "--prefill-us-per-token", "1"}
 		})
 	})
-	pod := func(name string) string {
+	pod := func(name string) *proc {
 		dir := filepath.Join(t.TempDir(), "pod-"+name)
-		p := procs.start("pod "+name, func() (*proc, error) {
+		return procs.start("pod "+name, func() (*proc, error) {
 			return startReady(st.bin, "serve", "/readyz", func(addr string) []string {
-				return []string{"serve", "--listen", addr, "--upstream", "http://" + sim.addr, "--served-model-name", modelName,
-					"--data-dir", dir, "--redis", "redis://" + rs.Addr, "--seal-keys", seal}
+				return append([]string{"serve", "--listen", addr, "--upstream", "http://" + sim.addr, "--served-model-name", modelName,
+					"--data-dir", dir, "--redis", "redis://" + rs.Addr, "--seal-keys", seal}, extra...)
 			})
 		})
-		return "http://" + p.addr
 	}
-	return &bgCluster{a: pod("A"), b: pod("B")}
+	a, b := pod("A"), pod("B")
+	return &bgCluster{a: "http://" + a.addr, b: "http://" + b.addr, procA: a, procB: b}
+}
+
+// TestBackgroundReplicaDies: a replica killed (SIGKILL) or shut down (SIGTERM, grace over)
+// mid-generation leaves its background response failed, as the other replica reads it; the
+// other replica's follower sees the stream end with response.failed.
+func TestBackgroundReplicaDies(t *testing.T) {
+	for _, kill := range []bool{true, false} {
+		name := map[bool]string{true: "sigkill", false: "sigterm"}[kill]
+		t.Run(name, func(t *testing.T) {
+			cl := startBGCluster(t, "--background-lease", "2s", "--shutdown-timeout", "1s")
+			a, b := newClient(cl.a), newClient(cl.b)
+			ctx := testContext(t)
+			r, err := a.Responses.New(ctx, responses.ResponseNewParams{
+				Model: modelName, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Tell me a long story.")},
+				Background: openai.Bool(true), Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortNone},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := b.Responses.GetStreaming(ctx, r.ID, responses.ResponseGetParams{})
+			for s.Next() {
+				if s.Current().Type == "response.output_text.delta" {
+					break // under way
+				}
+			}
+			if kill {
+				if err := cl.procA.cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				<-cl.procA.done
+			} else if err := cl.procA.stop(); err != nil {
+				t.Fatal(err)
+			}
+			last := ""
+			for s.Next() {
+				last = s.Current().Type
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if last != "response.failed" {
+				t.Fatalf("the follower's stream ended with %q, want response.failed", last)
+			}
+			got, err := b.Responses.Get(ctx, r.ID, responses.ResponseGetParams{})
+			if err != nil || got.Status != responses.ResponseStatusFailed {
+				t.Fatalf("retrieve on B: %v %s", err, got.RawJSON())
+			}
+		})
+	}
 }
 
 // TestBackgroundReplicasGoSDK: with the Go SDK, a background response created on replica A is

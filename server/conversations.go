@@ -106,7 +106,7 @@ func (s *Server) loadConversation(ctx context.Context, t *turn) error {
 		return convErr("load conversation items", id, err)
 	}
 	for i, raw := range t.req.Input {
-		if slices.Contains(c.ItemIDs, itemID(raw)) && !slices.Contains(t.req.References, i) {
+		if slices.Contains(c.ItemIDs, itemID(raw)) {
 			return badRequest(fmt.Sprintf("input[%d].id", i), "Item with id '%s' is already in conversation '%s'.", itemID(raw), id)
 		}
 	}

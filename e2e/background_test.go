@@ -263,3 +263,46 @@ func isAPIError(err error, status int) bool {
 	var ae *openai.Error
 	return errors.As(err, &ae) && ae.StatusCode == status
 }
+
+// TestBackgroundEmbedded: the suite's single replica (embedded store, no Redis) serves a
+// background response, its replayed stream and a conversation through the Go SDK.
+func TestBackgroundEmbedded(t *testing.T) {
+	st := requireStack(t)
+	c := st.client()
+	ctx := testContext(t)
+	r, err := c.Responses.New(ctx, responses.ResponseNewParams{
+		Model: modelName, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Say hello.")},
+		Background: openai.Bool(true), Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortNone},
+	})
+	if err != nil || !r.Background {
+		t.Fatalf("background create: %v", err)
+	}
+	s := c.Responses.GetStreaming(ctx, r.ID, responses.ResponseGetParams{})
+	var n int64
+	last := ""
+	for s.Next() {
+		if ev := s.Current(); ev.SequenceNumber != n {
+			t.Fatalf("event %s has sequence_number %d, want %d", ev.Type, ev.SequenceNumber, n)
+		}
+		n++
+		last = s.Current().Type
+	}
+	if err := s.Err(); err != nil || (last != "response.completed" && last != "response.incomplete") {
+		t.Fatalf("stream: %v, last event %q", err, last)
+	}
+	conv, err := c.Conversations.New(ctx, conversations.ConversationNewParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"Hello.", "Again."} {
+		if _, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: modelName, MaxOutputTokens: openai.Int(20),
+			Conversation: responses.ResponseNewParamsConversationUnion{OfString: openai.String(conv.ID)},
+			Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String(in)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := c.Conversations.Items.List(ctx, conv.ID, conversations.ItemListParams{Limit: param.NewOpt[int64](100)})
+	if err != nil || len(page.Data) < 4 {
+		t.Fatalf("conversation items: %v (%d)", err, len(page.Data))
+	}
+}

@@ -239,3 +239,47 @@ func TestConversations(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepRecords: expired runs, their logs and conversations read as absent and are swept
+// from the Bolt file; live ones stay.
+func TestSweepRecords(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	now := time.Unix(2_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	b, err := store.OpenBolt(t.TempDir(), store.BoltOptions{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	rb, err := store.BoltRecords(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := store.NewRuns(rb, store.RunsOptions{TTL: time.Hour, Now: clock})
+	convs := store.NewConversations(rb, store.ConversationsOptions{TTL: 2 * time.Hour})
+	if err := runs.Create(ctx, &store.Run{ID: "r", Tenant: "t", Status: store.RunInProgress}, [][]byte{sse(0), sse(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := convs.Create(ctx, &store.Conversation{ID: "c", Tenant: "t"}, []store.Item{{ID: "i", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := store.SweepRecords(ctx, b); err != nil || n != 0 {
+		t.Fatalf("sweep of live records = %d, %v", n, err)
+	}
+	mu.Lock()
+	now = now.Add(90 * time.Minute)
+	mu.Unlock()
+	if _, err := runs.Get(ctx, "t", "r"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("expired run reads %v", err)
+	}
+	if evs, _ := runs.Events(ctx, "t", "r", 0, 10); len(evs) != 0 {
+		t.Fatalf("expired run's log reads %d events", len(evs))
+	}
+	if n, err := store.SweepRecords(ctx, b); err != nil || n != 3 {
+		t.Fatalf("sweep = %d, %v; want the run and its 2 events", n, err)
+	}
+	if _, err := convs.Get(ctx, "t", "c"); err != nil {
+		t.Fatalf("live conversation: %v", err)
+	}
+}

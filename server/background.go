@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -38,6 +39,7 @@ var (
 	errRunCancelled = errors.New("background response cancelled")
 	errRunDeleted   = errors.New("background response deleted")
 	errShuttingDown = errors.New("server shutting down")
+	errLeaseLost    = errors.New("background response lease lost (the store did not answer)")
 )
 
 // background tracks the runs this process generates.
@@ -134,7 +136,7 @@ func encodeEvents(events []stream.Event) [][]byte {
 
 // startBackground creates the run, answers the client (the response in progress, or its event
 // stream followed from the log) and starts the generation. It owns release (the admission slot).
-func (s *Server) startBackground(ctx context.Context, w http.ResponseWriter, r *http.Request, t *turn, release func()) {
+func (s *Server) startBackground(ctx context.Context, w http.ResponseWriter, t *turn, release func()) {
 	out := s.newOutput(t)
 	begin := out.begin()
 	id := out.responseID()
@@ -178,6 +180,10 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 	runs := s.bg.runs
 	// The lease: renewed by every write, and here when nothing is written (a long prompt, a
 	// slow model); a cancel or delete made on another pod is seen the same way.
+	// A lease that could not be renewed in time has ended for every reader (the response reads
+	// failed): the owner stops too rather than finish a response others saw fail.
+	sink := &runSink{runs: runs, tenant: t.tenant, id: id, cancel: cancel}
+	sink.renewed.Store(time.Now().UnixNano())
 	hbDone := make(chan struct{})
 	hbStop := make(chan struct{})
 	go func() {
@@ -195,12 +201,16 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 				_, err := runs.Append(rctx, t.tenant, id, nil)
 				rcancel()
 				stopOnRunErr(cancel, err)
+				if err == nil {
+					sink.renewed.Store(time.Now().UnixNano())
+				} else if time.Since(time.Unix(0, sink.renewed.Load())) >= runs.Lease() {
+					cancel(errLeaseLost)
+				}
 			}
 		}
 	}()
 	defer func() { close(hbStop); <-hbDone }()
 
-	sink := &runSink{runs: runs, tenant: t.tenant, id: id, cancel: cancel}
 	var runErr error
 	var final []stream.Event
 	rc, err := s.openUpstream(ctx, t)
@@ -231,12 +241,16 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 			s.metrics.responses.WithLabelValues("cancelled").Inc()
 			t.log.Info("background response deleted while running", "response_id", id)
 		default:
-			events := out.conv.Fail(nil, "server_error", "The server shut down before the response finished.")
+			msg := "The server shut down before the response finished."
+			if errors.Is(cause, errLeaseLost) {
+				msg = "The server generating this response lost its response store."
+			}
+			events := out.conv.Fail(nil, "server_error", msg)
 			if _, err := runs.Finish(wctx, t.tenant, id, store.RunFailed, out.responseJSON(), sink.pendingWith(events)); err != nil {
 				t.log.Warn("record the failed background response", "response_id", id, "err", err)
 			}
 			s.metrics.responses.WithLabelValues("failed").Inc()
-			t.log.Warn("background response failed at shutdown", "response_id", id, "cause", cause)
+			t.log.Warn("background response failed", "response_id", id, "cause", cause)
 		}
 		return
 	}
@@ -284,6 +298,7 @@ type runSink struct {
 	cancel     context.CancelCauseFunc
 	pending    [][]byte
 	err        error
+	renewed    atomic.Int64 // unix nanoseconds of the last write the store took
 }
 
 func (r *runSink) queue(events []stream.Event) error {
@@ -313,8 +328,15 @@ func (r *runSink) flush() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := r.runs.Append(ctx, r.tenant, r.id, r.pending)
-	r.pending = r.pending[:0]
-	if err != nil {
+	switch {
+	case err == nil:
+		r.renewed.Store(time.Now().UnixNano())
+		r.pending = r.pending[:0]
+	case errors.Is(err, store.ErrUnavailable):
+		// Kept and sent with the next flush; the heartbeat gives up once the lease has passed.
+		return nil
+	default:
+		r.pending = r.pending[:0]
 		stopOnRunErr(r.cancel, err)
 		r.err = fmt.Errorf("background event log: %w", err)
 	}

@@ -69,7 +69,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t.req.Background {
-		s.startBackground(ctx, w, r, t, release) // the generation keeps the slot (background.go)
+		s.startBackground(ctx, w, t, release) // the generation keeps the slot (background.go)
 		return
 	}
 	defer release()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -109,7 +110,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	swept := make(chan struct{})
 	go func() {
 		defer close(swept)
-		sweepEvery(sweepCtx, logger, local, ticker.C)
+		sweepEvery(sweepCtx, logger, boltSweeper{local}, ticker.C)
 	}()
 	defer func() { // before local.Close: never sweep a closed store
 		ticker.Stop()
@@ -135,6 +136,12 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	}
 	var checkpoints store.Checkpoints = local
 	var portable store.PortableCache
+	// Background responses and conversations: in the data directory's file, or in Redis (shared
+	// by every replica) with --redis.
+	records, err := store.BoltRecords(local)
+	if err != nil {
+		return fmt.Errorf("open store in %s: %w", cfg.Store.DataDir, err)
+	}
 	if cfg.Store.Redis != "" {
 		ropts, err := store.ParseRedisURL(string(cfg.Store.Redis))
 		if err != nil {
@@ -150,6 +157,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		checkpoints = fallback
 		reg.MustRegister(store.NewCheckpointCollector(fallback))
 		portable = store.NewRedisArtifacts(rc, store.RedisArtifactsOptions{})
+		records = store.RedisRecords(rc, "")
 		logger.Info("sharing responses and artifacts through Redis", "redis", ropts)
 	}
 	var artifacts *server.Artifacts // nil: --no-artifacts, a full render every turn
@@ -202,6 +210,9 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		Logger: logger, Registry: reg, Upstream: up, Models: runtimes, Checkpoints: checkpoints, Auth: auth, Reseed: reseed,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, MaxInputItems: cfg.Server.MaxInputItems,
 		Limits: serverLimits(cfg, models), CacheSalt: passthroughSalter(saltSecret(cfg, sealKeys[0].Secret), cfg.Models),
+		Runs:          store.NewRuns(records, store.RunsOptions{Lease: cfg.Server.BackgroundLease}),
+		Conversations: store.NewConversations(records, store.ConversationsOptions{TTL: cfg.Store.ResponseTTL}),
+		Instance:      instanceName(),
 	})
 	if err != nil {
 		return err
@@ -216,7 +227,29 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	}
 	logger.Info("stitch serving the Responses API", "addr", ln.Addr().String(), "upstream", upstreamURL,
 		"data_dir", cfg.Store.DataDir, "models", len(runtimes), "version", version)
-	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout)
+	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout, srv.Shutdown)
+}
+
+// instanceName names this process as the owner of its background responses (in logs and the
+// run records other replicas read).
+func instanceName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
+}
+
+// boltSweeper sweeps the embedded store: expired responses, then expired background runs and
+// conversations.
+type boltSweeper struct{ b *store.Bolt }
+
+func (s boltSweeper) Sweep(ctx context.Context) (int, error) {
+	n, err := s.b.Sweep(ctx)
+	if err != nil {
+		return n, err
+	}
+	m, err := store.SweepRecords(ctx, s.b)
+	return n + m, err
 }
 
 // sweeper deletes expired records (store.Bolt).
@@ -242,9 +275,9 @@ func sweepEvery(ctx context.Context, logger *slog.Logger, s sweeper, ticks <-cha
 	}
 }
 
-// serveUntilDone serves until ctx ends, then shuts down gracefully, letting open streams finish
-// within timeout.
-func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, ln net.Listener, timeout time.Duration) error {
+// serveUntilDone serves until ctx ends, then shuts down gracefully, letting open streams and
+// background responses (drain) finish within timeout; drain fails those still running then.
+func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, ln net.Listener, timeout time.Duration, drain func(context.Context) error) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -255,8 +288,12 @@ func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, l
 	logger.Info("shutting down", "timeout", timeout)
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	herr := hs.Shutdown(sctx)
+	if err := drain(sctx); err != nil {
+		logger.Warn("shutdown: background responses", "err", err)
+	}
+	if herr != nil {
+		return fmt.Errorf("shutdown: %w", herr)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -33,6 +33,9 @@ type Server struct {
 	MaxInputItems int `yaml:"max_input_items"`
 	// ShutdownTimeout is how long a graceful shutdown waits for streams to finish. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// BackgroundLease is how long a background response's owner lease lasts (renewed every third
+	// of it); past it, a response whose replica died reads as failed. Default 30s.
+	BackgroundLease time.Duration `yaml:"background_lease"`
 	// MaxJSONDepth bounds the nesting of request bodies (arrays and objects), checked by a linear
 	// scan before any recursive parse. Default 128.
 	MaxJSONDepth int `yaml:"max_json_depth"`

@@ -26,6 +26,7 @@ func Default() *Config {
 			MaxBodyBytes:    32 << 20,
 			MaxInputItems:   10000,
 			ShutdownTimeout: 30 * time.Second,
+			BackgroundLease: 30 * time.Second,
 			MaxJSONDepth:    128,
 			// A vLLM on one GPU runs a few hundred sequences at once (max_num_seqs); more only
 			// queue there, holding memory here.
@@ -79,6 +80,7 @@ func options(sm *singleModel) []option {
 		{"max-body-bytes", "largest accepted request body", func(c *Config) flag.Value { return (*int64Value)(&c.Server.MaxBodyBytes) }},
 		{"max-input-items", "most input items in one request", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxInputItems) }},
 		{"shutdown-timeout", "how long shutdown waits for open streams", func(c *Config) flag.Value { return (*durationValue)(&c.Server.ShutdownTimeout) }},
+		{"background-lease", "a background response's owner lease; past it, one whose replica died reads failed", func(c *Config) flag.Value { return (*durationValue)(&c.Server.BackgroundLease) }},
 		{"max-json-depth", "deepest nesting of arrays and objects accepted in a request body", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxJSONDepth) }},
 		{"max-concurrent-responses", "generations in flight at most; beyond it 429 with Retry-After (0: unbounded)", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxConcurrentResponses) }},
 		{"body-read-timeout", "how long a client may take to send its request body", func(c *Config) flag.Value { return (*durationValue)(&c.Server.BodyReadTimeout) }},

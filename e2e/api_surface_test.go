@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -231,7 +230,7 @@ func testRefusedFields(t *testing.T, st *stack) {
 	}{
 		{responses.ResponseNewParams{Model: modelName, Input: in, Include: []responses.ResponseIncludable{"bogus.value"}}, "include[0]"},
 		{responses.ResponseNewParams{Model: modelName, Input: in, TopLogprobs: openai.Int(99)}, "top_logprobs"},
-		{responses.ResponseNewParams{Model: modelName, Input: in, Background: openai.Bool(true)}, "background"},
+		{responses.ResponseNewParams{Model: modelName, Input: in, Background: openai.Bool(true), Store: openai.Bool(false)}, "background"},
 		{responses.ResponseNewParams{Model: modelName, Input: in, Text: responses.ResponseTextConfigParam{Verbosity: "loud"}}, "text.verbosity"},
 	} {
 		_, err := c.Responses.New(ctx, tt.params)
@@ -273,8 +272,6 @@ func testRetrieveStream(t *testing.T, st *stack) {
 func testUnknownRoutes(t *testing.T, st *stack) {
 	c := st.client()
 	ctx := testContext(t)
-	_, err := c.Conversations.New(ctx, conversations.ConversationNewParams{})
-	wantAPIError(t, err, http.StatusNotFound, "invalid_request_error", "unknown_url", "")
-	_, err = c.Responses.Compact(ctx, responses.ResponseCompactParams{Model: responses.ResponseCompactParamsModel(modelName)}, option.WithMaxRetries(0))
+	_, err := c.Responses.Compact(ctx, responses.ResponseCompactParams{Model: responses.ResponseCompactParamsModel(modelName)}, option.WithMaxRetries(0))
 	wantAPIError(t, err, http.StatusNotFound, "invalid_request_error", "unknown_url", "")
 }

@@ -53,12 +53,13 @@ func requireNode(t *testing.T) string {
 	return node
 }
 
-func runNodeScript(t *testing.T, st *stack, node, script string) {
-	runNodeScriptAt(t, st.baseURL, modelName, node, script)
+func runNodeScript(t *testing.T, st *stack, node, script string, env ...string) {
+	runNodeScriptAt(t, st.baseURL, modelName, node, script, env...)
 }
 
-// runNodeScriptAt runs script against the stitch at baseURL, asking for model.
-func runNodeScriptAt(t *testing.T, baseURL, model, node, script string) {
+// runNodeScriptAt runs script against the stitch at baseURL, asking for model, with env added to
+// its environment.
+func runNodeScriptAt(t *testing.T, baseURL, model, node, script string, env ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), nodeTimeout)
 	defer cancel()
@@ -70,6 +71,7 @@ func runNodeScriptAt(t *testing.T, baseURL, model, node, script string) {
 		"OPENAI_AGENTS_DISABLE_TRACING=1",
 		"STITCH_MODEL="+model,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

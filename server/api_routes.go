@@ -2,9 +2,7 @@ package server
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,53 +23,9 @@ func (s *Server) apiRoutes(r chi.Router, metered func(route string, h http.Handl
 	unknown := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		middleware.WriteError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url", "Invalid URL ("+r.Method+" "+safePath(r)+")")
 	})
+	s.conversationRoutes(r, metered) // conversations.go
 	r.Handle("/v1/responses/*", unknown)
-	r.Handle("/v1/conversations", unknown)
 	r.Handle("/v1/conversations/*", unknown)
-}
-
-// handleCancel answers POST /v1/responses/{id}/cancel: an unknown (or another tenant's) id is a
-// 404 as for GET; a stored response was not created in background mode (stitch runs none), so
-// it cannot be cancelled: 400, as OpenAI answers a foreground response.
-func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.loadCheckpoint(r, chi.URLParam(r, "id")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeError(w, badRequest("", "Only background responses can be cancelled; this server does not run background responses."))
-}
-
-// checkRetrieveQuery answers the query parameters of GET /v1/responses/{id} (retrieveFields).
-// stream=true would make the SDKs read an event stream; until background responses exist there is
-// none to follow, and a JSON body would be read as zero events without an error, so it is a 400.
-//
-// The Node SDK asks with ?stream=true; the Go SDK sends {"stream":true} as the body of its GET.
-func (s *Server) checkRetrieve(r *http.Request) error {
-	streamed := false
-	if r.ContentLength != 0 && r.Body != nil {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-		if err != nil {
-			return badRequest("", "The request body could not be read.")
-		}
-		streamed = gjson.GetBytes(body, "stream").Type == gjson.True
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Accept")); mt == "text/event-stream" {
-		streamed = true
-	}
-	return checkRetrieveQuery(r.URL.Query(), streamed)
-}
-
-func checkRetrieveQuery(q url.Values, streamed bool) error {
-	if v := q.Get("stream"); streamed || (v != "" && v != "false") {
-		return badRequest("stream", "Streaming a stored response ('stream=true') is only supported for background responses, which this server does not run; retrieve it without 'stream'.")
-	}
-	if q.Has("starting_after") {
-		return badRequest("starting_after", "'starting_after' applies only to streamed retrieval of background responses, which this server does not run.")
-	}
-	if v := q.Get("include_obfuscation"); v != "" && v != "true" && v != "false" {
-		return badRequest("include_obfuscation", "Invalid value for 'include_obfuscation': expected a boolean.")
-	}
-	return checkIncludeQuery(q)
 }
 
 // checkIncludeQuery validates include (include[] as the SDKs send it). The stored response is

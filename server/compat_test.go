@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/sjson"
 )
@@ -91,6 +92,11 @@ var compatEndpoints = []struct {
 	{endpointRetrieve, reflect.TypeFor[responses.ResponseGetParams](), retrieveFields, []string{"stream"}},
 	{endpointInputItems, reflect.TypeFor[responses.InputItemListParams](), inputItemsFields, nil},
 	{endpointInputTokens, reflect.TypeFor[responses.InputTokenCountParams](), inputTokensFields, nil},
+	{endpointConversationCreate, reflect.TypeFor[conversations.ConversationNewParams](), conversationCreateFields, nil},
+	{endpointConversationUpdate, reflect.TypeFor[conversations.ConversationUpdateParams](), conversationUpdateFields, nil},
+	{endpointConversationItems, reflect.TypeFor[conversations.ItemListParams](), conversationItemsFields, nil},
+	{endpointConversationItemsCreate, reflect.TypeFor[conversations.ItemNewParams](), conversationItemsCreateFields, nil},
+	{endpointConversationItem, reflect.TypeFor[conversations.ItemGetParams](), conversationItemFields, nil},
 }
 
 // TestCompatibilityTable: every request field of the SDK has a row in the user guide, and the

@@ -127,8 +127,8 @@ var createFields = map[string]fieldRule{
 	"stream_options":                     {answer: ignored, check: isObject},
 	"stream_options.include_obfuscation": {answer: ignored, check: isBool},
 
-	"background":         {answer: rejected},
-	"conversation":       {answer: rejected},
+	"background":         {answer: honoured},
+	"conversation":       {answer: honoured},
 	"prompt":             {answer: rejected},
 	"context_management": {answer: rejected},
 	"moderation":         {answer: rejected},
@@ -138,8 +138,6 @@ var createFields = map[string]fieldRule{
 
 // rejectedWhy is the message of each rejected field.
 var rejectedWhy = map[string]string{
-	"background":         "Background responses are not supported by this server.",
-	"conversation":       "The 'conversation' parameter is not supported by this server; use previous_response_id.",
 	"prompt":             "Prompt templates ('prompt') are not supported by this server.",
 	"context_management": "Server-side context management (compaction) is not supported by this server; use truncation 'auto'.",
 	"moderation":         "Moderation is not supported by this server.",
@@ -169,15 +167,15 @@ var inputTokensFields = map[string]fieldRule{
 	"text.verbosity":             {answer: ignored},
 	"personality":                {answer: ignored, check: isString},
 
-	"conversation": {answer: rejected},
+	"conversation": {answer: honoured},
 }
 
 // retrieveFields answers the query parameters of GET /v1/responses/{id}.
 var retrieveFields = map[string]fieldRule{
 	"include":             {answer: ignored},
 	"include_obfuscation": {answer: ignored},
-	"starting_after":      {answer: rejected},
-	"stream":              {answer: rejected},
+	"starting_after":      {answer: honoured},
+	"stream":              {answer: honoured},
 }
 
 // inputItemsFields answers the query parameters of GET /v1/responses/{id}/input_items.

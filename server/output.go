@@ -37,7 +37,7 @@ func (s *Server) newOutput(t *turn) *output {
 		Model: req.Model, Instructions: nil, ParallelToolCalls: req.ParallelToolCalls,
 		PreviousResponseID: req.PreviousResponseID, Reasoning: req.ReasoningJSON, Store: req.Store,
 		Text: req.TextJSON, ToolChoice: req.ToolChoice.Raw, Tools: req.Tools, Truncation: req.Truncation,
-		User: req.User, Metadata: req.Metadata,
+		User: req.User, Metadata: req.Metadata, Background: req.Background, Conversation: req.Conversation,
 	}
 	if req.Instructions != nil {
 		resp.Instructions = appendJSONString(nil, *req.Instructions)
@@ -49,9 +49,14 @@ func (s *Server) newOutput(t *turn) *output {
 	resp.Temperature = rawFloat(req.Temperature)
 	resp.TopP = rawFloat(req.TopP)
 	eopts := stream.EmitterOptions{Response: resp, NewID: s.opts.NewID, Now: s.opts.Now}
+	if req.Background {
+		eopts.Response.ID = s.opts.NewID("resp") // the run's key, before the first event
+	}
 	if req.IncludeEncrypted && s.opts.Reseed != nil {
 		// The response id must be known before the first event to seal it into reasoning items.
-		eopts.Response.ID = s.opts.NewID("resp")
+		if eopts.Response.ID == "" {
+			eopts.Response.ID = s.opts.NewID("resp")
+		}
 		rid, tenant := eopts.Response.ID, t.tenant
 		eopts.OnItemDone = func(it *stream.Item, _ stream.ItemRange) {
 			if it.Type == stream.ItemReasoning {
@@ -64,7 +69,7 @@ func (s *Server) newOutput(t *turn) *output {
 		Tools: toolSchemas(req.Tools), ReasoningOff: reasoningOff(t.kwargs, t.model.Family.ReasoningSwitch())})
 	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts, Logprobs: lpm}, dec, req) // toolpolicy.go
 	conv := stream.NewConverter(nil, copts)
-	return &output{conv: conv, start: t.start, now: s.opts.Now}
+	return &output{conv: conv, start: t.start, now: s.opts.Now, forced: t.forced, sentMax: t.maxTokens}
 }
 
 // toolSchemas returns the request's function tools (namespace functions included) for the output
@@ -340,6 +345,17 @@ func (s *sseSink) queue(events []stream.Event) error {
 		return s.flushNow()
 	}
 	return nil
+}
+
+// writeRaw sends events already encoded as server-sent events (a background response's log).
+func (s *sseSink) writeRaw(events [][]byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	for _, ev := range events {
+		s.buf = append(s.buf, ev...)
+	}
+	return s.flushNow()
 }
 
 func (s *sseSink) flush() error {

@@ -43,6 +43,10 @@ type request struct {
 	// Logprobs is the number of alternatives per message token (top_logprobs) when the response
 	// carries logprobs, -1 when it does not (logprobs.go).
 	Logprobs int
+	// Background runs the response detached from the connection (background.go).
+	Background bool
+	// Conversation is the conversation the turn continues and is appended to (conversations.go).
+	Conversation string
 }
 
 // toolChoice is the parsed tool_choice: mode auto / none / required, or a named function.
@@ -120,6 +124,12 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 			return nil, badRequest("previous_response_id", "Invalid type for 'previous_response_id': expected a string.")
 		}
 		r.PreviousResponseID = v.Str
+	}
+	if err := parseBackground(root, r); err != nil { // background.go
+		return nil, err
+	}
+	if err := parseConversation(root, r); err != nil { // conversations.go
+		return nil, err
 	}
 	if v := root.Get("user"); v.Exists() && v.Type != gjson.Null {
 		if v.Type != gjson.String {

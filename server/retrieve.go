@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,7 +19,9 @@ func (s *Server) loadCheckpoint(r *http.Request, id string) (*store.Checkpoint, 
 	cp, err := s.opts.Checkpoints.GetResponse(r.Context(), middleware.Tenant(r.Context()), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, notFound(id)
+		nf := notFound(id)
+		nf.Err = err // store.ErrDeleted tells a deleted response from one never stored
+		return nil, nf
 	case errors.Is(err, store.ErrUnavailable):
 		return nil, fmt.Errorf("get response %s: %w: %w", id, errStoreUnavailable, err)
 	case err != nil:
@@ -28,21 +31,52 @@ func (s *Server) loadCheckpoint(r *http.Request, id string) (*store.Checkpoint, 
 }
 
 func (s *Server) handleRetrieve(w http.ResponseWriter, r *http.Request) {
-	if err := s.checkRetrieve(r); err != nil { // api_routes.go
-		writeError(w, err)
-		return
-	}
-	cp, err := s.loadCheckpoint(r, chi.URLParam(r, "id"))
+	id := chi.URLParam(r, "id")
+	streamed, after, err := retrieveStream(r) // background.go
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, cp.Response)
+	if streamed {
+		s.retrieveStreamed(w, r, id, after)
+		return
+	}
+	cp, err := s.loadCheckpoint(r, id)
+	if err == nil {
+		writeJSON(w, cp.Response)
+		return
+	}
+	// Not stored (yet): a background response in progress, or one that ended without a
+	// checkpoint (cancelled, failed before it was stored). A deleted response stays deleted.
+	if !errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDeleted) {
+		writeError(w, err)
+		return
+	}
+	run, rerr := s.loadRun(r.Context(), middleware.Tenant(r.Context()), id)
+	if rerr != nil {
+		if !errors.Is(rerr, store.ErrNotFound) {
+			err = rerr
+		}
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, json.RawMessage(runResponse(run)))
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	err := s.opts.Checkpoints.DeleteResponse(r.Context(), middleware.Tenant(r.Context()), id)
+	tenant := middleware.Tenant(r.Context())
+	err := s.opts.Checkpoints.DeleteResponse(r.Context(), tenant, id)
+	// A background response's run goes too (a running one stops: its owner's next write finds
+	// it gone); deleting only a run (in progress, cancelled) is deleting the response.
+	if rerr := s.bg.runs.Delete(r.Context(), tenant, id); rerr == nil {
+		s.bg.stop(runKey(tenant, id), errRunDeleted)
+		if errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrDeleted) {
+			err = nil
+		}
+	} else if !errors.Is(rerr, store.ErrNotFound) && err == nil {
+		s.log.Warn("delete background response run", "response_id", id, "err", rerr)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, notFound(id))

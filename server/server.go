@@ -50,6 +50,15 @@ type Options struct {
 	Now func() time.Time
 	// Limits bound what one request may cost (limits.go, admission.go).
 	Limits Limits
+	// Runs keeps background responses (their state and event logs); share one over Redis
+	// between replicas. Nil: in process memory (store.MemoryRecords).
+	Runs *store.Runs
+	// Conversations keeps the Conversations API's conversations; share one over Redis between
+	// replicas. Nil: in process memory.
+	Conversations *store.Conversations
+	// Instance names this process as the owner of the background responses it generates.
+	// Empty: a random name.
+	Instance string
 	// CacheSalt returns the cache_salt of a tenant for any model a pass-through generation names
 	// (the salt is always set, whatever the client sent). Nil: the served model's salter, else a
 	// digest of tenant and model.
@@ -63,6 +72,8 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 	guards  *guards
+	bg      *background
+	convs   *store.Conversations
 }
 
 // New validates opts and builds the routes.
@@ -88,7 +99,17 @@ func New(opts Options) (*Server, error) {
 	if opts.Auth == nil {
 		opts.Auth = middleware.DevAuth{}
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), guards: newGuards(opts.Limits, opts.Registry)}
+	if opts.Runs == nil {
+		opts.Runs = store.NewRuns(store.MemoryRecords(opts.Now), store.RunsOptions{Now: opts.Now})
+	}
+	if opts.Conversations == nil {
+		opts.Conversations = store.NewConversations(store.MemoryRecords(opts.Now), store.ConversationsOptions{})
+	}
+	if opts.Instance == "" {
+		opts.Instance = randomID("stitch")
+	}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), guards: newGuards(opts.Limits, opts.Registry),
+		bg: newBackground(opts.Runs, opts.Instance), convs: opts.Conversations}
 	s.handler = s.routes()
 	return s, nil
 }

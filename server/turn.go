@@ -33,6 +33,10 @@ type turn struct {
 	prevItems []json.RawMessage // the conversation before this request's input
 	prevIDs   []string
 	prevCP    *store.Checkpoint // the previous response's checkpoint, when there is one
+	// parentID is the response whose artifact the prompt may extend: previous_response_id, or
+	// the conversation's last response when its items are still that response's conversation.
+	parentID  string
+	conv      *store.Conversation // the conversation the turn continues (conversations.go)
 	prompt    *prepare.Prompt
 	maxTokens int
 	// forced are ids appended after the prompt to force a tool call (tool_choice required or a
@@ -58,12 +62,17 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer release()
 	if err := s.plan(ctx, t, body); err != nil {
+		release()
 		ae := writeError(w, err)
 		t.log.LogAttrs(ctx, levelFor(ae), "response rejected", slog.Int("status", ae.Status), slog.String("param", ae.Param), slog.Any("err", err))
 		return
 	}
+	if t.req.Background {
+		s.startBackground(ctx, w, t, release) // the generation keeps the slot (background.go)
+		return
+	}
+	defer release()
 	s.execute(ctx, w, t)
 }
 
@@ -112,7 +121,7 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 			}
 			return fmt.Errorf("load conversation of %s: %w", cp.ID, err)
 		}
-		t.prevCP, t.prevIDs = cp, cp.ConversationItemIDs
+		t.prevCP, t.prevIDs, t.parentID = cp, cp.ConversationItemIDs, req.PreviousResponseID
 		t.prevItems = make([]json.RawMessage, len(items))
 		for i, it := range items {
 			t.prevItems[i] = it.Data
@@ -120,6 +129,11 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 	}
 	if err := s.resolveReferences(ctx, t); err != nil {
 		return err
+	}
+	if req.Conversation != "" {
+		if err := s.loadConversation(ctx, t); err != nil { // conversations.go
+			return err
+		}
 	}
 	if err := checkHistory(t.prevItems, req.Input); err != nil { // tool-call pairing, as OpenAI (history.go)
 		return err
@@ -180,7 +194,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 	if t.req.Instructions != nil {
 		instructions = *t.req.Instructions
 	}
-	prevID, prevCP := t.req.PreviousResponseID, t.prevCP
+	prevID, prevCP := t.parentID, t.prevCP
 	if prevID == "" && s.opts.Reseed != nil {
 		// A stateless client replaying its history: its reasoning items may name the response
 		// whose artifact covers that history.
@@ -321,8 +335,9 @@ type requestUpstream interface {
 	CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error)
 }
 
-// execute sends the prompt upstream and streams (or collects) the response, then persists it.
-func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
+// openUpstream sends the prompt to the model server and returns its event stream; closing it
+// ends the upstream request.
+func (s *Server) openUpstream(ctx context.Context, t *turn) (io.ReadCloser, error) {
 	req := t.req
 	prompt := t.prompt.IDs
 	if len(t.forced) > 0 {
@@ -348,7 +363,6 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		creq.StructuredOutputs = json.RawMessage(`{"json_object":true}`)
 	}
 	upCtx, cancelUp := context.WithCancel(ctx)
-	defer cancelUp()
 	var rc io.ReadCloser
 	var err error
 	if ru, ok := s.opts.Upstream.(requestUpstream); ok {
@@ -356,6 +370,28 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	} else {
 		rc, err = s.opts.Upstream.Completions(upCtx, creq.Parts())
 	}
+	if err != nil {
+		cancelUp()
+		return nil, err
+	}
+	return cancelOnClose{rc, cancelUp}, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// execute sends the prompt upstream and streams (or collects) the response, then persists it.
+func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
+	req := t.req
+	rc, err := s.openUpstream(ctx, t)
 	if err != nil {
 		ae := writeError(w, err)
 		s.metrics.responses.WithLabelValues("failed").Inc()
@@ -365,7 +401,6 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	defer rc.Close()
 
 	out := s.newOutput(t)
-	out.forced, out.sentMax = t.forced, t.maxTokens
 	var sink eventSink
 	if req.Stream {
 		sink = newSSESink(w)
@@ -376,12 +411,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		t.log.Info("client gone before the first event", "err", err)
 		return
 	}
-	runErr := out.consume(ctx, rc, sink)
-	final := out.finish(runErr)
-	if d := out.ttft(); d > 0 {
-		s.metrics.ttft.Observe(d.Seconds())
-	}
-	s.metrics.cachedTokens.Add(float64(out.cachedTokens()))
+	runErr, final := s.generate(ctx, out, rc, sink)
 
 	// Persist before the terminal event: a client that saw response.completed can continue from it.
 	if ctx.Err() != nil {
@@ -391,7 +421,45 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	}
 	// The checkpoint and artifact writes outlive a client that disconnects now: the response is
 	// complete and the client may still continue from it.
-	wctx := context.WithoutCancel(ctx)
+	final = s.settle(context.WithoutCancel(ctx), t, out, runErr, final)
+	if req.Stream {
+		if err := sink.write(final); err != nil {
+			t.log.Info("client gone before the terminal event", "err", err)
+		}
+	} else {
+		if runErr != nil {
+			// Nothing was sent yet: a generation the model server broke off is an error, not a
+			// 200 carrying a failed response that clients would take for success.
+			writeError(w, runErr)
+		} else {
+			writeJSON(w, json.RawMessage(out.responseJSON()))
+		}
+	}
+	s.logSummary(ctx, t, out, runErr)
+}
+
+// generate reads the model's stream into out, handing events to sink, and returns the stream's
+// error and the held terminal event.
+func (s *Server) generate(ctx context.Context, out *output, rc io.Reader, sink eventSink) (error, []stream.Event) {
+	runErr := out.consume(ctx, rc, sink)
+	return runErr, s.finished(out, runErr)
+}
+
+// finished returns the terminal event of a generation that ended (not by ctx) and counts it.
+func (s *Server) finished(out *output, runErr error) []stream.Event {
+	final := out.finish(runErr)
+	if d := out.ttft(); d > 0 {
+		s.metrics.ttft.Observe(d.Seconds())
+	}
+	s.metrics.cachedTokens.Add(float64(out.cachedTokens()))
+	return final
+}
+
+// settle runs a finished generation's after-steps: the checkpoint (a response that could not be
+// stored is failed instead), the artifact's advance and the conversation's new items. It returns
+// the terminal event to send.
+func (s *Server) settle(wctx context.Context, t *turn, out *output, runErr error, final []stream.Event) []stream.Event {
+	req := t.req
 	stored := false
 	if req.Store && !errors.Is(runErr, upstream.ErrNoTokenIDs) { // an upstream without ids: nothing to keep
 		if err := s.persistDurably(wctx, t, out); err != nil { // own budget, verified (admission.go)
@@ -411,21 +479,9 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		t.prompt.Commit(actx, out.responseID(), out.conv)
 		cancel()
 	}
+	s.appendConversation(wctx, t, out, stored) // conversations.go
 	s.metrics.responses.WithLabelValues(out.status()).Inc()
-	if req.Stream {
-		if err := sink.write(final); err != nil {
-			t.log.Info("client gone before the terminal event", "err", err)
-		}
-	} else {
-		if runErr != nil {
-			// Nothing was sent yet: a generation the model server broke off is an error, not a
-			// 200 carrying a failed response that clients would take for success.
-			writeError(w, runErr)
-		} else {
-			writeJSON(w, json.RawMessage(out.responseJSON()))
-		}
-	}
-	s.logSummary(ctx, t, out, runErr)
+	return final
 }
 
 // advancesArtifact reports whether a stored response's prompt and output may extend the
@@ -504,6 +560,11 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 		for i, id := range t.prevIDs {
 			history[i] = store.Item{ID: id, Data: t.prevItems[i]}
 		}
+	}
+	if t.conv != nil && t.prevCP == nil && history != nil {
+		// A conversation's items live in the conversation store: the checkpoint store needs
+		// them too, to continue or list this response on its own.
+		items = append(history, items...)
 	}
 	if err := s.opts.Checkpoints.PutResponseHistory(ctx, cp, items, history); err != nil {
 		return fmt.Errorf("put response %s: %w", cp.ID, err)

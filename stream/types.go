@@ -69,6 +69,8 @@ type Response struct {
 	User       string          `json:"user"` // "" marshals as null
 	// Metadata is the raw metadata object; empty marshals as {}.
 	Metadata json.RawMessage `json:"metadata"`
+	// Conversation is the id of the conversation the response belongs to; "" omits the field.
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // ResponseError is Response.error for a failed response.
@@ -286,6 +288,11 @@ func (r *Response) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendBool(dst, r.ParallelToolCalls)
 	dst = append(dst, `,"previous_response_id":`...)
 	dst = appendNullableString(dst, r.PreviousResponseID)
+	if r.Conversation != "" {
+		dst = append(dst, `,"conversation":{"id":`...)
+		dst = appendString(dst, r.Conversation)
+		dst = append(dst, '}')
+	}
 	dst = append(dst, `,"reasoning":`...)
 	dst = appendRaw(dst, r.Reasoning, "null")
 	dst = append(dst, `,"store":`...)

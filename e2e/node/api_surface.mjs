@@ -1,6 +1,7 @@
 // e2e: the Responses API surface of issue 18 with the official `openai` npm SDK (see
 // e2e/node_surface_test.go): allowed_tools, max_tool_calls, history checks, input_tokens,
-// input_items' shape, refused fields, streamed retrieve and unserved routes.
+// input_items' shape, refused fields, streamed retrieve of a foreground response and unserved
+// routes (background and conversations: background.mjs).
 import { apiKey, assert, assertEq, baseURL, expectAPIError, model, runTests } from './lib.mjs';
 import OpenAI from 'openai';
 
@@ -87,7 +88,7 @@ await runTests('api_surface', {
     await expectAPIError(() => client.responses.create({ ...body, top_logprobs: 21 }), { status: 400, param: 'top_logprobs' });
   },
 
-  'responses.retrieve with stream errors instead of zero events': async () => {
+  'responses.retrieve with stream of a foreground response errors instead of zero events': async () => {
     const r = await client.responses.create({ model, input: 'Hi' });
     await expectAPIError(async () => {
       const s = await client.responses.retrieve(r.id, { stream: true, starting_after: 2 });
@@ -95,8 +96,7 @@ await runTests('api_surface', {
     }, { status: 400, param: 'stream' });
   },
 
-  'conversations and compact are OpenAI 404s': async () => {
-    await expectAPIError(() => client.conversations.create({}), { status: 404, code: 'unknown_url' });
+  'compact is an OpenAI 404': async () => {
     await expectAPIError(() => client.responses.compact({ model, input: 'x' }), { status: 404, code: 'unknown_url' });
   },
 });

@@ -1,0 +1,352 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Run statuses. queued and in_progress are unfinished; the others are final.
+const (
+	RunQueued     = "queued"
+	RunInProgress = "in_progress"
+	RunCompleted  = "completed"
+	RunIncomplete = "incomplete"
+	RunFailed     = "failed"
+	RunCancelled  = "cancelled"
+)
+
+// RunFinished reports whether status is final.
+func RunFinished(status string) bool { return status != RunQueued && status != RunInProgress }
+
+// ErrRunFinished reports a write to a run that has already ended (cancelled, or finished by its
+// owner): the writer stops; nothing was written.
+var ErrRunFinished = errors.New("store: run already finished")
+
+// Run is the state of a background response: who generates it, until when its owner's lease
+// holds, its status and latest Response object, and how many events its log holds.
+type Run struct {
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	// Owner names the process generating the response.
+	Owner string `json:"owner"`
+	// Status is a Run* constant.
+	Status string `json:"status"`
+	// LeaseUntil is when the owner's lease ends. An unfinished run past it reads as failed
+	// (Expired): its owner died or lost the store.
+	LeaseUntil time.Time `json:"lease_until"`
+	// Response is the latest Response object (the one created at the start, then the final one).
+	Response json.RawMessage `json:"response"`
+	// Events is the number of events logged (their sequence numbers are 0..Events-1).
+	Events int `json:"events"`
+	// Dropped counts events not logged because the log was full (RunsOptions.MaxEvents).
+	Dropped int `json:"dropped,omitempty"`
+	// Expired is set on reads of an unfinished run whose lease ended (Status then reads failed).
+	Expired bool `json:"-"`
+}
+
+// RunsOptions configures Runs. The zero value is ready to use.
+type RunsOptions struct {
+	// TTL is how long a run and its events are kept after their last write. Zero means 24 hours.
+	TTL time.Duration
+	// Lease is how long an owner's lease lasts after each write (owners renew it well before).
+	// Zero means 30 seconds.
+	Lease time.Duration
+	// MaxEvents bounds the events logged per run; later ones are counted in Dropped, except the
+	// final events (Finish), which are always logged. Zero means 100000.
+	MaxEvents int
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Runs stores background responses: one record per run (owner, lease, status, response) and an
+// append-only log of its stream events (encoded server-sent events, sequence number = index),
+// bounded (MaxEvents) and expiring (TTL), in a RecordBackend shared by every pod that shares the
+// backend (Redis). Writers are the owner (Create, Append, Finish) and anyone cancelling
+// (Cancel); readers (Get, Events, Wait) may be on any pod. Safe for concurrent use.
+type Runs struct {
+	b    RecordBackend
+	opts RunsOptions
+
+	mu      sync.Mutex
+	waiters map[string]*runWaiters // by run key, while someone waits
+}
+
+// runWaiters is closed at the next local write of a run; n counts the Waits sharing it.
+type runWaiters struct {
+	ch chan struct{}
+	n  int
+}
+
+// NewRuns returns Runs over b.
+func NewRuns(b RecordBackend, opts RunsOptions) *Runs {
+	if opts.TTL <= 0 {
+		opts.TTL = 24 * time.Hour
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 30 * time.Second
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = 100_000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Runs{b: b, opts: opts, waiters: map[string]*runWaiters{}}
+}
+
+// Lease is the lease duration owners get.
+func (r *Runs) Lease() time.Duration { return r.opts.Lease }
+
+func (r *Runs) keys(tenant, id string) (rec, log string) {
+	return r.b.key(tenant, "run", id), r.b.key(tenant, "runlog", id)
+}
+
+func checkRunKey(tenant, id string) error {
+	if !validTenant(tenant) || !keyPart(id) {
+		return fmt.Errorf("run %q: %w", truncate(id), ErrInvalidKey)
+	}
+	return nil
+}
+
+func decodeRun(b []byte) (*Run, error) {
+	var run Run
+	if err := json.Unmarshal(b, &run); err != nil {
+		return nil, corrupt("decode run", err)
+	}
+	return &run, nil
+}
+
+// Create stores a new run with its first events and the owner's lease (from now). An id that
+// exists already fails with ErrInvalidKey.
+func (r *Runs) Create(ctx context.Context, run *Run, events [][]byte) error {
+	if err := checkRunKey(run.Tenant, run.ID); err != nil {
+		return err
+	}
+	rk, lk := r.keys(run.Tenant, run.ID)
+	err := r.b.update(ctx, rk, func(cur []byte) (*recordWrites, error) {
+		if cur != nil {
+			return nil, fmt.Errorf("create run %q: exists: %w", truncate(run.ID), ErrInvalidKey)
+		}
+		c := *run
+		c.LeaseUntil = r.opts.Now().Add(r.opts.Lease)
+		c.Events = min(len(events), r.opts.MaxEvents)
+		c.Dropped = len(events) - c.Events
+		b, err := json.Marshal(&c)
+		if err != nil {
+			return nil, err
+		}
+		return &recordWrites{ttl: r.opts.TTL, puts: []recordPut{{rk, b}}, dels: []string{lk}, logKey: lk, log: events[:c.Events]}, nil
+	})
+	if err == nil {
+		r.notify(rk)
+	}
+	return err
+}
+
+// Append logs events (those beyond MaxEvents only counted) and renews the owner's lease; with
+// no events it only renews. It returns the run as stored after the write. A finished run
+// (cancelled meanwhile) is not written: the run is returned with ErrRunFinished. A run gone
+// (deleted or expired) is ErrNotFound.
+func (r *Runs) Append(ctx context.Context, tenant, id string, events [][]byte) (*Run, error) {
+	return r.write(ctx, tenant, id, "", nil, events)
+}
+
+// Finish ends the run with status and its final Response and events (always logged). A run
+// already finished is not written (ErrRunFinished), except a cancelled run finished as
+// cancelled, whose Response (the output generated until the cancel) replaces the one Cancel
+// stored.
+func (r *Runs) Finish(ctx context.Context, tenant, id, status string, response []byte, events [][]byte) (*Run, error) {
+	if !RunFinished(status) {
+		return nil, fmt.Errorf("finish run %q with status %q: %w", truncate(id), status, ErrInvalidKey)
+	}
+	return r.write(ctx, tenant, id, status, response, events)
+}
+
+func (r *Runs) write(ctx context.Context, tenant, id, status string, response []byte, events [][]byte) (*Run, error) {
+	if err := checkRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	rk, lk := r.keys(tenant, id)
+	var out *Run
+	var finished bool
+	err := r.b.update(ctx, rk, func(cur []byte) (*recordWrites, error) {
+		finished = false
+		if cur == nil {
+			return nil, fmt.Errorf("run %q: %w", truncate(id), ErrNotFound)
+		}
+		run, err := decodeRun(cur)
+		if err != nil {
+			return nil, err
+		}
+		out = run
+		if RunFinished(run.Status) {
+			if !(run.Status == RunCancelled && status == RunCancelled) {
+				finished = true
+				return nil, nil
+			}
+			events = nil // a cancelled run's stream ended at the cancel
+		}
+		start := run.Events
+		keep := events
+		if status == "" {
+			keep = events[:max(0, min(len(events), r.opts.MaxEvents-run.Events))]
+			run.Dropped += len(events) - len(keep)
+		} else {
+			run.Status, run.Response = status, response
+		}
+		run.Events += len(keep)
+		run.LeaseUntil = r.opts.Now().Add(r.opts.Lease)
+		b, err := json.Marshal(run)
+		if err != nil {
+			return nil, err
+		}
+		return &recordWrites{ttl: r.opts.TTL, puts: []recordPut{{rk, b}}, touch: []string{lk}, logKey: lk, logStart: start, log: keep}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if finished {
+		return out, fmt.Errorf("run %q: %w", truncate(id), ErrRunFinished)
+	}
+	r.notify(rk)
+	return out, nil
+}
+
+// Get returns the run. An unfinished run whose owner's lease ended reads with Status failed and
+// Expired set.
+func (r *Runs) Get(ctx context.Context, tenant, id string) (*Run, error) {
+	if checkRunKey(tenant, id) != nil {
+		return nil, fmt.Errorf("get run %q: %w", truncate(id), ErrNotFound)
+	}
+	rk, _ := r.keys(tenant, id)
+	b, err := r.b.get(ctx, rk)
+	if err != nil {
+		return nil, fmt.Errorf("get run %q: %w", truncate(id), err)
+	}
+	run, err := decodeRun(b)
+	if err != nil {
+		return nil, err
+	}
+	if run.Tenant != tenant || run.ID != id {
+		return nil, corrupt("get run", fmt.Errorf("record of %q names another run", truncate(id)))
+	}
+	if !RunFinished(run.Status) && !r.opts.Now().Before(run.LeaseUntil) {
+		run.Status, run.Expired = RunFailed, true
+	}
+	return run, nil
+}
+
+// Events returns up to max logged events from sequence number from (encoded server-sent events).
+func (r *Runs) Events(ctx context.Context, tenant, id string, from, max int) ([][]byte, error) {
+	if checkRunKey(tenant, id) != nil {
+		return nil, fmt.Errorf("run events %q: %w", truncate(id), ErrNotFound)
+	}
+	_, lk := r.keys(tenant, id)
+	evs, err := r.b.logRange(ctx, lk, from, max)
+	if err != nil {
+		return nil, fmt.Errorf("run events %q: %w", truncate(id), err)
+	}
+	return evs, nil
+}
+
+// Cancel ends an unfinished run as cancelled (its Response's status set to "cancelled"); the
+// owner sees it at its next write and stops. It returns the run as stored and whether this call
+// cancelled it (false: it had finished already). A run whose owner's lease ended is finished
+// (failed), not cancelled.
+func (r *Runs) Cancel(ctx context.Context, tenant, id string, cancelled func(response []byte) []byte) (*Run, bool, error) {
+	if checkRunKey(tenant, id) != nil {
+		return nil, false, fmt.Errorf("cancel run %q: %w", truncate(id), ErrNotFound)
+	}
+	rk, _ := r.keys(tenant, id)
+	var out *Run
+	changed := false
+	err := r.b.update(ctx, rk, func(cur []byte) (*recordWrites, error) {
+		changed = false
+		if cur == nil {
+			return nil, fmt.Errorf("cancel run %q: %w", truncate(id), ErrNotFound)
+		}
+		run, err := decodeRun(cur)
+		if err != nil {
+			return nil, err
+		}
+		out = run
+		if RunFinished(run.Status) || !r.opts.Now().Before(run.LeaseUntil) {
+			return nil, nil
+		}
+		run.Status, run.Response = RunCancelled, cancelled(run.Response)
+		b, err := json.Marshal(run)
+		if err != nil {
+			return nil, err
+		}
+		changed = true
+		return &recordWrites{ttl: r.opts.TTL, puts: []recordPut{{rk, b}}}, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if changed {
+		r.notify(rk)
+		return out, true, nil
+	}
+	got, err := r.Get(ctx, tenant, id) // with the lease applied
+	return got, false, err
+}
+
+// Delete removes the run and its events (an unfinished one's owner then stops: its next write
+// finds ErrNotFound). Deleting an unknown run is ErrNotFound.
+func (r *Runs) Delete(ctx context.Context, tenant, id string) error {
+	if checkRunKey(tenant, id) != nil {
+		return fmt.Errorf("delete run %q: %w", truncate(id), ErrNotFound)
+	}
+	rk, lk := r.keys(tenant, id)
+	err := r.b.update(ctx, rk, func(cur []byte) (*recordWrites, error) {
+		if cur == nil {
+			return nil, fmt.Errorf("delete run %q: %w", truncate(id), ErrNotFound)
+		}
+		return &recordWrites{ttl: r.opts.TTL, dels: []string{rk, lk}}, nil
+	})
+	if err == nil {
+		r.notify(rk)
+	}
+	return err
+}
+
+// Wait returns when this process next writes the run, after d, or when ctx ends, whichever
+// comes first. Writes by other processes are seen by reading again after d (polling).
+func (r *Runs) Wait(ctx context.Context, tenant, id string, d time.Duration) {
+	rk, _ := r.keys(tenant, id)
+	r.mu.Lock()
+	w := r.waiters[rk]
+	if w == nil {
+		w = &runWaiters{ch: make(chan struct{})}
+		r.waiters[rk] = w
+	}
+	w.n++
+	r.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	if w.n--; w.n == 0 && r.waiters[rk] == w {
+		delete(r.waiters, rk) // nobody waits: no entry outlives its waiters
+	}
+	r.mu.Unlock()
+}
+
+func (r *Runs) notify(rk string) {
+	r.mu.Lock()
+	w := r.waiters[rk]
+	delete(r.waiters, rk)
+	r.mu.Unlock()
+	if w != nil {
+		close(w.ch)
+	}
+}

@@ -27,14 +27,16 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 	templateName := fset.String("template-name", "", "named template when tokenizer_config.json holds several (default \"default\")")
 	textOnly := fset.Bool("text-only", false, "render prompt text only, without loading tokenizer.json")
 	contentFormat := fset.String("content-format", "auto", "how message content reaches the template, as vLLM's --chat-template-content-format: auto (detected from the template), string or openai")
-	responses := fset.Bool("responses", false, "lines are Responses request bodies, rendered as stitch serve prompts a gpt-oss (Harmony) model; other models are refused")
+	responses := fset.Bool("responses", false, "lines are Responses request bodies (the whole conversation in input), rendered as stitch serve prompts for them")
 	startDate := fset.String("start-date", "", "with --responses: the Harmony conversation start date YYYY-MM-DD (default: VLLM_SYSTEM_START_DATE, else today)")
-	toolCallParser := fset.String("tool-call-parser", "", "with --responses: vLLM's --tool-call-parser (openai selects Harmony; a config.json with model_type gpt_oss does too)")
+	toolCallParser := fset.String("tool-call-parser", "", "with --responses: vLLM's --tool-call-parser, the model family (openai selects Harmony; a config.json with model_type gpt_oss does too)")
+	reasoningParser := fset.String("reasoning-parser", "", "with --responses: vLLM's --reasoning-parser")
 	if err := parseFlags(env, fset, args); err != nil {
 		return err
 	}
 	if *responses {
-		return renderResponses(ctx, env, *modelDir, *toolCallParser, *startDate)
+		return renderResponses(ctx, env, configs.ModelProfile{Dir: *modelDir, ChatTemplate: *templateFile,
+			ToolCallParser: *toolCallParser, ReasoningParser: *reasoningParser}, *startDate)
 	}
 	opts := render.Options{TemplateName: *templateName}
 	switch *contentFormat {
@@ -74,17 +76,21 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 	return renderLines(ctx, modelRenderer(m), env.stdin, env.stdout)
 }
 
-// renderResponses is `stitch render --responses`: Harmony models only (the chat-template
-// families' Responses rendering is not wired here yet).
-func renderResponses(ctx context.Context, env cliEnv, dir, toolCallParser, startDate string) error {
-	names, err := profileFamily(configs.ModelProfile{Dir: dir, ToolCallParser: toolCallParser})
+// renderResponses is `stitch render --responses`: Harmony for a gpt-oss model, else the chat
+// template through the server's own request preparation.
+func renderResponses(ctx context.Context, env cliEnv, p configs.ModelProfile, startDate string) error {
+	names, err := profileFamily(p)
 	if err != nil {
 		return err
 	}
 	if names != harmonyNames {
-		return fmt.Errorf("--responses renders gpt-oss (Harmony) models only: give a model directory whose config.json says model_type gpt_oss, or --tool-call-parser openai")
+		m, err := loadModel(p.Dir, p.ChatTemplate)
+		if err != nil {
+			return err
+		}
+		return renderResponsesTemplate(ctx, m, names, env.stdin, env.stdout)
 	}
-	fsys, err := modelFS(dir)
+	fsys, err := modelFS(p.Dir)
 	if err != nil {
 		return err
 	}

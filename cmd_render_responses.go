@@ -7,9 +7,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tidwall/sjson"
+
+	"github.com/stitchllm/stitch/family"
+	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/harmony"
+	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/upstream"
 )
 
 // harmonyStartDate resolves the Harmony conversation start date as `stitch render --responses`
@@ -43,6 +52,49 @@ func renderResponsesHarmony(ctx context.Context, fsys fs.FS, opts harmony.Option
 	if opts.StartDate == "" {
 		opts.StartDate = harmony.StartDate("", time.Now())
 	}
+	return renderBodyLines(ctx, in, out, func(line []byte) (renderOutput, error) {
+		req, err := harmony.RequestFromBody(line)
+		if err != nil {
+			return renderOutput{}, err
+		}
+		_, p, err := enc.RenderResponses(req, opts)
+		return renderOutput{Text: p.Text, Tokens: p.IDs}, err
+	})
+}
+
+// renderResponsesTemplate is renderResponsesHarmony for the chat-template families: each body is
+// prepared by the same server code as POST /v1/responses (server.Server.Preview: validation,
+// items → messages, the chat template, tool_choice's forced call opening), on a server that has
+// no upstream to call and no stored responses, so previous_response_id is answered as unknown.
+// The request's "model" is replaced by the served one.
+func renderResponsesTemplate(ctx context.Context, m *render.Renderer, names family.Names, in io.Reader, out io.Writer) error {
+	const name = "render"
+	rt, err := server.NewModelRuntime(server.ModelConfig{Name: name, Render: m, Family: names, MaxModelLen: 1 << 24})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{
+		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Checkpoints: store.NewMemory(),
+		// Never called: Preview stops before the upstream.
+		Upstream: upstream.New(upstream.Options{BaseURL: "http://127.0.0.1:1"}),
+		Models:   map[string]*server.ModelRuntime{name: rt},
+	})
+	if err != nil {
+		return err
+	}
+	return renderBodyLines(ctx, in, out, func(line []byte) (renderOutput, error) {
+		body, err := sjson.SetBytes(line, "model", name)
+		if err != nil {
+			return renderOutput{}, fmt.Errorf("not a JSON object: %w", err)
+		}
+		p, err := srv.Preview(ctx, body)
+		return renderOutput{Text: p.Text, Tokens: p.IDs}, err
+	})
+}
+
+// renderBodyLines runs one render per non-empty JSON line of in and writes its {"text","tokens"}
+// line; the first bad line stops the run with its line number.
+func renderBodyLines(ctx context.Context, in io.Reader, out io.Writer, renderLine func([]byte) (renderOutput, error)) error {
 	r := bufio.NewReaderSize(in, 1<<20)
 	w := bufio.NewWriter(out)
 	je := json.NewEncoder(w)
@@ -60,12 +112,12 @@ func renderResponsesHarmony(ctx context.Context, fsys fs.FS, opts harmony.Option
 			line = line[:len(line)-1]
 		}
 		if len(line) > 0 {
-			req, err := harmony.RequestFromBody(line)
+			o, err := renderLine(line)
 			if err == nil {
-				var p harmony.Prompt
-				if _, p, err = enc.RenderResponses(req, opts); err == nil {
-					err = je.Encode(renderOutput{Text: p.Text, Tokens: p.IDs})
+				if o.Tokens == nil {
+					o.Tokens = []uint32{}
 				}
+				err = je.Encode(o)
 			}
 			if err != nil {
 				w.Flush()

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render/harmony"
+	"github.com/stitchllm/stitch/server"
 )
 
 // TestRenderResponsesHarmony renders the first golden cases through the CLI path and compares
@@ -100,4 +103,76 @@ func TestHarmonyStartDate(t *testing.T) {
 			t.Errorf("harmonyStartDate(%q, env %q) = %s, want %s", tt.flag, tt.env, got, tt.want)
 		}
 	}
+}
+
+// TestRenderResponsesTemplate: `stitch render --responses` on the bundled Qwen3 model renders the
+// Responses-shaped golden requests (testdata/render/responses_cases.jsonl, mapped to messages
+// and rendered by the Python oracle) to the oracle's text and ids, through the same request
+// preparation as POST /v1/responses (server.Server.Preview). Cases that serve answers 400 (an
+// output whose call is not in the input, which OpenAI refuses too) are skipped.
+func TestRenderResponsesTemplate(t *testing.T) {
+	m, err := loadModel("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := readLinesFile(t, filepath.Join("testdata", "render", "responses_cases.jsonl"))
+	texts := readLinesFile(t, filepath.Join("testdata", "render", "responses-qwen3.text.jsonl"))
+	ids := readLinesFile(t, filepath.Join("testdata", "render", "responses-qwen3.ids.jsonl"))
+	checked := 0
+	for i, c := range cases {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(c, &probe); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := probe["chat_template_kwargs"]; ok {
+			continue // not a Responses field: the golden sets the template kwargs directly
+		}
+		name := string(probe["name"])
+		delete(probe, "name")
+		body, err := json.Marshal(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want renderOutput
+		if err := json.Unmarshal(texts[i], &want); err != nil {
+			t.Fatal(err)
+		}
+		var tokens struct {
+			IDs []uint32 `json:"ids"`
+		}
+		if err := json.Unmarshal(ids[i], &tokens); err != nil {
+			t.Fatal(err)
+		}
+		want.Tokens = tokens.IDs
+		var out bytes.Buffer
+		err = renderResponsesTemplate(context.Background(), m, family.Names{}, bytes.NewReader(append(body, '\n')), &out)
+		var ae *server.APIError
+		if errors.As(err, &ae) && ae.Status == 400 {
+			t.Logf("case %s: %v", name, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("case %s: %v", name, err)
+		}
+		var got renderOutput
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("case %s (-oracle +render --responses):\n%s", name, diff)
+		}
+		checked++
+	}
+	if checked < 40 {
+		t.Errorf("only %d cases checked", checked)
+	}
+}
+
+func readLinesFile(t *testing.T, path string) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSpace(data), []byte("\n"))
 }

@@ -171,17 +171,22 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 // forcedToolCall returns the ids that open a tool call when tool_choice requires one (any
 // function, or a named one), in the format the model's family was trained on.
 func forcedToolCall(m *ModelRuntime, req *request) []uint32 {
-	var text string
-	switch req.ToolChoice.Mode {
-	case "required":
-		text = m.Family.ForcedToolCall("")
-	case "function":
-		text = m.Family.ForcedToolCall(req.ToolChoice.Name)
-	}
+	text := forcedToolCallText(m, req)
 	if text == "" {
 		return nil
 	}
 	return m.EncodeTail(text) // it continues the prompt, after the generation prompt's added tokens
+}
+
+// forcedToolCallText is the text forcedToolCall encodes ("" when tool_choice forces nothing).
+func forcedToolCallText(m *ModelRuntime, req *request) string {
+	switch req.ToolChoice.Mode {
+	case "required":
+		return m.Family.ForcedToolCall("")
+	case "function":
+		return m.Family.ForcedToolCall(req.ToolChoice.Name)
+	}
+	return ""
 }
 
 // prepare renders the conversation to prompt ids, applying truncation and the output budget.

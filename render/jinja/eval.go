@@ -389,6 +389,11 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		defer func() { ev.memo.next.loops[n] = recs }()
 	}
 	for i, it := range items {
+		if i > 0 && !memoized && ev.guardFalse(n, f) {
+			// Every iteration left would do nothing (guard.go), and would complete.
+			completed = true
+			break
+		}
 		if err := ev.burn(); err != nil {
 			return Value{}, err
 		}

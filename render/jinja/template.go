@@ -47,6 +47,7 @@ func Parse(name, source string, opts Options) (*Template, error) {
 	if err := resolve(name, body); err != nil {
 		return nil, err
 	}
+	markGuards(body)
 	return &Template{name: name, body: body, opts: opts}, nil
 }
 

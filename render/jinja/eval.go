@@ -74,7 +74,7 @@ const (
 
 type evaluator struct {
 	t     *Template
-	out   *strings.Builder
+	out   *output
 	fuel  int
 	depth int
 	now   func() time.Time
@@ -106,8 +106,8 @@ func atLine(err error, sp span) error {
 // capture renders body into a string with the current output swapped.
 func (ev *evaluator) capture(body []node, f *frame) (string, control, error) {
 	saved := ev.out
-	var b strings.Builder
-	ev.out = &b
+	b := &output{}
+	ev.out = b
 	ctl, err := ev.execBody(body, f)
 	ev.out = saved
 	return b.String(), ctl, err
@@ -150,7 +150,9 @@ func (ev *evaluator) exec(n node, f *frame) (control, error) {
 		if v.k == kString {
 			ev.out.WriteString(v.s)
 		} else {
-			v.writeRepr(ev.out, false)
+			var b strings.Builder
+			v.writeRepr(&b, false)
+			ev.out.WriteString(b.String())
 		}
 		ev.fuel -= (ev.out.Len() - before) >> 4
 	case *ifNode:
@@ -368,8 +370,8 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				return Value{}, errf(KindRecursion, "maximum recursion depth exceeded")
 			}
 			saved := ev.out
-			var b strings.Builder
-			ev.out = &b
+			b := &output{}
+			ev.out = b
 			_, err := ev.renderLoop(n, it, f, depth+1)
 			ev.out = saved
 			return String(b.String()), err
@@ -401,9 +403,13 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		var ctl control
 		if memoized && i < len(prevRecs) && ev.replayable(&prevRecs[i], it, lo, f, at) {
 			r := prevRecs[i]
-			ev.memo.replayLCP(ev, &r)
+			known := ev.memo.replayLCP(ev, &r)
 			start := ev.out.Len()
-			ev.out.WriteString(r.out)
+			if known {
+				ev.out.writeKnown(r.out)
+			} else {
+				ev.out.WriteString(r.out)
+			}
 			ev.fuel -= len(r.out) >> 4
 			r.out, r.start = ev.memo.output(ev, n, len(recs), start)
 			recs = append(recs, r)

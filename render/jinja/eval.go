@@ -390,7 +390,14 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		recs = make([]iterRecord, 0, len(items))
 		defer func() { ev.memo.next.loops[n] = recs }()
 	}
-	for i, it := range items {
+	first := 0
+	if memoized && n.cond == nil && len(prevRecs) > 0 {
+		if first = ev.bulkReplay(n, items, prevRecs, lo, at, &recs); first > 0 {
+			completed = true
+		}
+	}
+	for i := first; i < len(items); i++ {
+		it := items[i]
 		if i > 0 && !memoized && ev.guardFalse(n, f) {
 			// Every iteration left would do nothing (guard.go), and would complete.
 			completed = true
@@ -435,6 +442,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				// inner is reused by the next iteration: a record must not keep it.
 				rec.out, rec.start = ev.memo.output(ev, n, len(recs), start)
 				rec.ctl = ctl
+				classify(&rec, n.iter.(*nameExpr).name)
 				recs = append(recs, rec)
 			}
 			if err != nil {

@@ -45,6 +45,7 @@ type Memo struct {
 	compared int // bytes compared to find common (at most the shorter text's length)
 	// arena holds text (as its first bytes), for the next execution to share (output.go).
 	arena *textArena
+	bulk  int // records bulkReplay replayed (tests check it is used)
 }
 
 // CommonPrefix returns the length of the longest common prefix of this execution's output and
@@ -63,6 +64,9 @@ type iterRecord struct {
 	loop  []loopRead
 	outer []outerRead
 	exprs []exprRead
+	// cls and refMax are what bulkReplay checks (classify).
+	cls    uint8
+	refMax int64
 }
 
 // exprRead is a comparison made only of outer reads, loop attributes and constants

@@ -9,7 +9,6 @@ import (
 	"testing"
 )
 
-
 // TestBulkReplayMatchesExecute: templates whose message loops read neighbours (before, after,
 // the last one), loop.last and loop.length, namespace values set before the loop, and a loop
 // captured by a set block, over random conversations that grow, are edited anywhere, shrink and

@@ -85,6 +85,8 @@ type evaluator struct {
 	top *frame
 	// memo is set by ExecuteMemo.
 	memo *memoState
+	// pure refuses calls other than built-in methods (guard.go).
+	pure bool
 }
 
 func (ev *evaluator) burn() error {
@@ -398,10 +400,16 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 	}
 	for i := first; i < len(items); i++ {
 		it := items[i]
-		if i > 0 && !memoized && ev.guardFalse(n, f) {
-			// Every iteration left would do nothing (guard.go), and would complete.
-			completed = true
-			break
+		if i > 0 && !memoized {
+			if truthy, ok := ev.guardState(n, f); ok && !truthy {
+				// Every iteration left would do nothing (guard.go), and would complete.
+				completed = true
+				break
+			} else if ok && ev.guardSkip(n, it, ev.bindTarget(n, it, inner, loopV), len(items)) {
+				// This one would do nothing (guard.go), and would complete.
+				completed = true
+				continue
+			}
 		}
 		if err := ev.burn(); err != nil {
 			return Value{}, err

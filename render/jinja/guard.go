@@ -1,5 +1,10 @@
 package jinja
 
+import (
+	"sync"
+	"sync/atomic"
+)
+
 // A chat template often scans the conversation once to find something, with a namespace flag
 // that stops the scan's work once it is found. Qwen3's scan for the last user query:
 //
@@ -39,9 +44,12 @@ package jinja
 // otherwise miss the skipped iterations' reads). Only the fuel the skipped iterations would have
 // burnt is not spent.
 
-// loopGuard is what tailGuard found in a for loop: G, evaluated at the start of an iteration.
+// loopGuard is what tailGuard found in a for loop: G, evaluated at the start of an iteration,
+// and, when the if's other conjuncts read nothing but the loop variable through pure operations
+// (pureExpr), those conjuncts.
 type loopGuard struct {
-	g expr
+	g     expr
+	conds []expr // nil: the conjuncts after G read more than the loop variable
 }
 
 // markGuards sets the guard of every for loop of body that has the shape above.
@@ -88,7 +96,7 @@ func tailGuard(n *forNode) *loopGuard {
 			}
 		case *setNode:
 			t, ok := s.target.(*nameExpr)
-			if !ok || cond != nil || !stableExpr(s.value, bound, locals) {
+			if !ok || cond != nil || t.name == target.name || !stableExpr(s.value, bound, locals) {
 				return nil
 			}
 			locals[t.name] = true
@@ -107,18 +115,121 @@ func tailGuard(n *forNode) *loopGuard {
 	if cond == nil || len(cond.tests) != 1 || len(cond.els) != 0 {
 		return nil
 	}
-	g := cond.tests[0]
-	for {
-		b, ok := g.(*binaryExpr)
-		if !ok || b.op != "and" || b.chain != nil {
-			break
-		}
-		g = b.l
-	}
+	conj := conjuncts(cond.tests[0], nil)
+	g := conj[0]
 	if !fixedExpr(g, bound) {
 		return nil
 	}
-	return &loopGuard{g: g}
+	lg := &loopGuard{g: g}
+	pure := len(conj) > 1
+	for _, c := range conj[1:] {
+		pure = pure && pureExpr(c, target.name)
+	}
+	if pure {
+		lg.conds = conj[1:]
+	}
+	return lg
+}
+
+// conjuncts appends the operands of an and-chain to out, in evaluation order. With the first
+// truthy, the chain is truthy exactly when every later one is, evaluated in this order until one
+// is not (and-chains short-circuit whichever way they nest).
+func conjuncts(x expr, out []expr) []expr {
+	if b, ok := x.(*binaryExpr); ok && b.op == "and" && b.chain == nil {
+		return conjuncts(b.r, conjuncts(b.l, out))
+	}
+	return append(out, x)
+}
+
+// pureMethods are the string methods a pure expression may call (evaluated with ev.pure, which
+// refuses any call that is not a built-in method).
+var pureMethods = map[string]bool{
+	"startswith": true, "endswith": true, "strip": true, "lstrip": true, "rstrip": true,
+	"lower": true, "upper": true, "split": true, "rsplit": true, "replace": true, "find": true,
+	"rfind": true, "count": true,
+}
+
+// pureExpr reports whether x reads nothing but the loop variable target and constants, through
+// attributes, subscripts, operators, tests and built-in string methods: its value (or error) is a
+// function of the loop variable's value alone, and evaluating it changes nothing.
+func pureExpr(x expr, target string) bool {
+	switch n := x.(type) {
+	case nil:
+		return true
+	case *constExpr:
+		return true
+	case *nameExpr:
+		return n.name == target
+	case *attrExpr:
+		return pureExpr(n.x, target)
+	case *itemExpr:
+		if sl, ok := n.key.(*sliceExpr); ok {
+			return pureExpr(n.x, target) && pureExpr(sl.start, target) && pureExpr(sl.stop, target) && pureExpr(sl.step, target)
+		}
+		return pureExpr(n.x, target) && pureExpr(n.key, target)
+	case *unaryExpr:
+		return pureExpr(n.x, target)
+	case *binaryExpr:
+		if n.chain != nil {
+			for _, c := range n.chain {
+				if !pureExpr(c, target) {
+					return false
+				}
+			}
+			return true
+		}
+		return pureExpr(n.l, target) && pureExpr(n.r, target)
+	case *compareExpr:
+		if !pureExpr(n.first, target) {
+			return false
+		}
+		for _, r := range n.rest {
+			if !pureExpr(r, target) {
+				return false
+			}
+		}
+		return true
+	case *condExpr:
+		return pureExpr(n.test, target) && pureExpr(n.yes, target) && pureExpr(n.no, target)
+	case *concatExpr:
+		return allPure(n.items, target)
+	case *listExpr:
+		return allPure(n.items, target)
+	case *tupleExpr:
+		return allPure(n.items, target)
+	case *testExpr:
+		return n.fn != nil && pureExpr(n.x, target) && pureArgs(&n.call, target)
+	case *callExpr:
+		a, ok := n.fn.(*attrExpr)
+		return ok && pureMethods[a.name] && pureExpr(a.x, target) && pureArgs(&n.callArgs, target)
+	}
+	return false
+}
+
+func allPure(xs []expr, target string) bool {
+	for _, x := range xs {
+		if !pureExpr(x, target) {
+			return false
+		}
+	}
+	return true
+}
+
+func pureArgs(c *callArgs, target string) bool {
+	if c.dynArgs != nil || c.dynKw != nil {
+		return false
+	}
+	for _, a := range c.args {
+		if !pureExpr(a, target) {
+			return false
+		}
+	}
+	for _, a := range c.kwVals {
+		if !pureExpr(a, target) {
+			return false
+		}
+	}
+	return true
 }
 
 func onlyEmptyText(body []node) bool {
@@ -207,12 +318,107 @@ func stableExpr(x expr, bound, locals map[string]bool) bool {
 	return false
 }
 
-// guardFalse reports whether loop n's guard is false now, in the loop's frame f (the guard
-// reads no name the iteration binds, so it means the same there).
-func (ev *evaluator) guardFalse(n *forNode, f *frame) bool {
+// guardState evaluates loop n's guard now, in the loop's frame f (the guard reads no name the
+// iteration binds, so it means the same there): ok is false when there is none to use.
+func (ev *evaluator) guardState(n *forNode, f *frame) (truthy, ok bool) {
 	if n.guard == nil || (ev.memo != nil && ev.memo.cur != nil) {
-		return false
+		return false, false
 	}
 	v, err := ev.eval(n.guard.g, f)
-	return err == nil && !v.truth()
+	return v.truth(), err == nil
+}
+
+// Skipping iterations by their item. With G true, an iteration does nothing unless the if's
+// other conjuncts hold for its item; when those read only the item (pure), whether they hold
+// is a function of the item, which is immutable: ExecuteMemo keeps it per item value, in a
+// cache shared by the executions of a conversation (the results never change), and an
+// iteration whose item is known not to pass is skipped like one after the cut. Qwen3's scan
+// then costs the messages added since the previous turn even when the last user query is far
+// back. Items are told apart by identity (the message values the caller keeps from the previous
+// render); values of other kinds are not cached.
+
+// guardCache is the shared per-item result of a guarded loop's conjuncts.
+type guardCache struct {
+	m sync.Map // item identity (the map's or list's pointer) → bool
+	n atomic.Int64
+}
+
+// guardCacheSlack bounds a cache: past twice the loop's items and this, a new one starts.
+const guardCacheSlack = 256
+
+func itemKey(v Value) (any, bool) {
+	if v.k == kMap || v.k == kList {
+		return v.o, true
+	}
+	return nil, false
+}
+
+// guardSkip reports whether the iteration over item it, whose loop variable is bound in inner,
+// does nothing given a true guard: its conjuncts are known (or found now) not to hold.
+func (ev *evaluator) guardSkip(n *forNode, it Value, inner *frame, items int) bool {
+	ms := ev.memo
+	if ms == nil || n.guard.conds == nil {
+		return false
+	}
+	key, ok := itemKey(it)
+	if !ok {
+		return false
+	}
+	c := ms.next.guards[n]
+	if c == nil {
+		if ms.prev != nil {
+			c = ms.prev.guards[n]
+		}
+		if c == nil || c.n.Load() > int64(guardCacheSlack+2*items) {
+			c = &guardCache{}
+		}
+		if ms.next.guards == nil {
+			ms.next.guards = map[*forNode]*guardCache{}
+		}
+		ms.next.guards[n] = c
+	}
+	if v, ok := c.m.Load(key); ok {
+		if !v.(bool) {
+			ms.next.skipped++
+			return true
+		}
+		return false
+	}
+	holds, err := ev.pureConds(n.guard.conds, inner)
+	if err != nil {
+		return false // run it: the error comes again, in place
+	}
+	if _, loaded := c.m.LoadOrStore(key, holds); !loaded {
+		c.n.Add(1)
+	}
+	return !holds
+}
+
+// pureConds evaluates conjuncts in frame f with calls limited to built-in methods.
+func (ev *evaluator) pureConds(conds []expr, f *frame) (bool, error) {
+	ev.pure = true
+	defer func() { ev.pure = false }()
+	for _, c := range conds {
+		v, err := ev.eval(c, f)
+		if err != nil {
+			return false, err
+		}
+		if !v.truth() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// errNotPure is what a call other than a built-in method gives while ev.pure is set.
+func errNotPure() error { return errf(KindRuntime, "not a built-in method") }
+
+// bindTarget binds loop and the loop variable (a name: guarded loops have no other kind) in the
+// iteration frame inner, as the iteration will, and returns it.
+func (ev *evaluator) bindTarget(n *forNode, it Value, inner *frame, loopV Value) *frame {
+	inner.names = inner.names[:0]
+	inner.vals = inner.vals[:0]
+	inner.set("loop", loopV)
+	inner.set(n.target.(*nameExpr).name, it)
+	return inner
 }

@@ -183,3 +183,95 @@ func TestTailGuardMatchesFullLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestTailGuardMemoMatchesFullLoop: with ExecuteMemo, iterations whose item is known not to pass
+// the guarded if are skipped; over random conversations that grow, get edited (in place, or by
+// an equal copy), shrink and branch from older memos, every render equals the template without
+// guards, and the Qwen3 scan skips the history it has seen.
+func TestTailGuardMemoMatchesFullLoop(t *testing.T) {
+	opts := Options{Now: func() time.Time { return fixedNow }, Fuel: 50_000_000}
+	src, err := os.ReadFile(filepath.Join(goldenDir, "templates", "qwen3.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := map[string]string{
+		"qwen3": string(src),
+		"scan": `{%- set ns = namespace(flag=true, at=-1, n=0) %}{%- for m in messages[::-1] %}{%- set i = (messages|length - 1) - loop.index0 %}` +
+			`{%- if ns.flag and m.role == "user" and not (m.content.startswith("<tool") and m.content.endswith(">")) %}{%- set ns.flag = false %}{%- set ns.at = i %}{%- endif %}{%- endfor %}{{ ns.at }}`,
+		"count":           `{%- set ns = namespace(go=true, n=0) %}{%- for m in messages[:] %}{%- if ns.go and m.content.count("x") > 2 %}{{ loop.index0 }},{%- set ns.n = ns.n + 1 %}{%- if ns.n > 2 %}{%- set ns.go = false %}{%- endif %}{%- endif %}{%- endfor %}.`,
+		"error":           `{%- set ns = namespace(go=true) %}{%- for m in messages[::-1] %}{%- if ns.go and (m.content ~ "").startswith("e") and m.bad.startswith("x") %}!{%- endif %}{%- endfor %}.`,
+		"method on a map": `{%- set ns = namespace(go=true) %}{%- for m in messages[::-1] %}{%- if ns.go and m.startswith("x") %}!{%- endif %}{%- endfor %}.`,
+	}
+	roles := []string{"system", "user", "assistant", "tool"}
+	rng := rand.New(rand.NewPCG(20, 9))
+	newMsg := func(step int) Value {
+		m := NewMap()
+		m.Set("role", String(roles[rng.IntN(len(roles))]))
+		content := fmt.Sprintf("m%d%s", step, strings.Repeat("x", rng.IntN(5)))
+		switch rng.IntN(4) {
+		case 0:
+			content = "<tool_response>" + content + "</tool_response>"
+		case 1:
+			content = "e" + content
+		}
+		m.Set("content", String(content))
+		return MapValue(m)
+	}
+	for name, src := range srcs {
+		cut, err := Parse(name, src, opts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		full := unguarded(t, name, src, opts)
+		type state struct {
+			msgs []Value
+			memo *Memo
+		}
+		states := []state{{}}
+		skipped := 0
+		for step := range 250 {
+			from := states[len(states)-1]
+			if rng.IntN(4) == 0 {
+				from = states[rng.IntN(len(states))]
+			}
+			msgs := append([]Value(nil), from.msgs...)
+			switch op := rng.IntN(8); {
+			case op < 4 || len(msgs) == 0:
+				for range 1 + rng.IntN(3) {
+					msgs = append(msgs, newMsg(step))
+				}
+			case op == 4:
+				msgs[rng.IntN(len(msgs))] = newMsg(step)
+			case op == 5:
+				msgs = msgs[:rng.IntN(len(msgs))]
+			case op == 6:
+				i := rng.IntN(len(msgs))
+				c := NewMap()
+				mv := msgs[i].mapv()
+				for j := range mv.keys {
+					c.Set(mv.keys[j].s, mv.vals[j])
+				}
+				msgs[i] = MapValue(c)
+			}
+			if name == "qwen3" && len(msgs) == 0 {
+				continue
+			}
+			vars := map[string]Value{"messages": List(msgs...), "add_generation_prompt": Bool(true)}
+			want, wantErr := full.Execute(vars)
+			got, memo, err := cut.ExecuteMemo(vars, from.memo)
+			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("%s step %d: error %v, without guards %v", name, step, err, wantErr)
+			}
+			if got != want {
+				t.Fatalf("%s step %d: differs from the template without guards\n%s", name, step, firstDiff(got, want))
+			}
+			if err == nil {
+				states = append(states, state{msgs, memo})
+				skipped += memo.skipped
+			}
+		}
+		if want := name != "method on a map"; (skipped > 0) != want {
+			t.Errorf("%s: %d iterations skipped", name, skipped)
+		}
+	}
+}

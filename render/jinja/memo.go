@@ -46,6 +46,10 @@ type Memo struct {
 	// arena holds text (as its first bytes), for the next execution to share (output.go).
 	arena *textArena
 	bulk  int // records bulkReplay replayed (tests check it is used)
+	// skipped counts the iterations guardSkip skipped (tests).
+	skipped int
+	// guards are the guarded loops' per-item caches (guard.go), shared along a conversation.
+	guards map[*forNode]*guardCache
 }
 
 // CommonPrefix returns the length of the longest common prefix of this execution's output and

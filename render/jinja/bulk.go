@@ -70,6 +70,7 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 		k++
 	}
 	j := 0
+	var fixed fixedOperands
 	for ; j < k; j++ {
 		r := &prev[j]
 		if r.cls&clsFull != 0 || r.refMax >= int64(k) || r.cls&clsLastFalse != 0 && j >= len(items)-1 {
@@ -79,7 +80,7 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 			lo.index0 = j
 			same := true
 			for _, er := range r.exprs {
-				v, err := ev.eval(er.x, at)
+				v, err := fixed.compare(ev, er.x, lo, at)
 				if err != nil || !sameValue(v, er.v) {
 					same = false
 					break
@@ -141,4 +142,97 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 	ms.next.bulk += j
 	lo.index0 = j - 1
 	return j
+}
+
+// fixedOperands evaluates a run's recorded comparisons: the operands that do not mention loop
+// read only values outside the loop, which no replayed iteration changes, so each is evaluated
+// once per run; loop.<attr> operands are read from the loop object directly.
+type fixedOperands struct {
+	vals map[expr]Value
+}
+
+// compare evaluates x at the loop position lo as ev.eval(x, at) would. An operand that fails is
+// left to ev.eval, which gives the same error or value as without this.
+func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at *frame) (Value, error) {
+	operand := func(o expr) (Value, bool) {
+		if a, ok := o.(*attrExpr); ok {
+			if root, ok := a.x.(*nameExpr); ok && root.name == "loop" {
+				return loopAttr(lo, a.name)
+			}
+		}
+		if mentionsLoop(o) {
+			return Value{}, false
+		}
+		if v, ok := fo.vals[o]; ok {
+			return v, true
+		}
+		v, err := ev.eval(o, at)
+		if err != nil {
+			return Value{}, false
+		}
+		if fo.vals == nil {
+			fo.vals = map[expr]Value{}
+		}
+		fo.vals[o] = v
+		return v, true
+	}
+	l, ok := operand(x.first)
+	if !ok {
+		return ev.eval(x, at)
+	}
+	for i, op := range x.ops {
+		r, ok := operand(x.rest[i])
+		if !ok {
+			return ev.eval(x, at)
+		}
+		holds, err := compareOp(op, l, r)
+		if err != nil {
+			return ev.eval(x, at)
+		}
+		if !holds {
+			return Bool(false), nil
+		}
+		l = r
+	}
+	return Bool(true), nil
+}
+
+// mentionsLoop reports whether x reads the name loop anywhere.
+func mentionsLoop(x expr) bool {
+	switch n := x.(type) {
+	case nil, *constExpr:
+		return false
+	case *nameExpr:
+		return n.name == "loop"
+	case *attrExpr:
+		return mentionsLoop(n.x)
+	case *itemExpr:
+		if sl, ok := n.key.(*sliceExpr); ok {
+			return mentionsLoop(n.x) || mentionsLoop(sl.start) || mentionsLoop(sl.stop) || mentionsLoop(sl.step)
+		}
+		return mentionsLoop(n.x) || mentionsLoop(n.key)
+	case *unaryExpr:
+		return mentionsLoop(n.x)
+	case *binaryExpr:
+		if n.chain != nil {
+			for _, c := range n.chain {
+				if mentionsLoop(c) {
+					return true
+				}
+			}
+			return false
+		}
+		return mentionsLoop(n.l) || mentionsLoop(n.r)
+	case *compareExpr:
+		if mentionsLoop(n.first) {
+			return true
+		}
+		for _, r := range n.rest {
+			if mentionsLoop(r) {
+				return true
+			}
+		}
+		return false
+	}
+	return true // anything else: treat as reading loop (evaluated each time)
 }

@@ -144,44 +144,23 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 	return j
 }
 
-// fixedOperands evaluates a run's recorded comparisons: the operands that do not mention loop
-// read only values outside the loop, which no replayed iteration changes, so each is evaluated
-// once per run; loop.<attr> operands are read from the loop object directly.
+// fixedOperands evaluates a run's recorded comparisons as ev.eval(x, at) would, faster: the
+// sub-expressions that do not mention loop read only values outside the loop, which no replayed
+// iteration changes, so each is evaluated once per run; loop.<attr> is read from the loop object;
+// constants, attributes, subscripts, + and - are applied directly (what eval1 does for them).
+// Anything else, or anything that fails, is left to ev.eval, which gives the same value or error.
 type fixedOperands struct {
-	vals map[expr]Value
+	exprs []expr // a run compares few distinct operands: a short list beats a map
+	vals  []Value
 }
 
-// compare evaluates x at the loop position lo as ev.eval(x, at) would. An operand that fails is
-// left to ev.eval, which gives the same error or value as without this.
 func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at *frame) (Value, error) {
-	operand := func(o expr) (Value, bool) {
-		if a, ok := o.(*attrExpr); ok {
-			if root, ok := a.x.(*nameExpr); ok && root.name == "loop" {
-				return loopAttr(lo, a.name)
-			}
-		}
-		if mentionsLoop(o) {
-			return Value{}, false
-		}
-		if v, ok := fo.vals[o]; ok {
-			return v, true
-		}
-		v, err := ev.eval(o, at)
-		if err != nil {
-			return Value{}, false
-		}
-		if fo.vals == nil {
-			fo.vals = map[expr]Value{}
-		}
-		fo.vals[o] = v
-		return v, true
-	}
-	l, ok := operand(x.first)
+	l, ok := fo.eval(ev, x.first, lo, at)
 	if !ok {
 		return ev.eval(x, at)
 	}
 	for i, op := range x.ops {
-		r, ok := operand(x.rest[i])
+		r, ok := fo.eval(ev, x.rest[i], lo, at)
 		if !ok {
 			return ev.eval(x, at)
 		}
@@ -195,6 +174,69 @@ func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at 
 		l = r
 	}
 	return Bool(true), nil
+}
+
+// eval evaluates o without ev.eval where it can; ok is false when it cannot (or o fails).
+func (fo *fixedOperands) eval(ev *evaluator, o expr, lo *loopObj, at *frame) (Value, bool) {
+	switch n := o.(type) {
+	case *constExpr:
+		return n.v, true
+	case *attrExpr:
+		if root, ok := n.x.(*nameExpr); ok && root.name == "loop" {
+			return loopAttr(lo, n.name)
+		}
+	}
+	if !mentionsLoop(o) {
+		for i, e := range fo.exprs {
+			if e == o {
+				return fo.vals[i], true
+			}
+		}
+		v, err := ev.eval(o, at)
+		if err != nil {
+			return Value{}, false
+		}
+		fo.exprs, fo.vals = append(fo.exprs, o), append(fo.vals, v)
+		return v, true
+	}
+	switch n := o.(type) {
+	case *attrExpr:
+		v, ok := fo.eval(ev, n.x, lo, at)
+		if !ok {
+			return Value{}, false
+		}
+		v, err := getAttr(v, n.name)
+		return v, err == nil
+	case *itemExpr:
+		if _, slice := n.key.(*sliceExpr); slice {
+			return Value{}, false
+		}
+		v, ok := fo.eval(ev, n.x, lo, at)
+		if !ok {
+			return Value{}, false
+		}
+		key, ok := fo.eval(ev, n.key, lo, at)
+		if !ok {
+			return Value{}, false
+		}
+		v, err := getItem(v, key)
+		return v, err == nil
+	case *binaryExpr:
+		if n.chain != nil || (n.op != "+" && n.op != "-") {
+			return Value{}, false
+		}
+		l, ok := fo.eval(ev, n.l, lo, at)
+		if !ok {
+			return Value{}, false
+		}
+		r, ok := fo.eval(ev, n.r, lo, at)
+		if !ok {
+			return Value{}, false
+		}
+		v, err := binaryOp(n.op, l, r)
+		return v, err == nil
+	}
+	return Value{}, false
 }
 
 // mentionsLoop reports whether x reads the name loop anywhere.

@@ -27,9 +27,14 @@ type textArena struct {
 	claimed bool   // an execution is writing at buf[used:]
 }
 
-// arenaRoom is the least spare room, in bytes, an output copied to a buffer of its own gets
-// for the turns after it; it also gets an eighth of its length.
+// arenaRoom caps the spare room, in bytes, of an output copied to a buffer of its own (for the
+// turns after it), except that a long one gets an eighth of its length.
 const arenaRoom = 64 << 10
+
+// arenaSpare is the room given to an output of n bytes: half its length for a short one (a
+// conversation's next turn is often as long as its history so far), at most arenaRoom, and an
+// eighth for a long one, so that the memory kept beside a text stays a fraction of it.
+func arenaSpare(n int) int { return max(n/8, min(arenaRoom, n/2)) }
 
 type outMode uint8
 
@@ -169,7 +174,7 @@ func (o *output) toPrivate(extra int) {
 	o.release(false)
 	shared := unsafe.String(unsafe.SliceData(o.buf), o.n)
 	o.mode, o.a, o.buf, o.baseShared = outPrivate, nil, nil, o.n
-	o.sb.Grow(o.n + extra + max(arenaRoom, o.n/8))
+	o.sb.Grow(o.n + extra + arenaSpare(o.n+extra))
 	o.sb.WriteString(shared)
 }
 

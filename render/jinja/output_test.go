@@ -47,8 +47,9 @@ func TestMemoOutputSharedInPlace(t *testing.T) {
 			t.Fatalf("turn %d's output changed after later turns", i)
 		}
 	}
-	// The first output has a builder's spare room; every copy gets arenaRoom.
-	if shared < len(texts)-4 {
+	// A copy gets room in proportion to its length (arenaSpare), so copies are amortized: here,
+	// with each message longer than the one before, most continuations still write in place.
+	if shared < (len(texts)-1)*3/5 {
 		t.Fatalf("%d of %d continuations were written in place", shared, len(texts)-1)
 	}
 }

@@ -72,11 +72,12 @@ func (t *Template) execute(vars map[string]Value, memo *memoState) (string, erro
 			// it (and its new turn), the builder never copies the replayed text to grow.
 			hint = max(hint, int64(len(memo.prev.text)+len(memo.prev.text)/8))
 		}
+		size := int(min(hint, 1<<24))
 		room := 256
 		if memo != nil {
-			room = arenaRoom // the output becomes an arena the next turn writes after (output.go)
+			room = arenaSpare(size) // the output becomes an arena the next turn writes after (output.go)
 		}
-		out.Grow(int(min(hint, 1<<24)) + room)
+		out.Grow(size + room)
 	}
 	fuel := t.opts.Fuel
 	if fuel <= 0 {

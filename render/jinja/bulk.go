@@ -144,23 +144,24 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 	return j
 }
 
-// fixedOperands evaluates a run's recorded comparisons as ev.eval(x, at) would, faster: the
-// sub-expressions that do not mention loop read only values outside the loop, which no replayed
-// iteration changes, so each is evaluated once per run; loop.<attr> is read from the loop object;
-// constants, attributes, subscripts, + and - are applied directly (what eval1 does for them).
-// Anything else, or anything that fails, is left to ev.eval, which gives the same value or error.
+// fixedOperands evaluates a run's recorded comparisons as ev.eval(x, at) would, faster: names
+// other than loop are resolved once per run (no replayed iteration rebinds or assigns anything
+// outside itself, so they read the same values throughout), loop.<attr> is read from the loop
+// object, and constants, attributes, subscripts, + and - are applied directly (what eval1 does
+// for them). Anything else, or anything that fails, is left to ev.eval, which gives the same
+// value or error.
 type fixedOperands struct {
-	exprs []expr // a run compares few distinct operands: a short list beats a map
+	names []*nameExpr // a run reads few distinct names: a short list beats a map
 	vals  []Value
 }
 
 func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at *frame) (Value, error) {
-	l, ok := fo.eval(ev, x.first, lo, at)
+	l, ok := fo.eval(x.first, lo, at)
 	if !ok {
 		return ev.eval(x, at)
 	}
 	for i, op := range x.ops {
-		r, ok := fo.eval(ev, x.rest[i], lo, at)
+		r, ok := fo.eval(x.rest[i], lo, at)
 		if !ok {
 			return ev.eval(x, at)
 		}
@@ -177,31 +178,27 @@ func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at 
 }
 
 // eval evaluates o without ev.eval where it can; ok is false when it cannot (or o fails).
-func (fo *fixedOperands) eval(ev *evaluator, o expr, lo *loopObj, at *frame) (Value, bool) {
+func (fo *fixedOperands) eval(o expr, lo *loopObj, at *frame) (Value, bool) {
 	switch n := o.(type) {
 	case *constExpr:
 		return n.v, true
+	case *nameExpr:
+		if n.name == "loop" {
+			return Value{}, false
+		}
+		for i, x := range fo.names {
+			if x == n {
+				return fo.vals[i], true
+			}
+		}
+		v := resolveName(at, n.name)
+		fo.names, fo.vals = append(fo.names, n), append(fo.vals, v)
+		return v, true
 	case *attrExpr:
 		if root, ok := n.x.(*nameExpr); ok && root.name == "loop" {
 			return loopAttr(lo, n.name)
 		}
-	}
-	if !mentionsLoop(o) {
-		for i, e := range fo.exprs {
-			if e == o {
-				return fo.vals[i], true
-			}
-		}
-		v, err := ev.eval(o, at)
-		if err != nil {
-			return Value{}, false
-		}
-		fo.exprs, fo.vals = append(fo.exprs, o), append(fo.vals, v)
-		return v, true
-	}
-	switch n := o.(type) {
-	case *attrExpr:
-		v, ok := fo.eval(ev, n.x, lo, at)
+		v, ok := fo.eval(n.x, lo, at)
 		if !ok {
 			return Value{}, false
 		}
@@ -211,11 +208,11 @@ func (fo *fixedOperands) eval(ev *evaluator, o expr, lo *loopObj, at *frame) (Va
 		if _, slice := n.key.(*sliceExpr); slice {
 			return Value{}, false
 		}
-		v, ok := fo.eval(ev, n.x, lo, at)
+		v, ok := fo.eval(n.x, lo, at)
 		if !ok {
 			return Value{}, false
 		}
-		key, ok := fo.eval(ev, n.key, lo, at)
+		key, ok := fo.eval(n.key, lo, at)
 		if !ok {
 			return Value{}, false
 		}
@@ -225,11 +222,11 @@ func (fo *fixedOperands) eval(ev *evaluator, o expr, lo *loopObj, at *frame) (Va
 		if n.chain != nil || (n.op != "+" && n.op != "-") {
 			return Value{}, false
 		}
-		l, ok := fo.eval(ev, n.l, lo, at)
+		l, ok := fo.eval(n.l, lo, at)
 		if !ok {
 			return Value{}, false
 		}
-		r, ok := fo.eval(ev, n.r, lo, at)
+		r, ok := fo.eval(n.r, lo, at)
 		if !ok {
 			return Value{}, false
 		}
@@ -237,44 +234,4 @@ func (fo *fixedOperands) eval(ev *evaluator, o expr, lo *loopObj, at *frame) (Va
 		return v, err == nil
 	}
 	return Value{}, false
-}
-
-// mentionsLoop reports whether x reads the name loop anywhere.
-func mentionsLoop(x expr) bool {
-	switch n := x.(type) {
-	case nil, *constExpr:
-		return false
-	case *nameExpr:
-		return n.name == "loop"
-	case *attrExpr:
-		return mentionsLoop(n.x)
-	case *itemExpr:
-		if sl, ok := n.key.(*sliceExpr); ok {
-			return mentionsLoop(n.x) || mentionsLoop(sl.start) || mentionsLoop(sl.stop) || mentionsLoop(sl.step)
-		}
-		return mentionsLoop(n.x) || mentionsLoop(n.key)
-	case *unaryExpr:
-		return mentionsLoop(n.x)
-	case *binaryExpr:
-		if n.chain != nil {
-			for _, c := range n.chain {
-				if mentionsLoop(c) {
-					return true
-				}
-			}
-			return false
-		}
-		return mentionsLoop(n.l) || mentionsLoop(n.r)
-	case *compareExpr:
-		if mentionsLoop(n.first) {
-			return true
-		}
-		for _, r := range n.rest {
-			if mentionsLoop(r) {
-				return true
-			}
-		}
-		return false
-	}
-	return true // anything else: treat as reading loop (evaluated each time)
 }

@@ -38,6 +38,7 @@ type (
 		cond      expr // nil without "if"
 		body, els []node
 		recursive bool
+		guard     *loopGuard // set when the loop may end once its guard is false (guard.go)
 	}
 	setNode struct {
 		stmtBase

@@ -66,10 +66,16 @@ func (ev *evaluator) evalCall(c *callExpr, f *frame, caller *Value) (Value, erro
 				return m(ev, obj, args, kw)
 			}
 		}
+		if ev.pure {
+			return Value{}, errNotPure()
+		}
 		if fn, err = getAttr(obj, a.name); err != nil {
 			return Value{}, err
 		}
 	} else {
+		if ev.pure {
+			return Value{}, errNotPure()
+		}
 		var err error
 		if fn, err = ev.eval(c.fn, f); err != nil {
 			return Value{}, err

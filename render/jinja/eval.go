@@ -74,7 +74,7 @@ const (
 
 type evaluator struct {
 	t     *Template
-	out   *strings.Builder
+	out   *output
 	fuel  int
 	depth int
 	now   func() time.Time
@@ -85,6 +85,8 @@ type evaluator struct {
 	top *frame
 	// memo is set by ExecuteMemo.
 	memo *memoState
+	// pure refuses calls other than built-in methods (guard.go).
+	pure bool
 }
 
 func (ev *evaluator) burn() error {
@@ -106,8 +108,8 @@ func atLine(err error, sp span) error {
 // capture renders body into a string with the current output swapped.
 func (ev *evaluator) capture(body []node, f *frame) (string, control, error) {
 	saved := ev.out
-	var b strings.Builder
-	ev.out = &b
+	b := &output{}
+	ev.out = b
 	ctl, err := ev.execBody(body, f)
 	ev.out = saved
 	return b.String(), ctl, err
@@ -150,7 +152,9 @@ func (ev *evaluator) exec(n node, f *frame) (control, error) {
 		if v.k == kString {
 			ev.out.WriteString(v.s)
 		} else {
-			v.writeRepr(ev.out, false)
+			var b strings.Builder
+			v.writeRepr(&b, false)
+			ev.out.WriteString(b.String())
 		}
 		ev.fuel -= (ev.out.Len() - before) >> 4
 	case *ifNode:
@@ -368,8 +372,8 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				return Value{}, errf(KindRecursion, "maximum recursion depth exceeded")
 			}
 			saved := ev.out
-			var b strings.Builder
-			ev.out = &b
+			b := &output{}
+			ev.out = b
 			_, err := ev.renderLoop(n, it, f, depth+1)
 			ev.out = saved
 			return String(b.String()), err
@@ -388,7 +392,25 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		recs = make([]iterRecord, 0, len(items))
 		defer func() { ev.memo.next.loops[n] = recs }()
 	}
-	for i, it := range items {
+	first := 0
+	if memoized && n.cond == nil && len(prevRecs) > 0 {
+		if first = ev.bulkReplay(n, items, prevRecs, lo, at, &recs); first > 0 {
+			completed = true
+		}
+	}
+	for i := first; i < len(items); i++ {
+		it := items[i]
+		if i > 0 && !memoized {
+			if truthy, ok := ev.guardState(n, f); ok && !truthy {
+				// Every iteration left would do nothing (guard.go), and would complete.
+				completed = true
+				break
+			} else if ok && ev.guardSkip(n, it, ev.bindTarget(n, it, inner, loopV), len(items)) {
+				// This one would do nothing (guard.go), and would complete.
+				completed = true
+				continue
+			}
+		}
 		if err := ev.burn(); err != nil {
 			return Value{}, err
 		}
@@ -396,9 +418,13 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		var ctl control
 		if memoized && i < len(prevRecs) && ev.replayable(&prevRecs[i], it, lo, f, at) {
 			r := prevRecs[i]
-			ev.memo.replayLCP(ev, &r)
+			known := ev.memo.replayLCP(ev, &r)
 			start := ev.out.Len()
-			ev.out.WriteString(r.out)
+			if known {
+				ev.out.writeKnown(r.out)
+			} else {
+				ev.out.WriteString(r.out)
+			}
 			ev.fuel -= len(r.out) >> 4
 			r.out, r.start = ev.memo.output(ev, n, len(recs), start)
 			recs = append(recs, r)
@@ -424,6 +450,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				// inner is reused by the next iteration: a record must not keep it.
 				rec.out, rec.start = ev.memo.output(ev, n, len(recs), start)
 				rec.ctl = ctl
+				classify(&rec, n.iter.(*nameExpr).name)
 				recs = append(recs, rec)
 			}
 			if err != nil {

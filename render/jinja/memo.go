@@ -43,6 +43,13 @@ type Memo struct {
 	text     string
 	common   int
 	compared int // bytes compared to find common (at most the shorter text's length)
+	// arena holds text (as its first bytes), for the next execution to share (output.go).
+	arena *textArena
+	bulk  int // records bulkReplay replayed (tests check it is used)
+	// skipped counts the iterations guardSkip skipped (tests).
+	skipped int
+	// guards are the guarded loops' per-item caches (guard.go), shared along a conversation.
+	guards map[*forNode]*guardCache
 }
 
 // CommonPrefix returns the length of the longest common prefix of this execution's output and
@@ -61,6 +68,9 @@ type iterRecord struct {
 	loop  []loopRead
 	outer []outerRead
 	exprs []exprRead
+	// cls and refMax are what bulkReplay checks (classify).
+	cls    uint8
+	refMax int64
 }
 
 // exprRead is a comparison made only of outer reads, loop attributes and constants
@@ -101,7 +111,7 @@ type memoState struct {
 	loop *loopObj
 	// main is the execution's output; spans locate the records written to it, so that they can
 	// be made substrings of this execution's text (rebase).
-	main  *strings.Builder
+	main  *output
 	spans []outSpan
 	// lcp is the length of the main output's prefix known equal to prev.text; lcpDone is set
 	// once they differ (or prev.text ends), after which lcp is final.
@@ -117,6 +127,12 @@ func (ms *memoState) syncLCP() {
 		return
 	}
 	out, prev := ms.main.String(), ms.prev.text
+	if a, k := ms.main.shared(); a != nil && a == ms.prev.arena && k > ms.lcp {
+		// The first k bytes of the output are the very bytes prev.text begins with (when k
+		// exceeds prev.text's length, the rest was written after it, by this execution or an
+		// earlier continuation): equal without comparing.
+		ms.lcp = min(k, len(prev))
+	}
 	n := prefix.Len(out[ms.lcp:], prev[min(ms.lcp, len(prev)):])
 	ms.compared += min(len(out), len(prev)) - min(ms.lcp, len(prev))
 	ms.lcp += n
@@ -163,7 +179,8 @@ func (ms *memoState) output(ev *evaluator, n *forNode, index, start int) (string
 
 // finish points the records written to the main output at text, the execution's final output,
 // and completes the common prefix with the previous text.
-func (ms *memoState) finish(text string) {
+func (ms *memoState) finish(text string, arena *textArena) {
+	ms.next.arena = arena
 	for _, sp := range ms.spans {
 		r := &ms.next.loops[sp.loop][sp.index]
 		r.out, r.start = text[sp.start:sp.end], sp.start

@@ -336,7 +336,9 @@ func TestMemoKeepsOnlyLatestText(t *testing.T) {
 					continue
 				}
 				for _, old := range texts {
-					if within(r.out, old) {
+					// An earlier text may be the same memory as this one (output.go): the
+					// record pins nothing this text does not.
+					if within(r.out, old) && !within(r.out, text) {
 						t.Fatalf("turn %d: record %d points into an earlier turn's text", turn, i)
 					}
 				}

@@ -1,7 +1,6 @@
 package jinja
 
 import (
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -47,6 +46,7 @@ func Parse(name, source string, opts Options) (*Template, error) {
 	if err := resolve(name, body); err != nil {
 		return nil, err
 	}
+	markGuards(body)
 	return &Template{name: name, body: body, opts: opts}, nil
 }
 
@@ -60,14 +60,25 @@ func (t *Template) Execute(vars map[string]Value) (string, error) {
 }
 
 func (t *Template) execute(vars map[string]Value, memo *memoState) (string, error) {
-	var out strings.Builder
-	hint := t.sizeHint.Load() // the last execution's output, of whatever conversation
-	if memo != nil && memo.prev != nil {
-		// A continuation is at least about as long as the output it replays from: sized for it
-		// (and its new turn), the builder never copies the replayed text to grow.
-		hint = max(hint, int64(len(memo.prev.text)+len(memo.prev.text)/8))
+	var out *output
+	if memo != nil && memo.prev != nil && memo.prev.arena != nil {
+		// A continuation shares the memory of the output it replays from (output.go).
+		out = newSharedOutput(memo.prev.arena)
+	} else {
+		out = &output{}
+		hint := t.sizeHint.Load() // the last execution's output, of whatever conversation
+		if memo != nil && memo.prev != nil {
+			// A continuation is at least about as long as the output it replays from: sized for
+			// it (and its new turn), the builder never copies the replayed text to grow.
+			hint = max(hint, int64(len(memo.prev.text)+len(memo.prev.text)/8))
+		}
+		size := int(min(hint, 1<<24))
+		room := 256
+		if memo != nil {
+			room = arenaSpare(size) // the output becomes an arena the next turn writes after (output.go)
+		}
+		out.Grow(size + room)
 	}
-	out.Grow(int(min(hint, 1<<24)) + 256)
 	fuel := t.opts.Fuel
 	if fuel <= 0 {
 		fuel = DefaultFuel
@@ -78,11 +89,12 @@ func (t *Template) execute(vars map[string]Value, memo *memoState) (string, erro
 	}
 	root := &frame{user: vars}
 	top := &frame{parent: root}
-	ev := &evaluator{t: t, out: &out, fuel: fuel, now: now, top: top, memo: memo}
+	ev := &evaluator{t: t, out: out, fuel: fuel, now: now, top: top, memo: memo}
 	if memo != nil {
-		memo.top, memo.root, memo.main = top, root, &out
+		memo.top, memo.root, memo.main = top, root, out
 	}
 	if _, err := ev.execBody(t.body, top); err != nil {
+		out.abort()
 		if e, ok := err.(*Error); ok {
 			if e.Name == "" {
 				e.Name = t.name
@@ -92,9 +104,10 @@ func (t *Template) execute(vars map[string]Value, memo *memoState) (string, erro
 		return "", err
 	}
 	t.sizeHint.Store(int64(out.Len()))
-	text := out.String()
-	if memo != nil {
-		memo.finish(text)
+	if memo == nil {
+		return out.String(), nil
 	}
+	text, arena := out.finish()
+	memo.finish(text, arena)
 	return text, nil
 }

@@ -1,0 +1,120 @@
+package jinja
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBulkReplayMatchesExecute: templates whose message loops read neighbours (before, after,
+// the last one), loop.last and loop.length, namespace values set before the loop, and a loop
+// captured by a set block, over random conversations that grow, are edited anywhere, shrink and
+// branch from older memos: every memo render equals Execute.
+func TestBulkReplayMatchesExecute(t *testing.T) {
+	srcs := []string{
+		`{%- set ns = namespace(q=-1) %}{%- for m in messages %}{%- if m.role == "user" %}{%- set ns.q = loop.index0 %}{%- endif %}{%- endfor %}` +
+			`{%- for m in messages %}<{{ m.role }}{% if loop.index0 > ns.q %}*{% endif %}{% if loop.first or messages[loop.index0 - 1].role != m.role %}^{% endif %}` +
+			`{{ m.content }}{% if loop.last or messages[loop.index0 + 1].role != m.role %}${% endif %}>{%- endfor %}{% if add_generation_prompt %}<gen>{% endif %}`,
+		`{%- for m in messages %}[{{ loop.index }}/{{ loop.length }}:{{ m.content }}]{%- endfor %}`,
+		`{%- for m in messages %}[{{ m.content }}{% if messages[-1].role == "user" %}u{% endif %}]{%- endfor %}`,
+		`{%- for m in messages %}[{{ m.content }}{% if messages[0].role == "system" %}s{% endif %}{{ messages[2].content if loop.index0 > 2 else "" }}]{%- endfor %}`,
+		`{%- set s %}{%- for m in messages %}({{ m.content }}{% if not loop.last %},{% endif %}){%- endfor %}{%- endset %}{{ s }}|{%- for m in messages %}<{{ m.content }}>{%- endfor %}`,
+		`{%- for m in messages %}{%- if loop.index0 == 3 %}{%- break %}{%- endif %}<{{ m.content }}>{%- endfor %}{%- for m in messages %}{%- if m.role == "tool" %}{%- continue %}{%- endif %}({{ m.content }}){%- endfor %}`,
+		`{%- for m in messages %}{{ loop.revindex }}{{ loop.previtem.content if loop.previtem else "" }}:{{ m.content }}{{ loop.cycle("a", "b") }};{%- endfor %}`,
+	}
+	roles := []string{"system", "user", "assistant", "tool"}
+	rng := rand.New(rand.NewPCG(20, 4))
+	newMsg := func(step int) Value {
+		m := NewMap()
+		m.Set("role", String(roles[rng.IntN(len(roles))]))
+		m.Set("content", String(fmt.Sprintf("c%d-%s", step, strings.Repeat("x", rng.IntN(300)))))
+		return MapValue(m)
+	}
+	for si, src := range srcs {
+		tpl, err := Parse(fmt.Sprint("t", si), src, Options{})
+		if err != nil {
+			t.Fatalf("template %d: %v", si, err)
+		}
+		type state struct {
+			msgs []Value
+			memo *Memo
+		}
+		states := []state{{}}
+		bulk := 0
+		for step := range 300 {
+			from := states[len(states)-1]
+			if rng.IntN(4) == 0 {
+				from = states[rng.IntN(len(states))]
+			}
+			msgs := append([]Value(nil), from.msgs...)
+			switch op := rng.IntN(8); {
+			case op < 4 || len(msgs) == 0:
+				for range 1 + rng.IntN(3) {
+					msgs = append(msgs, newMsg(step))
+				}
+			case op == 4:
+				msgs[rng.IntN(len(msgs))] = newMsg(step)
+			case op == 5:
+				msgs = msgs[:rng.IntN(len(msgs))]
+			case op == 6: // an equal but not identical copy of an earlier message
+				i := rng.IntN(len(msgs))
+				c := NewMap()
+				c.Set("role", String(msgs[i].mapv().vals[0].s))
+				c.Set("content", String(strings.Clone(msgs[i].mapv().vals[1].s)))
+				msgs[i] = MapValue(c)
+			}
+			vars := map[string]Value{"messages": List(msgs...), "add_generation_prompt": Bool(rng.IntN(3) != 0)}
+			want, wantErr := tpl.Execute(vars)
+			got, memo, err := tpl.ExecuteMemo(vars, from.memo)
+			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("template %d step %d: error %v, Execute %v", si, step, err, wantErr)
+			}
+			if got != want {
+				t.Fatalf("template %d step %d: differs from Execute\n%s", si, step, firstDiff(got, want))
+			}
+			if err == nil {
+				states = append(states, state{msgs, memo})
+				bulk += memo.bulk
+			}
+		}
+		// loop.length, revindex, previtem and cycle depend on more than the
+		// position: those records are checked one by one.
+		if want := si != 1 && si != 6; (bulk > 0) != want {
+			t.Errorf("template %d: %d records replayed in bulk", si, bulk)
+		}
+	}
+}
+
+// TestBulkReplayQwen3: growing an agent conversation by a tool round or a user nudge, the
+// Qwen3 template's message loop replays all but the last few records in one run.
+func TestBulkReplayQwen3(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(goldenDir, "templates", "qwen3.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := Parse("qwen3", string(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nudge := range []bool{false, true} {
+		msgs := agentConversation(20, 500, nudge)
+		var memo *Memo
+		for k := 2; k <= len(msgs); k++ {
+			vars := map[string]Value{"messages": List(msgs[:k]...), "add_generation_prompt": Bool(true)}
+			text, next, err := tpl.ExecuteMemo(vars, memo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, _ := tpl.Execute(vars); text != want {
+				t.Fatalf("nudge %v, %d messages: differs from Execute\n%s", nudge, k, firstDiff(text, want))
+			}
+			if memo != nil && k > 8 && next.bulk < k-4 {
+				t.Fatalf("nudge %v, %d messages: bulk replay took %d records", nudge, k, next.bulk)
+			}
+			memo = next
+		}
+	}
+}

@@ -149,6 +149,7 @@ func (c *Converter) mapLogprobs(pieces []Piece) {
 		}
 	}
 }
+
 // malformedReporter is the optional method of an [OutputParser] that reports
 // a tool call broken after it began ([Parser], [FamilyParser],
 // [HarmonyParser]).

@@ -416,7 +416,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 		t.log.Info("client gone before the first event", "err", err)
 		return
 	}
-	runErr, final := s.generate(ctx, out, rc, sink)
+	final, runErr := s.generate(ctx, out, rc, sink)
 
 	// Persist before the terminal event: a client that saw response.completed can continue from it.
 	if ctx.Err() != nil {
@@ -443,11 +443,11 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 	s.logSummary(ctx, t, out, runErr)
 }
 
-// generate reads the model's stream into out, handing events to sink, and returns the stream's
-// error and the held terminal event.
-func (s *Server) generate(ctx context.Context, out *output, rc io.Reader, sink eventSink) (error, []stream.Event) {
+// generate reads the model's stream into out, handing events to sink, and returns the held
+// terminal event and the stream's error.
+func (s *Server) generate(ctx context.Context, out *output, rc io.Reader, sink eventSink) ([]stream.Event, error) {
 	runErr := out.consume(ctx, rc, sink)
-	return runErr, s.finished(out, runErr)
+	return s.finished(out, runErr), runErr
 }
 
 // finished returns the terminal event of a generation that ended (not by ctx) and counts it.

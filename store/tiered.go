@@ -376,3 +376,43 @@ func (t *Tiered) Stats() TieredStats {
 	}
 	return s
 }
+
+// Footprint returns the sealed bytes L1 and L2 hold now under tenant for the
+// response ids (absent ones count zero): what one conversation's artifacts
+// occupy, for sizing and the bench. It reads every entry; it is not for the
+// request path.
+func (t *Tiered) Footprint(ctx context.Context, tenant string, ids []string) (l1, l2 int64, err error) {
+	for _, id := range ids {
+		if t.l1 != nil {
+			if b, ok := t.l1.Get(tenant, id); ok {
+				l1 += int64(len(b))
+			}
+		}
+		if t.l2 == nil {
+			continue
+		}
+		b, gerr := t.l2.Get(ctx, tenant, id)
+		switch {
+		case gerr == nil:
+			l2 += int64(len(b))
+		case !errors.Is(gerr, ErrNotFound):
+			return l1, l2, fmt.Errorf("artifact footprint: %w", gerr)
+		}
+	}
+	return l1, l2, nil
+}
+
+// FullBytes returns the sealed size of response id's artifact stored as one
+// full snapshot: what every turn cost each tier before chains, and the
+// reference the per-conversation footprint is compared with.
+func (t *Tiered) FullBytes(ctx context.Context, tenant, id string) (int, error) {
+	a, _, err := t.Get(ctx, tenant, id)
+	if err != nil {
+		return 0, err
+	}
+	b, err := t.sealer.SealArtifact(a)
+	if err != nil {
+		return 0, fmt.Errorf("artifact full size: %w", err)
+	}
+	return len(b), nil
+}

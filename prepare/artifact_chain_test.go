@@ -84,7 +84,7 @@ func TestArtifactChain(t *testing.T) {
 				env.hot.Forget(outcomeParams.tenant, nodes[5].id)
 				next := chainTurn(t, env, nodes[5], 6, prepare.OutcomeMiss)
 				env.persistNode(t, next)
-				chainTurn(t, env, next, 7, prepare.OutcomeHitLocal) // the fallback wrote a fresh snapshot
+				chainTurn(t, env, next, 7, prepare.OutcomeHitLocal)     // the fallback wrote a fresh snapshot
 				chainTurn(t, env, nodes[1], 8, prepare.OutcomeHitLocal) // below the missing link
 			})
 			t.Run("expired parent", func(t *testing.T) {

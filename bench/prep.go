@@ -60,9 +60,10 @@ type prepRecorder struct {
 	inner prepare.Engine
 	seed  int64
 
-	mu      sync.Mutex
-	obs     map[turnKey]prepObs
-	samples map[string][]prepSample // bin → kept samples, lowest priority first
+	mu       sync.Mutex
+	tenantID string // the turns' tenant (the bench has one)
+	obs      map[turnKey]prepObs
+	samples  map[string][]prepSample // bin → kept samples, lowest priority first
 }
 
 func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
@@ -79,6 +80,7 @@ func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.tenantID = in.Tenant
 	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: string(p.Outcome)}
 	if in.PreviousID == "" {
 		return p, nil // first turns are not continuations
@@ -106,6 +108,13 @@ func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare
 		r.samples[bin] = kept
 	}
 	return p, nil
+}
+
+// tenant returns the tenant the turns were prepared for.
+func (r *prepRecorder) tenant() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tenantID
 }
 
 func (r *prepRecorder) priority(k turnKey) uint64 {

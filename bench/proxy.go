@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/prepare"
@@ -97,6 +98,8 @@ type proxyOptions struct {
 	w         Workload
 	auditRate float64
 	logger    *slog.Logger
+	// redis, when set, is the portable artifact tier (a key prefix per mode and transport).
+	redis redis.UniversalClient
 }
 
 func newProxy(o proxyOptions) (*proxy, error) {
@@ -125,8 +128,12 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		if mc.Mode, err = store.ParseMode(string(o.mode)); err != nil {
 			return nil, err
 		}
+		var l2 store.PortableCache
+		if o.redis != nil {
+			l2 = store.NewRedisArtifacts(o.redis, store.RedisArtifactsOptions{Prefix: "bench-" + string(o.mode) + "-" + string(o.transport)})
+		}
 		// stitch serve's defaults: --artifact-cache-mb 256, --artifact-hot-mb 256, --artifact-ttl 1h.
-		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 256, HotMB: 256, TTL: time.Hour,
+		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 256, HotMB: 256, TTL: time.Hour, L2: l2,
 			AuditRate: o.auditRate, Checkpoints: checkpoints, Logger: o.logger, Registry: reg}); err != nil {
 			return nil, err
 		}

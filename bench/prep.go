@@ -60,6 +60,10 @@ type prepRecorder struct {
 	inner prepare.Engine
 	seed  int64
 
+	// hotCopy and hotDrop, when set, keep the hot entry a sampled turn was prepared from for the
+	// timing pass, and let it go when the sample is displaced.
+	hotCopy, hotDrop func(tenant, id string)
+
 	mu       sync.Mutex
 	tenantID string // the turns' tenant (the bench has one)
 	obs      map[turnKey]prepObs
@@ -102,7 +106,13 @@ func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare
 	})
 	if i < limit {
 		kept = slices.Insert(kept, i, s)
+		if r.hotCopy != nil {
+			r.hotCopy(in.Tenant, in.PreviousID)
+		}
 		if len(kept) > limit {
+			if r.hotDrop != nil {
+				r.hotDrop(kept[limit].in.Tenant, kept[limit].in.PreviousID)
+			}
 			kept = kept[:limit]
 		}
 		r.samples[bin] = kept

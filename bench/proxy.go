@@ -117,6 +117,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	mc := server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
 		Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}
 	timing := mc
+	var hotCopy, hotDrop func(tenant, id string)
 	if o.mode != ModeFull {
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)
@@ -141,6 +142,15 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		// The timing engine shares the stores and caches, without audits and with metrics of its own.
 		quiet := *p.arts
 		quiet.AuditRate, quiet.Metrics = 0, prepare.NewArtifactMetrics(prometheus.NewRegistry())
+		// The workload's hot cache retires an entry once the next turn committed, and the timing
+		// pass prepares those next turns again: the recorder copies the entry each sampled turn
+		// was prepared from into the timing engine's own hot cache, where nothing retires it.
+		if p.arts.Hot != nil {
+			quiet.Hot = prepare.NewHotArtifacts(256<<20*3/4, nil)
+			live, held := p.arts.Hot, quiet.Hot
+			hotCopy = func(tenant, id string) { live.CopyTo(held, tenant, id) }
+			hotDrop = held.Forget
+		}
 		timing.Mode, timing.Artifacts = mc.Mode, &quiet
 	}
 	rt, err := server.NewModelRuntime(mc)
@@ -155,6 +165,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	}
 	p.timing, p.stop = trt.Engine, rt.Family.StopTokenIDs()
 	p.rec = newPrepRecorder(rt.Engine, o.w.Seed)
+	p.rec.hotCopy, p.rec.hotDrop = hotCopy, hotDrop
 	rt.Engine = p.rec
 	srv, err := server.New(server.Options{
 		Logger: o.logger, Registry: reg, Upstream: p.up, Models: map[string]*server.ModelRuntime{o.w.Model: rt},

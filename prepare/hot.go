@@ -146,6 +146,25 @@ func (h *HotArtifacts) retire(tenant, responseID string) {
 	h.lru.MoveToBack(el)
 }
 
+// CopyTo puts a copy of a response's entry, if any, into dst, where it is not retired by this
+// cache's commits: for a caller that prepares the same turns again later against dst, such as a
+// benchmark's timing pass. It reports whether there was an entry.
+func (h *HotArtifacts) CopyTo(dst *HotArtifacts, tenant, responseID string) bool {
+	h.mu.Lock()
+	el, ok := h.byKey[hotKey{tenant, responseID}]
+	var e hotEntry
+	if ok {
+		e = *el.Value.(*hotEntry)
+	}
+	h.mu.Unlock()
+	if !ok {
+		return false
+	}
+	e.uses, e.children = 0, 0
+	dst.put(&e)
+	return true
+}
+
 // Usage returns the estimated bytes and the number of entries held now.
 func (h *HotArtifacts) Usage() (bytes int64, entries int) { return h.usage() }
 

@@ -73,7 +73,14 @@ func TestHotArtifactsRetire(t *testing.T) {
 		t.Fatalf("%d entries after the first branch committed; want p kept for the second", n)
 	}
 	h.put(hotTestEntry("c2", 1000, now.Add(time.Hour)))
+	held := NewHotArtifacts(1<<30, nil)
+	if !h.CopyTo(held, "t", "p") || h.CopyTo(held, "t", "absent") {
+		t.Fatal("CopyTo copied the wrong entries")
+	}
 	h.retire("t", "p")
+	if held.get("t", "p", now) == nil {
+		t.Fatal("the copy was retired with the original")
+	}
 	if _, n := h.usage(); n != 2 || h.EntryBytes("t", "p") != 0 {
 		t.Fatalf("%d entries after both branches committed (p kept: %v); want c1 and c2", n, h.EntryBytes("t", "p") != 0)
 	}

@@ -23,9 +23,9 @@ const maxWalk = 64
 // each link and its ids (PromptIDs ++ GeneratedIDs) and boundaries, which are
 // only valid during the call. It returns the ids and boundaries of links[0].
 func walkUp(links []*link, visit func(l *link, ids []uint32, bounds []Boundary) error) ([]uint32, []Boundary, error) {
-	size := 0
+	size := 0 // no link's ids are longer than all links' own ids together
 	for _, l := range links {
-		size = max(size, l.reuseIDs+len(l.own))
+		size += len(l.own)
 	}
 	ids := make([]uint32, 0, size)
 	var bounds []Boundary

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -606,6 +607,11 @@ func TestArtifactProperty(t *testing.T) {
 		// through it (its descendants, and older turns re-based on it when it was a snapshot)
 		// misses a link: such a continuation is a miss unless the hot cache serves it.
 		brokenMiss := deleted && in.PreviousID != "" && p.Outcome == prepare.OutcomeMiss
+		if brokenMiss && p.Outcome != expect {
+			if _, _, err := env.tiered.Get(ctx, in.Tenant, in.PreviousID); !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "link") {
+				t.Fatalf("turn %d: miss, but the previous artifact reads as %v, not a missing link", turn, err)
+			}
+		}
 		if expect != "" && p.Outcome != expect && !brokenMiss {
 			t.Fatalf("turn %d: outcome %s, want %s", turn, p.Outcome, expect)
 		}

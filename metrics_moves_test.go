@@ -24,6 +24,7 @@ var metricsNotMoved = map[string]string{
 	"stitch_artifact_l2_set_errors_total": "needs --redis, failing",
 	"stitch_artifact_rejected_total":      "a tampered or expired artifact (prepare's TestArtifactOutcomes)",
 	"stitch_artifact_evictions_total":     "expiry, a full cache, or a deleted artifact",
+	"stitch_artifact_rebased_total":       "a conversation past 9 turns (store's TestChainSnapshotBoundary, prepare's TestArtifactChain)",
 	"stitch_admission_rejected_total":     "an overload beyond --max-concurrent-responses (server's admission tests)",
 	"stitch_persist_recovered_total":      "a checkpoint write that failed and recovered (e2e abuse suite)",
 }

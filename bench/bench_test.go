@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,6 +115,25 @@ func TestRunTiny(t *testing.T) {
 	}
 	if full.PromptTokensTokenized <= canon.PromptTokensTokenized {
 		t.Errorf("full tokenized %d tokens, canonical %d: want full > canonical", full.PromptTokensTokenized, canon.PromptTokensTokenized)
+	}
+	if full.Storage != nil {
+		t.Errorf("full mode reports storage: %+v", full.Storage)
+	}
+	_, redisErr := exec.LookPath("redis-server")
+	for _, m := range []*ModeResult{canon, exact} {
+		s := m.Storage
+		if s == nil || s.Conversations != tinyWorkload().Sessions || s.L1BytesPerConversation == 0 || s.LatestArtifactBytes.L1 == 0 ||
+			s.HotBytesPerConversation == 0 || s.LatestArtifactBytes.Hot == 0 {
+			t.Errorf("mode %s storage = %+v", m.Mode, s)
+			continue
+		}
+		if (s.RedisBytesPerConversation != nil) != (redisErr == nil) {
+			t.Errorf("mode %s: Redis bytes reported %v with redis-server on PATH %v", m.Mode, s.RedisBytesPerConversation != nil, redisErr == nil)
+		}
+		t.Logf("mode %s storage ratios: hot %.2f L1 %.2f", m.Mode, s.Ratio.Hot, s.Ratio.L1)
+		if s.Ratio.Hot > 1.5 || s.Ratio.L1 > 1.5 || (s.Ratio.Redis != nil && *s.Ratio.Redis > 1.5) {
+			t.Errorf("mode %s holds more than 1.5× the latest entry per conversation: %+v", m.Mode, s.Ratio)
+		}
 	}
 }
 

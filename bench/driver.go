@@ -30,6 +30,8 @@ type turnResult struct {
 	bodyBytes int
 	// inputTokens, cachedTokens and outputTokens are the response's usage.
 	inputTokens, cachedTokens, outputTokens int
+	// responseID is the response's id.
+	responseID string
 }
 
 // driver runs the workload's sessions against a Responses API base URL.
@@ -104,6 +106,7 @@ func (d *driver) session(ctx context.Context, s int) error {
 		if err != nil {
 			return fmt.Errorf("%w: session %d turn %d: %w", ErrTurnFailed, s, t, err)
 		}
+		res.responseID = id
 		d.mu.Lock()
 		d.results = append(d.results, res)
 		d.mu.Unlock()

@@ -60,9 +60,14 @@ type prepRecorder struct {
 	inner prepare.Engine
 	seed  int64
 
-	mu      sync.Mutex
-	obs     map[turnKey]prepObs
-	samples map[string][]prepSample // bin → kept samples, lowest priority first
+	// hotCopy and hotDrop, when set, keep the hot entry a sampled turn was prepared from for the
+	// timing pass, and let it go when the sample is displaced.
+	hotCopy, hotDrop func(tenant, id string)
+
+	mu       sync.Mutex
+	tenantID string // the turns' tenant (the bench has one)
+	obs      map[turnKey]prepObs
+	samples  map[string][]prepSample // bin → kept samples, lowest priority first
 }
 
 func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
@@ -79,6 +84,7 @@ func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.tenantID = in.Tenant
 	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: string(p.Outcome)}
 	if in.PreviousID == "" {
 		return p, nil // first turns are not continuations
@@ -100,12 +106,25 @@ func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare
 	})
 	if i < limit {
 		kept = slices.Insert(kept, i, s)
+		if r.hotCopy != nil {
+			r.hotCopy(in.Tenant, in.PreviousID)
+		}
 		if len(kept) > limit {
+			if r.hotDrop != nil {
+				r.hotDrop(kept[limit].in.Tenant, kept[limit].in.PreviousID)
+			}
 			kept = kept[:limit]
 		}
 		r.samples[bin] = kept
 	}
 	return p, nil
+}
+
+// tenant returns the tenant the turns were prepared for.
+func (r *prepRecorder) tenant() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tenantID
 }
 
 func (r *prepRecorder) priority(k turnKey) uint64 {

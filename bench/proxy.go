@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/prepare"
@@ -98,6 +99,8 @@ type proxyOptions struct {
 	w         Workload
 	auditRate float64
 	logger    *slog.Logger
+	// redis, when set, is the portable artifact tier (a key prefix per mode and transport).
+	redis redis.UniversalClient
 }
 
 func newProxy(o proxyOptions) (*proxy, error) {
@@ -118,6 +121,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		mc.Family, mc.Harmony = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, o.harmony
 	}
 	timing := mc
+	var hotCopy, hotDrop func(tenant, id string)
 	if o.mode != ModeFull {
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)
@@ -129,8 +133,12 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		if mc.Mode, err = store.ParseMode(string(o.mode)); err != nil {
 			return nil, err
 		}
+		var l2 store.PortableCache
+		if o.redis != nil {
+			l2 = store.NewRedisArtifacts(o.redis, store.RedisArtifactsOptions{Prefix: "bench-" + string(o.mode) + "-" + string(o.transport)})
+		}
 		// stitch serve's defaults: --artifact-cache-mb 256, --artifact-hot-mb 256, --artifact-ttl 1h.
-		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 256, HotMB: 256, TTL: time.Hour,
+		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 256, HotMB: 256, TTL: time.Hour, L2: l2,
 			AuditRate: o.auditRate, Checkpoints: checkpoints, Logger: o.logger, Registry: reg}); err != nil {
 			return nil, err
 		}
@@ -138,6 +146,15 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		// The timing engine shares the stores and caches, without audits and with metrics of its own.
 		quiet := *p.arts
 		quiet.AuditRate, quiet.Metrics = 0, prepare.NewArtifactMetrics(prometheus.NewRegistry())
+		// The workload's hot cache retires an entry once the next turn committed, and the timing
+		// pass prepares those next turns again: the recorder copies the entry each sampled turn
+		// was prepared from into the timing engine's own hot cache, where nothing retires it.
+		if p.arts.Hot != nil {
+			quiet.Hot = prepare.NewHotArtifacts(256<<20*3/4, nil)
+			live, held := p.arts.Hot, quiet.Hot
+			hotCopy = func(tenant, id string) { live.CopyTo(held, tenant, id) }
+			hotDrop = held.Forget
+		}
 		timing.Mode, timing.Artifacts = mc.Mode, &quiet
 	}
 	rt, err := server.NewModelRuntime(mc)
@@ -152,6 +169,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	}
 	p.timing, p.stop = trt.Engine, rt.Family.StopTokenIDs()
 	p.rec = newPrepRecorder(rt.Engine, o.w.Seed)
+	p.rec.hotCopy, p.rec.hotDrop = hotCopy, hotDrop
 	rt.Engine = p.rec
 	srv, err := server.New(server.Options{
 		Logger: o.logger, Registry: reg, Upstream: p.up, Models: map[string]*server.ModelRuntime{o.w.Model: rt},

@@ -89,6 +89,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	r.writeStorage(w)
 	for _, line := range r.Checks() {
 		fmt.Fprintln(w, line)
 	}
@@ -182,6 +183,7 @@ func (r *Result) Checks() []string {
 	if s := r.Streaming; s != nil && s.ProxyCPURatio > 0 {
 		out = append(out, fmt.Sprintf("streaming CPU per token, stitch / reverse proxy = %.2f× (want ≤ 1.5×: %s)", s.ProxyCPURatio, verdict(s.ProxyCPURatio <= 1.5)))
 	}
+	out = append(out, r.storageChecks(verdict)...)
 	if canon != nil && exact != nil {
 		out = append(out, fmt.Sprintf("exact hit ratio ≥ canonical: %.6f vs %.6f (%s)", exact.HitRatio, canon.HitRatio,
 			verdict(exact.HitRatio >= canon.HitRatio)))

@@ -152,6 +152,9 @@ type ModeResult struct {
 	Outcomes map[string]int `json:"outcomes"`
 	// PrepSamples are the timed turns.
 	PrepSamples []PrepTiming `json:"prep_samples"`
+	// Storage is what the artifact tiers hold per conversation after the workload (null in full
+	// mode).
+	Storage *StorageResult `json:"storage,omitempty"`
 }
 
 // Run drives the workload once per mode and returns the numbers.
@@ -201,12 +204,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			r.proxy.close()
 		}
 	}()
+	rs, err := startRedis(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.close()
+	if rs == nil {
+		fmt.Fprintln(opts.Progress, "redis-server not on PATH: no portable tier, storage.redis_bytes_per_conversation is null")
+	}
 	base := rssMB()
 	var timed []*modeRun
 	pairs := map[string]*bodyPair{}
 	for _, m := range opts.Modes {
 		for i, tr := range opts.Transports {
-			r, err := runMode(ctx, opts, m, tr, base)
+			r, err := runMode(ctx, opts, m, tr, base, rs)
 			if err != nil {
 				return nil, fmt.Errorf("mode %s: %w", modeLabel(m, tr), err)
 			}
@@ -252,7 +263,7 @@ type modeRun struct {
 // runMode runs the workload against a fresh simulator and a fresh proxy in mode m. Peak RSS is
 // reported as if the mode ran alone: the earlier modes' proxies, still open, are subtracted
 // (base is the process's RSS before any mode).
-func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float64) (*modeRun, error) {
+func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float64, rs *redisServer) (*modeRun, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	start0 := rssMB()
@@ -264,6 +275,9 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 	defer simi.Close()
 	po := proxyOptions{mode: m, model: opts.Model, harmony: opts.Harmony, upstream: simi.URL(), transport: tr, w: opts.Workload,
 		auditRate: opts.AuditRate, logger: opts.Logger}
+	if rs != nil {
+		po.redis = rs.client
+	}
 	if g, ok := simi.(grpcAddresser); ok {
 		po.grpcAddr = g.GRPCAddr()
 	}
@@ -303,6 +317,9 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 		mr.HitRatio = float64(st.Hits) / float64(st.Queries)
 	}
 	fillClient(mr, turns)
+	if mr.Storage, err = measureStorage(ctx, p, turns, rs != nil); err != nil {
+		return nil, fmt.Errorf("measure storage: %w", err)
+	}
 	for _, o := range p.rec.observations() {
 		mr.Outcomes[o.outcome]++
 		mr.PromptTokensTokenized += int64(o.tokens - o.reused)

@@ -19,10 +19,12 @@ import (
 	"github.com/stitchllm/stitch/store"
 )
 
-// ArtifactStore is the token-artifact cache the fast path reads and writes (store.Tiered).
+// ArtifactStore is the token-artifact cache the fast path reads and writes (store.Tiered). A
+// turn's artifact is written as what it adds to the artifact it extended (PutChild's parent, as
+// Get or the hot cache gave it), so storage grows with the new turn, not the whole history.
 type ArtifactStore interface {
 	Get(ctx context.Context, tenant, id string) (*store.Artifact, store.Tier, error)
-	Put(ctx context.Context, a *store.Artifact) error
+	PutChild(ctx context.Context, a, parent *store.Artifact) error
 }
 
 // CheckpointReader reads the checkpoints exact mode rebuilds a lost history from
@@ -134,6 +136,9 @@ type pendingArtifact struct {
 	jsonPrefixIDs int
 	// tenant owns the conversation; previousID is the response this turn continues ("" for none).
 	tenant, previousID string
+	// base is previousID's artifact when this turn read it (hot cache or store): Commit stores
+	// the new artifact as what it adds to it.
+	base *store.Artifact
 }
 
 // Prepare implements Engine.
@@ -151,6 +156,7 @@ func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error
 	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), tenant: in.Tenant, previousID: in.PreviousID}
 	p := &Prompt{Text: text, SkippedTools: conv.SkippedTools, ReasoningOpen: a.opts.Family.OpensReasoning(text), fingerprint: fp, pending: pending, engine: a}
 	if hot != nil && a.opts.Mode == store.ModeCanonical {
+		pending.base = hot.art
 		return a.prepareHot(in, p, hot), nil
 	}
 
@@ -160,6 +166,7 @@ func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error
 	} else {
 		p.Outcome, prev = a.resolve(ctx, in, fp)
 	}
+	pending.base = prev
 	if a.opts.Mode == store.ModeExact && in.PreviousID != "" {
 		return a.prepareExact(ctx, in, p, prev, hot)
 	}
@@ -345,7 +352,7 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 		}
 		art.ItemBounds = append(art.ItemBounds, store.ItemBound{Start: r.Start, End: r.End})
 	}
-	if err := a.opts.Store.Put(ctx, art); err != nil {
+	if err := a.opts.Store.PutChild(ctx, art, pending.base); err != nil {
 		a.opts.Metrics.writes.WithLabelValues("error").Inc()
 		a.opts.Logger.Warn("write artifact", "response_id", responseID, "err", err)
 		return
@@ -357,12 +364,12 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, messages: pending.messages,
 		})
-		// The entry just continued is rarely continued again (a branch) and holds nearly the same
-		// prompt: it goes first when space runs out, so the cache holds conversations' latest
-		// turns rather than their histories. A branch it misses gets the same ids by the digest
-		// path.
+		// The entry just continued holds nearly the same prompt and is rarely continued again (a
+		// branch): it is retired, unless another turn that continued it has not committed yet, so
+		// the cache holds one entry per live conversation head. A branch from it later gets the
+		// same ids by the digest path.
 		if pending.previousID != "" {
-			a.opts.Hot.demote(tenant, pending.previousID)
+			a.opts.Hot.retire(tenant, pending.previousID)
 		}
 	}
 }

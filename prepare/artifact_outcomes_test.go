@@ -240,6 +240,9 @@ func rewrite(t *testing.T, env *artEnv, tenant, id string, f func(a *store.Artif
 	if err := env.tiered.Put(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
+	if env.hot != nil {
+		env.hot.Forget(tenant, id) // what the hot cache remembered is no longer what is stored
+	}
 }
 
 // TestArtifactOutcomes provokes every typed outcome (docs/design.md "Typed outcomes"); each must give

@@ -19,8 +19,10 @@ import (
 // instead of digests, replays the template for unchanged messages, and copies the JSON of the
 // reused ids, so its preparation costs the new turn only. The sealed artifact in store.Tiered
 // stays the durable, portable copy: a continuation not found here (another pod, eviction, restart)
-// takes the digest path with the same ids. Entries are immutable; the cache is bounded by bytes
-// (least recently used evicted first) and safe for concurrent use.
+// takes the digest path with the same ids. It keeps one entry per live conversation head: a turn's
+// commit retires the entry it continued unless another turn that continued it is still to commit
+// (a branch in flight, or one that failed). Entries are immutable (but for that count); the cache
+// is bounded by bytes (least recently used evicted first) and safe for concurrent use.
 type HotArtifacts struct {
 	maxBytes int64
 
@@ -46,6 +48,9 @@ type hotEntry struct {
 	jsonAt     []int
 	messages   int // rendered messages, for the memo's share of size
 	size       int64
+	// uses counts the turns prepared from the entry, children those of them committed (both
+	// guarded by HotArtifacts.mu): it is retired once every use committed.
+	uses, children int
 }
 
 // NewHotCaches splits an --artifact-hot-mb budget of bytes: three quarters for the hot artifacts,
@@ -97,6 +102,7 @@ func (h *HotArtifacts) get(tenant, responseID string, now time.Time) *hotEntry {
 		return nil
 	}
 	h.lru.MoveToFront(el)
+	e.uses++
 	return e
 }
 
@@ -122,13 +128,54 @@ func (h *HotArtifacts) put(e *hotEntry) {
 	}
 }
 
-// demote makes a response's entry, if any, the first to be evicted.
-func (h *HotArtifacts) demote(tenant, responseID string) {
+// retire is called when a turn continuing a response committed: the response's entry, if any,
+// is dropped once every turn prepared from it committed, and otherwise made the first to be
+// evicted.
+func (h *HotArtifacts) retire(tenant, responseID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	el, ok := h.byKey[hotKey{tenant, responseID}]
+	if !ok {
+		return
+	}
+	e := el.Value.(*hotEntry)
+	if e.children++; e.children >= e.uses {
+		h.remove(el)
+		return
+	}
+	h.lru.MoveToBack(el)
+}
+
+// CopyTo puts a copy of a response's entry, if any, into dst, where it is not retired by this
+// cache's commits: for a caller that prepares the same turns again later against dst, such as a
+// benchmark's timing pass. It reports whether there was an entry.
+func (h *HotArtifacts) CopyTo(dst *HotArtifacts, tenant, responseID string) bool {
+	h.mu.Lock()
+	el, ok := h.byKey[hotKey{tenant, responseID}]
+	var e hotEntry
+	if ok {
+		e = *el.Value.(*hotEntry)
+	}
+	h.mu.Unlock()
+	if !ok {
+		return false
+	}
+	e.uses, e.children = 0, 0
+	dst.put(&e)
+	return true
+}
+
+// Usage returns the estimated bytes and the number of entries held now.
+func (h *HotArtifacts) Usage() (bytes int64, entries int) { return h.usage() }
+
+// EntryBytes returns the estimated size of a response's entry (0 when absent).
+func (h *HotArtifacts) EntryBytes(tenant, responseID string) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
-		h.lru.MoveToBack(el)
+		return el.Value.(*hotEntry).size
 	}
+	return 0
 }
 
 // Forget drops a response's entry, if any.

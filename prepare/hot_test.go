@@ -18,7 +18,7 @@ func hotTestEntry(id string, textLen int, expires time.Time) *hotEntry {
 }
 
 // TestHotArtifactsBoundAndOrder: the cache never holds more than its bound, evicts the least
-// recently used entry first, demoted entries before everything else, and drops expired entries.
+// recently used entry first, demoted (partly retired) entries before everything else, and drops expired entries.
 func TestHotArtifactsBoundAndOrder(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	later := now.Add(time.Hour)
@@ -37,7 +37,7 @@ func TestHotArtifactsBoundAndOrder(t *testing.T) {
 	if h.get("t", "b", now) != nil || h.get("t", "a", now) == nil {
 		t.Fatal("LRU order not kept")
 	}
-	h.demote("t", "a")
+	h.retire("t", "a")                    // one of the two turns prepared from a committed: demoted
 	h.put(hotTestEntry("e", 1000, later)) // evicts the demoted a, not c
 	if h.get("t", "a", now) != nil || h.get("t", "c", now) == nil {
 		t.Fatal("demoted entry not evicted first")
@@ -54,5 +54,38 @@ func TestHotArtifactsBoundAndOrder(t *testing.T) {
 	h.put(hotTestEntry("huge", int(4*size), later))
 	if h.get("t", "huge", now) != nil {
 		t.Fatal("an entry larger than the bound was kept")
+	}
+}
+
+// TestHotArtifactsRetire: committing a turn retires the entry it continued once every turn
+// prepared from it committed, so a conversation keeps one entry, its head; a branch still in
+// flight keeps its parent's entry until it commits too.
+func TestHotArtifactsRetire(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	h := NewHotArtifacts(1<<30, nil)
+	h.put(hotTestEntry("p", 1000, now.Add(time.Hour)))
+	if h.get("t", "p", now) == nil || h.get("t", "p", now) == nil { // two turns continue p
+		t.Fatal("p missing")
+	}
+	h.put(hotTestEntry("c1", 1000, now.Add(time.Hour)))
+	h.retire("t", "p") // c1 committed; the other branch has not
+	if _, n := h.usage(); n != 2 || h.EntryBytes("t", "p") == 0 {
+		t.Fatalf("%d entries after the first branch committed; want p kept for the second", n)
+	}
+	h.put(hotTestEntry("c2", 1000, now.Add(time.Hour)))
+	held := NewHotArtifacts(1<<30, nil)
+	if !h.CopyTo(held, "t", "p") || h.CopyTo(held, "t", "absent") {
+		t.Fatal("CopyTo copied the wrong entries")
+	}
+	h.retire("t", "p")
+	if held.get("t", "p", now) == nil {
+		t.Fatal("the copy was retired with the original")
+	}
+	if _, n := h.usage(); n != 2 || h.EntryBytes("t", "p") != 0 {
+		t.Fatalf("%d entries after both branches committed (p kept: %v); want c1 and c2", n, h.EntryBytes("t", "p") != 0)
+	}
+	h.retire("t", "absent") // nothing to retire
+	if b, n := h.usage(); n != 2 || b != h.EntryBytes("t", "c1")+h.EntryBytes("t", "c2") {
+		t.Fatalf("usage %d bytes in %d entries", b, n)
 	}
 }

@@ -7,9 +7,15 @@ import (
 )
 
 // ArtifactVersion is the version byte of the artifact encoding written by this
-// package. Decoding accepts exactly this version; a future version bump makes
-// old artifacts read as ErrInvalid, which only costs one full render each.
-const ArtifactVersion = 1
+// package. Version 2 stores a turn as a link: what it added plus a reference to
+// the artifact it extends (docs/design.md "Storage tiers"). Decoding also reads
+// version 1 (one full artifact per entry, as earlier releases wrote them) as a
+// full snapshot; any other version reads as ErrInvalid, which only costs one
+// full render.
+const ArtifactVersion = 2
+
+// artifactVersion1 is the earlier encoding: every entry a full artifact.
+const artifactVersion1 = 1
 
 // artifactPurpose binds sealed artifacts so no other sealed blob (for example
 // a reseed payload) can be replayed as an artifact.
@@ -114,8 +120,15 @@ type Artifact struct {
 	// non-overlapping and within range.
 	ItemBounds []ItemBound
 	// ExpiresAt is when the artifact stops being valid; bound by the MAC.
-	// Stored with one-second resolution.
+	// Stored with one-second resolution. For an artifact read from a chain of
+	// links it is the earliest expiry along the chain.
 	ExpiresAt time.Time
+	// Chain is set by Tiered.Get and Tiered.PutChild: the response ids of the
+	// stored links this artifact extends, nearest first (empty for a full
+	// snapshot). It is a hint for the next PutChild (chain length, which links
+	// to re-base at a snapshot); the encoding ignores it and nothing read
+	// through it is trusted without its own MAC.
+	Chain []string
 }
 
 // validate checks the structural invariants documented on Artifact. Encoding

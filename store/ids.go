@@ -17,7 +17,11 @@ import (
 
 // appendIDs appends the encoding of ids to dst.
 func appendIDs(dst []byte, ids []uint32) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(ids)))
+	return appendIDValues(binary.AppendUvarint(dst, uint64(len(ids))), ids)
+}
+
+// appendIDValues appends one uvarint per id, without a count.
+func appendIDValues(dst []byte, ids []uint32) []byte {
 	for _, id := range ids {
 		dst = binary.AppendUvarint(dst, uint64(id))
 	}

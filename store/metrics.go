@@ -14,7 +14,7 @@ type Collector struct {
 
 	l1Entries, l1Capacity, l1Requests, l1Collisions *prometheus.Desc
 	l1Sets, l1Evictions                             *prometheus.Desc
-	l2Requests, l2SetErrors, rejected               *prometheus.Desc
+	l2Requests, l2SetErrors, rejected, rebased      *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -38,13 +38,14 @@ func NewCollector(t *Tiered) *Collector {
 		l2Requests:   d("l2_requests_total", "Portable (L2) lookups by result (hit, miss, error).", "result"),
 		l2SetErrors:  d("l2_set_errors_total", "Failed L2 writes."),
 		rejected:     d("rejected_total", "Artifacts found but not usable, by reason (invalid, expired).", "reason"),
+		rebased:      d("rebased_total", "Stored links rewritten onto a new full snapshot (artifact chains re-based)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.l1Entries, c.l1Capacity, c.l1Requests, c.l1Collisions,
-		c.l1Sets, c.l1Evictions, c.l2Requests, c.l2SetErrors, c.rejected} {
+		c.l1Sets, c.l1Evictions, c.l2Requests, c.l2SetErrors, c.rejected, c.rebased} {
 		ch <- d
 	}
 }
@@ -79,4 +80,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.rejected, s.Invalid, "invalid")
 	counter(c.rejected, s.Expired, "expired")
+	counter(c.rebased, s.Rebased)
 }

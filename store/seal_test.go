@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -283,30 +284,89 @@ func TestSealKeyLogValueRedacts(t *testing.T) {
 func FuzzDecodeArtifact(f *testing.F) {
 	for _, n := range []int{0, 1, 10, 300} {
 		a := testArtifact(n)
-		f.Add(appendArtifactPayload(nil, a))
+		f.Add(appendLinkPayload(nil, a, linkOf(a)))
+		f.Add(appendLinkPayload(nil, a, &link{base: "resp_base", baseLen: n + 7, reuseIDs: n / 2, reuseBounds: len(a.Boundaries) / 2}))
+		f.Add(appendV1Payload(a))
 	}
 	f.Add([]byte{})
 	f.Add([]byte{ArtifactVersion})
-	f.Add([]byte{2, 0})
+	f.Add([]byte{3, 0})
 	f.Add(append([]byte{ArtifactVersion, 0}, make([]byte, 40)...))
 	f.Add(append(append([]byte{ArtifactVersion, 0}, make([]byte, 34)...), 0xff, 0xff, 0xff, 0xff, 0x0f))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := decodeArtifactPayload(b)
+		l, err := decodeLinkPayload(b)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("decode error %v does not wrap ErrInvalid", err)
 			}
 			return
 		}
-		re := appendArtifactPayload(nil, a)
-		b2, err := decodeArtifactPayload(re)
+		re := appendLinkPayload(nil, linkArtifact(l), l)
+		l2, err := decodeLinkPayload(re)
 		if err != nil {
 			t.Fatalf("re-encoded artifact does not decode: %v", err)
 		}
-		if !reflect.DeepEqual(a, b2) { // not cmp: fuzz inputs reach a million ids
-			t.Fatalf("re-decode mismatch:\n%s", cmp.Diff(a, b2))
+		l2.a.Version = l.a.Version     // a version-1 payload re-encodes as version 2
+		if !reflect.DeepEqual(l, l2) { // not cmp: fuzz inputs reach a million ids
+			t.Fatalf("re-decode mismatch:\n%+v\n%+v", l, l2)
 		}
 	})
+}
+
+// linkArtifact is an artifact whose link l encodes: its own ids and boundaries
+// after placeholders for the reused ones.
+func linkArtifact(l *link) *Artifact {
+	a := *l.a
+	ids := append(make([]uint32, l.reuseIDs), l.own...)
+	a.PromptIDs, a.GeneratedIDs = ids[:l.promptLen], ids[l.promptLen:]
+	a.Boundaries = append(make([]Boundary, l.reuseBounds), l.ownBounds...)
+	return &a
+}
+
+// appendV1Payload is the version-1 encoding of a, as earlier releases wrote it.
+func appendV1Payload(a *Artifact) []byte {
+	dst := []byte{artifactVersion1, byte(a.Mode)}
+	dst = append(dst, a.Fingerprint[:]...)
+	dst = appendString(dst, a.ResponseID)
+	dst = binary.AppendUvarint(dst, uint64(a.PromptTextLen))
+	dst = append(dst, a.PromptTextDigest[:]...)
+	dst = appendIDs(dst, a.PromptIDs)
+	dst = binary.AppendUvarint(dst, uint64(len(a.Boundaries)))
+	prevOff, prevTok := 0, 0
+	for _, b := range a.Boundaries {
+		dst = binary.AppendUvarint(dst, uint64(b.TextOffset-prevOff))
+		dst = binary.AppendUvarint(dst, uint64(b.TokenIndex-prevTok))
+		dst = append(dst, b.PrefixDigest[:]...)
+		prevOff, prevTok = b.TextOffset, b.TokenIndex
+	}
+	dst = appendIDs(dst, a.GeneratedIDs)
+	dst = binary.AppendUvarint(dst, uint64(len(a.ItemBounds)))
+	prevEnd := 0
+	for _, ib := range a.ItemBounds {
+		dst = binary.AppendUvarint(dst, uint64(ib.Start-prevEnd))
+		dst = binary.AppendUvarint(dst, uint64(ib.End-ib.Start))
+		prevEnd = ib.End
+	}
+	return dst
+}
+
+// TestOpenArtifactVersion1: an artifact sealed by an earlier release (version-1
+// payload) still opens, as a full snapshot.
+func TestOpenArtifactVersion1(t *testing.T) {
+	s := mustSealer(t, key1)
+	want := testArtifact(300)
+	sealed, err := s.Seal(want.Tenant, artifactPurpose, appendV1Payload(want), want.ExpiresAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.OpenArtifact(want.Tenant, sealed)
+	if err != nil {
+		t.Fatalf("open a version-1 artifact: %v", err)
+	}
+	want.Version = artifactVersion1
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("version-1 artifact (-want +got):\n%s", diff)
+	}
 }
 
 // FuzzOpen feeds arbitrary sealed values to Open and OpenArtifact: no panic,

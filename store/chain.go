@@ -1,0 +1,140 @@
+package store
+
+import "fmt"
+
+// Artifact chains (docs/design.md "Storage tiers"). A turn's artifact is
+// stored as a link: the ids it added to the artifact it extends (its base,
+// usually the previous turn's), the count of ids and boundaries it reuses from
+// it, and a binding to that base's content (ids length, prompt text digest).
+// A full snapshot has no base. Tiered bounds a chain: a turn whose base
+// already has MaxChain links below it, or whose base would expire before half
+// the new artifact's lifetime, is written as a snapshot, and the links of the
+// chain it ends are re-based on that snapshot (each rewritten as the few ids it
+// does not share with it), so that per conversation the tiers hold about one
+// full history plus what each turn added, whatever the branches.
+
+// maxWalk bounds the links read for one artifact: chains are written at most
+// MaxChain deep, but re-based links of old turns may sit a few snapshots back.
+const maxWalk = 64
+
+// walkUp reassembles the artifacts of links (links[0] the one asked for, each
+// the base of the one before, the last a full snapshot) from the snapshot up.
+// It checks each link against its base and calls visit, when not nil, with
+// each link and its ids (PromptIDs ++ GeneratedIDs) and boundaries, which are
+// only valid during the call. It returns the ids and boundaries of links[0].
+func walkUp(links []*link, visit func(l *link, ids []uint32, bounds []Boundary) error) ([]uint32, []Boundary, error) {
+	size := 0 // no link's ids are longer than all links' own ids together
+	for _, l := range links {
+		size += len(l.own)
+	}
+	ids := make([]uint32, 0, size)
+	var bounds []Boundary
+	for i := len(links) - 1; i >= 0; i-- {
+		l := links[i]
+		if i == len(links)-1 {
+			if l.base != "" {
+				return nil, nil, fmt.Errorf("link %q has an unread base: %w", truncate(l.a.ResponseID), ErrInvalid)
+			}
+		} else if below := links[i+1]; l.base != below.a.ResponseID || l.baseLen != len(ids) ||
+			l.baseDigest != below.a.PromptTextDigest || l.reuseBounds > len(bounds) {
+			return nil, nil, fmt.Errorf("link %q does not match its base %q: %w", truncate(l.a.ResponseID), truncate(l.base), ErrInvalid)
+		}
+		ids = append(ids[:l.reuseIDs], l.own...)
+		bounds = append(bounds[:l.reuseBounds], l.ownBounds...)
+		if visit != nil {
+			if err := visit(l, ids, bounds); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return ids, bounds, nil
+}
+
+// reconstruct returns the artifact of links[0] (see walkUp), with Chain set
+// and ExpiresAt the earliest along the chain.
+func reconstruct(links []*link) (*Artifact, error) {
+	ids, bounds, err := walkUp(links, nil)
+	if err != nil {
+		return nil, err
+	}
+	head := links[0]
+	a := *head.a
+	a.PromptIDs = ids[:head.promptLen:head.promptLen]
+	if len(ids) > head.promptLen {
+		a.GeneratedIDs = ids[head.promptLen:]
+	}
+	if len(bounds) > 0 {
+		a.Boundaries = bounds
+	}
+	for _, l := range links[1:] {
+		a.Chain = append(a.Chain, l.a.ResponseID)
+		if l.a.ExpiresAt.Before(a.ExpiresAt) {
+			a.ExpiresAt = l.a.ExpiresAt
+		}
+	}
+	if err := a.validate(); err != nil {
+		return nil, fmt.Errorf("reassemble artifact %q: %v: %w", truncate(a.ResponseID), err, ErrInvalid)
+	}
+	return &a, nil
+}
+
+// commonIDs returns the length of the common prefix of a1 ++ a2 and b1 ++ b2.
+func commonIDs(a1, a2, b1, b2 []uint32) int {
+	n := 0
+	for {
+		if len(a1) == 0 {
+			a1, a2 = a2, nil
+		}
+		if len(b1) == 0 {
+			b1, b2 = b2, nil
+		}
+		m := min(len(a1), len(b1))
+		if m == 0 {
+			return n
+		}
+		k := commonPrefix(a1[:m], b1[:m])
+		n += k
+		if k < m {
+			return n
+		}
+		a1, b1 = a1[m:], b1[m:]
+	}
+}
+
+func commonPrefix(a, b []uint32) int {
+	b = b[:len(a)]
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return len(a)
+}
+
+// commonBounds returns the length of the common prefix of two boundary tables.
+func commonBounds(a, b []Boundary) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// linkOn is the link storing a as what it adds to base: nil when that would
+// not save at least half of a's ids (a snapshot is better).
+func linkOn(a, base *Artifact) *link {
+	k := commonIDs(a.PromptIDs, a.GeneratedIDs, base.PromptIDs, base.GeneratedIDs)
+	if 2*k < len(a.PromptIDs)+len(a.GeneratedIDs) || k == 0 {
+		return nil
+	}
+	return &link{a: a, base: base.ResponseID, baseLen: len(base.PromptIDs) + len(base.GeneratedIDs),
+		baseDigest: base.PromptTextDigest, reuseIDs: k, reuseBounds: commonBounds(a.Boundaries, base.Boundaries),
+		promptLen: len(a.PromptIDs)}
+}
+
+// chainOf is the Chain of an artifact stored on base.
+func chainOf(base *Artifact) []string {
+	return append([]string{base.ResponseID}, base.Chain...)
+}

@@ -64,8 +64,10 @@ func TestHotArtifactsRetire(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	h := NewHotArtifacts(1<<30, nil)
 	h.put(hotTestEntry("p", 1000, now.Add(time.Hour)))
-	if h.get("t", "p", now) == nil || h.get("t", "p", now) == nil { // two turns continue p
-		t.Fatal("p missing")
+	for range 2 { // two turns continue p (each get counts a user of the entry)
+		if h.get("t", "p", now) == nil {
+			t.Fatal("p missing")
+		}
 	}
 	h.put(hotTestEntry("c1", 1000, now.Add(time.Hour)))
 	h.retire("t", "p") // c1 committed; the other branch has not

@@ -160,7 +160,7 @@ func (o *output) claim() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	o.end = a.used
-	if a.claimed || a.used != o.n || o.n == len(o.buf) {
+	if a.claimed || a.used != o.n || o.n == len(o.buf) || o.n%claimAlign != 0 {
 		return false
 	}
 	a.claimed = true

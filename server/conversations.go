@@ -364,21 +364,10 @@ func (s *Server) handleConversationItems(w http.ResponseWriter, r *http.Request)
 	if !ok {
 		return
 	}
-	ids := slices.Clone(c.ItemIDs)
-	if order == "desc" {
-		slices.Reverse(ids)
-	}
-	if after := q.Get("after"); after != "" {
-		i := indexOf(ids, after)
-		if i < 0 {
-			writeError(w, badRequest("after", "Invalid 'after': no item with id '%s' in this conversation.", after))
-			return
-		}
-		ids = ids[i+1:]
-	}
-	hasMore := len(ids) > limit
-	if hasMore {
-		ids = ids[:limit]
+	ids, hasMore, ok := pageIDs(c.ItemIDs, order, q.Get("after"), limit)
+	if !ok {
+		writeError(w, badRequest("after", "Invalid 'after': no item with id '%s' in this conversation.", q.Get("after")))
+		return
 	}
 	items, err := s.convs.Items(r.Context(), c.Tenant, c.ID, ids)
 	if err != nil {
@@ -392,7 +381,12 @@ func (s *Server) handleConversationItems(w http.ResponseWriter, r *http.Request)
 }
 
 // listQuery reads limit (1-100, default 20), order (asc or desc, default desc) and include.
+// listQuery reads a list route's include, limit (1–100, default 20) and order (asc or desc,
+// default desc) query parameters, checked in that order.
 func listQuery(q map[string][]string) (int, string, error) {
+	if err := checkIncludeQuery(q); err != nil {
+		return 0, "", err
+	}
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
@@ -415,7 +409,28 @@ func listQuery(q map[string][]string) (int, string, error) {
 	default:
 		return 0, "", badRequest("order", "Invalid 'order': expected 'asc' or 'desc'.")
 	}
-	return limit, order, checkIncludeQuery(q)
+	return limit, order, nil
+}
+
+// pageIDs is one page of a list route: ids in the order asked for (ids itself is never
+// modified), after the id after when it is set, at most limit of them; ok is false when after
+// names none of ids.
+func pageIDs(ids []string, order, after string, limit int) (page []string, hasMore, ok bool) {
+	page = slices.Clone(ids)
+	if order == "desc" {
+		slices.Reverse(page)
+	}
+	if after != "" {
+		i := indexOf(page, after)
+		if i < 0 {
+			return nil, false, false
+		}
+		page = page[i+1:]
+	}
+	if hasMore = len(page) > limit; hasMore {
+		page = page[:limit]
+	}
+	return page, hasMore, true
 }
 
 func (s *Server) handleConversationItemsCreate(w http.ResponseWriter, r *http.Request) {

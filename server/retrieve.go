@@ -99,26 +99,9 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 // its output (earlier turns included), newest first by default, as OpenAI's list API pages them.
 func (s *Server) handleInputItems(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if err := checkIncludeQuery(q); err != nil {
+	limit, order, err := listQuery(q) // conversations.go
+	if err != nil {
 		writeError(w, err)
-		return
-	}
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			writeError(w, badRequest("limit", "Invalid 'limit': expected an integer between 1 and 100."))
-			return
-		}
-		limit = n
-	}
-	order := q.Get("order")
-	switch order {
-	case "":
-		order = "desc"
-	case "asc", "desc":
-	default:
-		writeError(w, badRequest("order", "Invalid 'order': expected 'asc' or 'desc'."))
 		return
 	}
 	cp, err := s.loadCheckpoint(r, chi.URLParam(r, "id"))
@@ -126,25 +109,10 @@ func (s *Server) handleInputItems(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ids := cp.ConversationItemIDs[:len(cp.ConversationItemIDs)-len(cp.OutputItemIDs)]
-	if order == "desc" {
-		rev := make([]string, len(ids))
-		for i, id := range ids {
-			rev[len(ids)-1-i] = id
-		}
-		ids = rev
-	}
-	if after := q.Get("after"); after != "" {
-		i := indexOf(ids, after)
-		if i < 0 {
-			writeError(w, badRequest("after", "Invalid 'after': no input item with id '%s' in this response.", after))
-			return
-		}
-		ids = ids[i+1:]
-	}
-	hasMore := len(ids) > limit
-	if hasMore {
-		ids = ids[:limit]
+	ids, hasMore, ok := pageIDs(cp.ConversationItemIDs[:len(cp.ConversationItemIDs)-len(cp.OutputItemIDs)], order, q.Get("after"), limit)
+	if !ok {
+		writeError(w, badRequest("after", "Invalid 'after': no input item with id '%s' in this response.", q.Get("after")))
+		return
 	}
 	items, err := s.opts.Checkpoints.GetItems(r.Context(), middleware.Tenant(r.Context()), ids)
 	if err != nil {

@@ -107,6 +107,11 @@ func NewArtifactEngine(opts ArtifactOptions) *ArtifactEngine {
 	if opts.Model == nil || opts.Family == nil || opts.Store == nil || opts.Metrics == nil {
 		panic("prepare: NewArtifactEngine needs Model, Family, Store and Metrics")
 	}
+	return &ArtifactEngine{opts: opts.withDefaults()}
+}
+
+// withDefaults fills the optional fields: a discarding logger, the wall clock, a one-hour TTL.
+func (opts ArtifactOptions) withDefaults() ArtifactOptions {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -116,7 +121,7 @@ func NewArtifactEngine(opts ArtifactOptions) *ArtifactEngine {
 	if opts.TTL <= 0 {
 		opts.TTL = time.Hour
 	}
-	return &ArtifactEngine{opts: opts}
+	return opts
 }
 
 // pendingArtifact is what a prepared turn needs to write its artifact once the response completed.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/harmony"
@@ -53,15 +51,7 @@ func NewHarmonyArtifacts(opts ArtifactOptions) *HarmonyArtifacts {
 	if opts.Harmony == nil || opts.Family == nil || opts.Store == nil || opts.Metrics == nil {
 		panic("prepare: NewHarmonyArtifacts needs Harmony, Family, Store and Metrics")
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.TTL <= 0 {
-		opts.TTL = time.Hour
-	}
+	opts = opts.withDefaults()
 	h := NewHarmonyRender(*opts.Harmony)
 	o := h.h.Options
 	tmpl := render.DigestString("harmony/" + harmonyVersion + "\x00" + o.ModelIdentity + "\x00" + o.KnowledgeCutoff + "\x00" + strconv.FormatBool(o.InstructionsInSystem))

@@ -51,6 +51,7 @@ func RenderConversation(m *render.Renderer, in *Input) (string, *render.Conversa
 func conversation(in *Input, cache *render.ItemCache) (*render.Conversation, error) {
 	return render.FromResponses(render.ResponsesInput{
 		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: cache,
+		StoredTenant: in.Tenant, StoredIDs: in.StoredIDs,
 	})
 }
 

@@ -2,6 +2,7 @@ package render
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -31,20 +32,37 @@ type ItemCache struct {
 
 	mu      sync.Mutex
 	entries map[uint64]*cacheEntry
-	queue   []*cacheEntry // entries in insertion order, from queue[head]
+	stored  map[StoredItem]*cacheEntry // entries by the stored items verified to hold their bytes
+	queue   []*cacheEntry              // entries in insertion order, from queue[head]
 	head    int
 	bytes   int
 }
 
-// cacheEntry is one cached item. All fields but referenced are immutable once the entry is in
-// the map, so hits read them without the lock.
+// cacheEntry is one cached item. hash, raw and item are immutable once the entry is in the map,
+// so hits read them without the lock; size and stored change under ItemCache.mu.
 type cacheEntry struct {
 	hash       uint64
-	raw        string // the item's bytes, compared on every hit
+	raw        string // the item's bytes, compared on every hit but those by a stored item
 	item       parsedItem
 	size       int
 	referenced atomic.Bool // hit since the eviction hand last passed
+	// stored are the stored items found to hold raw (guarded by ItemCache.mu), at most
+	// maxStoredPerEntry: removed from ItemCache.stored with the entry.
+	stored []StoredItem
 }
+
+// StoredItem names an item in the response store: its tenant and id. The store keeps an item's
+// bytes immutable under its id (store.Checkpoints: other bytes under a stored id get a derived
+// id), so once an entry was found by comparing its bytes with an item read under that name,
+// later reads under the name need not compare them again.
+type StoredItem struct{ Tenant, ID string }
+
+// maxStoredPerEntry bounds the names an entry keeps: the same bytes stored under many ids (a
+// short message every conversation repeats) are compared instead past it.
+const maxStoredPerEntry = 4
+
+// storedOverhead is what one name costs besides its strings: its map slot and slice slot.
+const storedOverhead = 96
 
 // NewItemCache returns an empty cache holding at most maxBytes. Items larger than that are not
 // cached.
@@ -54,6 +72,7 @@ func NewItemCache(maxBytes int) *ItemCache {
 		hash:     sampledHash,
 		maxBytes: maxBytes,
 		entries:  make(map[uint64]*cacheEntry),
+		stored:   make(map[StoredItem]*cacheEntry),
 		tools:    make(map[string]*parsedTools),
 	}
 }
@@ -89,6 +108,81 @@ func (c *ItemCache) get(raw []byte) (uint64, parsedItem, bool) {
 	}
 	e.referenced.Store(true)
 	return h, e.item, true
+}
+
+// getStored is get for an item read from the store under name (a zero name: get). An entry
+// already verified for the name is returned after checking only raw's length and sampled hash
+// (issue 20: a 100k-token conversation's history is ~330 KB, compared on every turn otherwise,
+// most of a continuation's cache misses); otherwise the bytes are compared as by get and, on a
+// hit, the name is recorded.
+func (c *ItemCache) getStored(name StoredItem, raw []byte) (uint64, parsedItem, bool) {
+	if c == nil || name.ID == "" {
+		return c.get(raw)
+	}
+	h := c.hash(c.seed, raw)
+	c.mu.Lock()
+	e, named := c.stored[name]
+	if !named {
+		e = c.entries[h]
+	}
+	c.mu.Unlock()
+	switch {
+	case e == nil || e.hash != h || len(e.raw) != len(raw):
+		return h, parsedItem{}, false
+	case !named:
+		if e.raw != string(raw) {
+			return h, parsedItem{}, false
+		}
+		c.name(e, name)
+	}
+	e.referenced.Store(true)
+	return h, e.item, true
+}
+
+// name records that the stored item name holds e's bytes, while e is cached and has room.
+func (c *ItemCache) name(e *cacheEntry, name StoredItem) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	size := len(name.Tenant) + len(name.ID) + storedOverhead
+	if old := c.stored[name]; old != nil {
+		if old == e {
+			return
+		}
+		// The name's bytes changed (the store let the item expire and took other bytes under
+		// its id): it now names e.
+		old.stored = slices.DeleteFunc(old.stored, func(n StoredItem) bool { return n == name })
+		old.size -= size
+		c.bytes -= size
+		delete(c.stored, name)
+	}
+	if c.entries[e.hash] != e || len(e.stored) >= maxStoredPerEntry {
+		return
+	}
+	if c.bytes+size > c.maxBytes {
+		return
+	}
+	e.stored = append(e.stored, name)
+	e.size += size
+	c.bytes += size
+	c.stored[name] = e
+}
+
+// putStored is put that also records name (when set) for the new entry: raw was just read
+// under it.
+func (c *ItemCache) putStored(name StoredItem, h uint64, raw []byte, p parsedItem) {
+	if c == nil {
+		return
+	}
+	c.put(h, raw, p)
+	if name.ID == "" {
+		return
+	}
+	c.mu.Lock()
+	e := c.entries[h]
+	c.mu.Unlock()
+	if e != nil && e.raw == string(raw) {
+		c.name(e, name)
+	}
 }
 
 // put caches p, the parse of raw, whose hash get returned. The copy of raw is made outside the
@@ -130,6 +224,9 @@ func (c *ItemCache) evictFor(size int) {
 			continue
 		}
 		delete(c.entries, e.hash)
+		for _, name := range e.stored {
+			delete(c.stored, name)
+		}
 		c.bytes -= e.size
 	}
 }

@@ -29,6 +29,12 @@ type ResponsesInput struct {
 	// then share their strings with the cache and with other Conversations built from the same
 	// items. Nil parses every item.
 	Cache *ItemCache
+	// StoredIDs, when set, are the ids under which Items[:len(StoredIDs)] were read from the
+	// response store for StoredTenant (a previous response's conversation): the Cache then
+	// compares such an item's bytes with its entry only the first time (ItemCache.getStored).
+	// "" leaves an item unnamed.
+	StoredTenant string
+	StoredIDs    []string
 }
 
 // Conversation is the chat form of a Responses request.
@@ -91,14 +97,18 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 	}
 	b := itemBuilder{conv: conv}
 	for i, raw := range in.Items {
-		h, p, ok := in.Cache.get(raw)
+		var name StoredItem
+		if i < len(in.StoredIDs) {
+			name = StoredItem{Tenant: in.StoredTenant, ID: in.StoredIDs[i]}
+		}
+		h, p, ok := in.Cache.getStored(name, raw)
 		if !ok {
 			// The param path is built only here: a cache hit never needs it.
 			var err error
 			if p, err = parseItem(raw, in.param(i)); err != nil {
 				return nil, err
 			}
-			in.Cache.put(h, raw, p)
+			in.Cache.putStored(name, h, raw, p)
 		}
 		b.apply(p)
 	}

@@ -151,8 +151,20 @@ func checkAllWays(t *testing.T, in ResponsesInput) {
 	for _, c := range []struct {
 		name  string
 		cache *ItemCache
-	}{{"cache", NewItemCache(1 << 20)}, {"colliding cache", collidingCache()}, {"small cache", NewItemCache(700)}} {
-		in.Cache = c.cache
+		// names, when set, names the items as stored items (ResponsesInput.StoredIDs): item i
+		// as item_{i mod names}. Names that repeat give one name other bytes, which the store
+		// never does but for an item it let expire: the sampled hash tells them apart (not in
+		// the colliding cache, whose names are unique).
+		names int
+	}{{"cache", NewItemCache(1 << 20), 0}, {"colliding cache", collidingCache(), 0}, {"small cache", NewItemCache(700), 0},
+		{"cache, stored names", NewItemCache(1 << 20), 3}, {"colliding cache, stored names", collidingCache(), 1 << 30}} {
+		in.Cache, in.StoredTenant, in.StoredIDs = c.cache, "", nil
+		if c.names > 0 {
+			in.StoredTenant = "t"
+			for i := range in.Items {
+				in.StoredIDs = append(in.StoredIDs, fmt.Sprint("item_", i%c.names))
+			}
+		}
 		checkSameResult(t, c.name+" (cold)", in, want, wantErr)
 		checkSameResult(t, c.name+" (warm)", in, want, wantErr)
 		checkCacheInvariants(t, c.cache)
@@ -182,12 +194,23 @@ func checkCacheInvariants(t *testing.T, c *ItemCache) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sum := 0
+	sum, names := 0, 0
 	for h, e := range c.entries {
-		if e.hash != h || e.size != len(e.raw)+e.item.stringBytes()+entryOverhead {
-			t.Fatalf("entry %x: hash %x, size %d for %d raw bytes", h, e.hash, e.size, len(e.raw))
+		size := len(e.raw) + e.item.stringBytes() + entryOverhead
+		for _, n := range e.stored {
+			if c.stored[n] != e {
+				t.Fatalf("entry %x lists stored item %v, which names another entry", h, n)
+			}
+			size += len(n.Tenant) + len(n.ID) + storedOverhead
+		}
+		if e.hash != h || e.size != size || len(e.stored) > maxStoredPerEntry {
+			t.Fatalf("entry %x: hash %x, size %d for %d raw bytes and %d names", h, e.hash, e.size, len(e.raw), len(e.stored))
 		}
 		sum += e.size
+		names += len(e.stored)
+	}
+	if names != len(c.stored) {
+		t.Fatalf("entries list %d stored names, the index holds %d", names, len(c.stored))
 	}
 	if sum != c.bytes || c.bytes > c.maxBytes {
 		t.Fatalf("cache accounts %d bytes (max %d), entries hold %d", c.bytes, c.maxBytes, sum)
@@ -279,6 +302,60 @@ func TestItemCacheSampledHash(t *testing.T) {
 				t.Fatalf("item %d read as another item's content", i)
 			}
 		}
+	}
+}
+
+// TestItemCacheStoredNames: an item read under a stored name is compared with its entry once;
+// afterwards the name finds it by length and sampled hash. A name never reaches another
+// tenant's entry, and a name whose bytes changed (an item the store let expire and then took
+// other bytes for) moves to the new bytes' entry.
+func TestItemCacheStoredNames(t *testing.T) {
+	t.Parallel()
+	c := NewItemCache(1 << 20)
+	long := func(mid byte) json.RawMessage {
+		content := strings.Repeat("x", 1000) + string(mid) + strings.Repeat("y", 3000)
+		return json.RawMessage(`{"role":"user","content":"` + content + `"}`)
+	}
+	read := func(tenant, id string, raw json.RawMessage) string {
+		t.Helper()
+		conv, err := FromResponses(ResponsesInput{Items: []json.RawMessage{raw}, Cache: c, StoredTenant: tenant, StoredIDs: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCacheInvariants(t, c)
+		return conv.Messages[0].Content
+	}
+	a, b := long('a'), long('b') // same length and samples (TestItemCacheSampledHash)
+	wantA, wantB := gjson.GetBytes(a, "content").Str, gjson.GetBytes(b, "content").Str
+	if read("A", "msg_1", a) != wantA || read("A", "msg_1", a) != wantA {
+		t.Fatal("tenant A's item read wrong")
+	}
+	c.mu.Lock()
+	named := c.stored[StoredItem{"A", "msg_1"}]
+	c.mu.Unlock()
+	if named == nil || named.raw != string(a) {
+		t.Fatal("the stored name was not recorded for the verified entry")
+	}
+	// Tenant B's item under the same id, with bytes only a full comparison tells apart.
+	if got := read("B", "msg_1", b); got != wantB {
+		t.Fatalf("tenant B's item read as tenant A's (%d bytes)", len(got))
+	}
+	if got := read("B", "msg_1", b); got != wantB {
+		t.Fatal("tenant B's item read wrong on its second read")
+	}
+	// A's name with other bytes (other length): the new bytes are parsed and the name moves.
+	moved := json.RawMessage(`{"role":"user","content":"other"}`)
+	if read("A", "msg_1", moved) != "other" || read("A", "msg_1", moved) != "other" {
+		t.Fatal("a stored name read its earlier bytes' parse")
+	}
+	c.mu.Lock()
+	named = c.stored[StoredItem{"A", "msg_1"}]
+	c.mu.Unlock()
+	if named == nil || named.raw != string(moved) {
+		t.Fatal("the stored name did not move to the new bytes' entry")
+	}
+	if read("A", "msg_1", a) != wantA {
+		t.Fatal("tenant A's first item read wrong after its name moved")
 	}
 }
 

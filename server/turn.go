@@ -32,6 +32,10 @@ type turn struct {
 
 	prevItems []json.RawMessage // the conversation before this request's input
 	prevIDs   []string
+	// storedIDs name prevItems as read from the checkpoint store, whose items are immutable per
+	// id (store.Checkpoints): the parsed-item cache trusts them (prepare.Input.StoredIDs). Nil
+	// for a conversation's items, which the Conversations API can delete and add again.
+	storedIDs []string
 	prevCP    *store.Checkpoint // the previous response's checkpoint, when there is one
 	// parentID is the response whose artifact the prompt may extend: previous_response_id, or
 	// the conversation's last response when its items are still that response's conversation.
@@ -126,6 +130,9 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		for i, it := range items {
 			t.prevItems[i] = it.Data
 		}
+		if len(items) == len(t.prevIDs) {
+			t.storedIDs = t.prevIDs
+		}
 	}
 	if err := s.resolveReferences(ctx, t); err != nil {
 		return err
@@ -207,11 +214,12 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		t.reseededFrom = prevID
 	}
 	tools := offeredTools(t.req) // tool_choice none or allowed_tools restrict them (toolpolicy.go)
+	storedIDs := t.storedIDs
 	for {
 		in := &prepare.Input{
 			Tenant: t.tenant, PreviousID: prevID, Previous: prevCP, Instructions: instructions,
 			EmptyInstructions: t.req.Instructions != nil && *t.req.Instructions == "", ReasoningEffort: t.req.ReasoningEffort,
-			Items: items, Tools: tools, Kwargs: t.kwargs,
+			Items: items, StoredIDs: storedIDs, Tools: tools, Kwargs: t.kwargs,
 			ItemParam: func(i int) string {
 				if i < nPrev {
 					return fmt.Sprintf("previous_response_id (stored item %d)", i)
@@ -261,6 +269,7 @@ func (s *Server) prepare(ctx context.Context, t *turn) error {
 		dropped := len(items) - len(next)
 		nPrev -= dropped
 		items = next
+		storedIDs = storedIDs[min(dropped, len(storedIDs)):]
 		prevID, prevCP = "", nil // the prefix changed: no artifact applies
 	}
 }

@@ -114,7 +114,10 @@ func (c *ItemCache) get(raw []byte) (uint64, parsedItem, bool) {
 // already verified for the name is returned after checking only raw's length and sampled hash
 // (issue 20: a 100k-token conversation's history is ~330 KB, compared on every turn otherwise,
 // most of a continuation's cache misses); otherwise the bytes are compared as by get and, on a
-// hit, the name is recorded.
+// hit, the name is recorded. What this trusts is the store's rule; the one way around it is an
+// item the store let expire and then took other bytes for under the same id, which the length
+// and sampled hash tell apart unless they agree on both (then the tenant's own earlier parse is
+// used until the entry is evicted; no other tenant's entry is ever reached by a name).
 func (c *ItemCache) getStored(name StoredItem, raw []byte) (uint64, parsedItem, bool) {
 	if c == nil || name.ID == "" {
 		return c.get(raw)

@@ -338,6 +338,16 @@ func TestRatiosVsFull(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", k, diff)
 		}
 	}
+	// The verdicts read the same fields: ≥ 20× warm and ≥ 10× cold at 100k (issue 20).
+	both := &Result{Modes: []ModeResult{full, canon}}
+	both.fillRatios()
+	checks := strings.Join(both.Checks(), "\n")
+	for _, want := range []string{"prep p50 @100k (CPU): full / canonical = 40.0× (want ≥ 20×: ok)",
+		"prep p50 @100k (cold CPU): full / canonical = 15.0× (want ≥ 10×: ok)", "prep p50 @1k (cold CPU): full / canonical = 1.0×\n"} {
+		if !strings.Contains(checks+"\n", want) {
+			t.Errorf("checks lack %q:\n%s", want, checks)
+		}
+	}
 	for k, m := range ratios(&Result{Modes: []ModeResult{canon}}) {
 		if diff := cmp.Diff(null, asText(m)); diff != "" {
 			t.Errorf("without a full mode, %s (-want +got):\n%s", k, diff)

@@ -125,8 +125,8 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		}
 		opts.Model, opts.Harmony, opts.Family = m, h, names
 		if h != nil {
-			// gpt-oss: Harmony knows low, medium and high only, and the in-process simulator reads
-			// the gpt-oss tokenizer (the simulator child serves the bundled demo model).
+			// gpt-oss: Harmony knows low, medium and high only; the simulator runs in process on the
+			// gpt-oss tokenizer, as the gpt-oss figures in BENCHMARKS.md were measured.
 			opts.Workload.ReasoningOffEvery, opts.Workload.Model = 0, "gptoss"
 			w = opts.Workload
 			f.simInProcess, f.noStreaming = true, true

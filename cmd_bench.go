@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stitchllm/stitch/bench"
 	"github.com/stitchllm/stitch/configs"
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 )
@@ -21,6 +23,7 @@ type benchFlags struct {
 	quick, simInProcess, noStreaming bool
 	out, target, modelDir, modes     string
 	transports, toolCallParser       string
+	reasoningParser, chatTemplate    string
 	auditRate                        float64
 	prepReps                         int
 	w                                bench.Workload
@@ -37,7 +40,9 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.StringVar(&f.modes, "modes", "full,canonical,exact", "comma-separated `modes` to compare: full (--no-artifacts), canonical, exact")
 	fs.StringVar(&f.transports, "transports", "http", "comma-separated upstream `transports` to run each mode over: http, grpc (the simulator's gRPC engine API; adds the upstream body-decode comparison)")
 	fs.StringVar(&f.modelDir, "model-dir", "", "Hugging Face model `directory`; empty: the bundled Qwen3 demo model")
-	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`openai` serves --model-dir as gpt-oss through Harmony (also implied by a gpt_oss config.json); empty: Qwen3 (hermes + qwen3)")
+	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "family `parser` as stitch serve takes it (hermes, llama3_json, mistral, deepseek_v3, …; openai serves --model-dir as gpt-oss through Harmony, also implied by a gpt_oss config.json); the simulator answers in its format; empty: Qwen3 (hermes + qwen3)")
+	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "reasoning `parser` as stitch serve takes it (qwen3, deepseek_r1, …); empty with --tool-call-parser: none")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "Jinja chat template `file` replacing --model-dir's (vLLM's tool templates, as stitch serve takes them)")
 	fs.BoolVar(&f.simInProcess, "sim-in-process", false, "run the simulator in this process (its CPU then counts as the proxy's) instead of a `stitch sim` child")
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
 	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
@@ -109,26 +114,31 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	opts := bench.Options{Workload: w, Modes: modes, Transports: transports, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
 		Progress: env.stderr, Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.target == "" {
-		m, h, err := benchModel(f.modelDir, f.toolCallParser)
+		p := configs.ModelProfile{Dir: f.modelDir, ToolCallParser: f.toolCallParser, ReasoningParser: f.reasoningParser, ChatTemplate: f.chatTemplate}
+		m, h, names, err := benchModel(p)
 		if err != nil {
+			if errors.Is(err, family.ErrUnknown) {
+				fmt.Fprintf(env.stderr, "stitch bench: %v\n", err)
+				return errUsage
+			}
 			return err
 		}
-		opts.Model, opts.Harmony = m, h
+		opts.Model, opts.Harmony, opts.Family = m, h, names
 		if h != nil {
-			// gpt-oss: Harmony knows low, medium and high only, and the in-process simulator reads
-			// the gpt-oss tokenizer (the simulator child serves the bundled demo model).
+			// gpt-oss: Harmony knows low, medium and high only; the simulator runs in process on the
+			// gpt-oss tokenizer, as the gpt-oss figures in BENCHMARKS.md were measured.
 			opts.Workload.ReasoningOffEvery, opts.Workload.Model = 0, "gptoss"
 			w = opts.Workload
 			f.simInProcess, f.noStreaming = true, true
 		}
 		if f.simInProcess {
-			opts.Sim = bench.InProcessSim{Model: m}
+			opts.Sim = bench.InProcessSim{Model: m, Family: names}
 		} else {
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("find the stitch executable for the simulator child: %w", err)
 			}
-			opts.Sim = bench.ProcessSim{Path: exe, Stderr: env.stderr}
+			opts.Sim = bench.ProcessSim{Path: exe, Stderr: env.stderr, ModelDir: f.modelDir, Family: names}
 		}
 	}
 	against := "modes " + f.modes
@@ -166,26 +176,35 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	return nil
 }
 
-// benchModel loads the bench's model: a gpt-oss directory (config.json model_type gpt_oss, or
-// --tool-call-parser openai) with its Harmony settings, as stitch serve loads it, the start date
-// pinned (VLLM_SYSTEM_START_DATE, else 2026-01-05) so a run does not straddle midnight; any other
-// directory (or the bundled demo model) as Qwen3.
-func benchModel(dir, toolCallParser string) (*render.Renderer, *prepare.Harmony, error) {
-	p := configs.ModelProfile{Dir: dir, ToolCallParser: toolCallParser}
+// benchModel loads the bench's model as stitch serve loads profile p: a gpt-oss directory
+// (config.json model_type gpt_oss, or --tool-call-parser openai) with its Harmony settings, the
+// start date pinned (VLLM_SYSTEM_START_DATE, else 2026-01-05) so a run does not straddle midnight;
+// any other directory (or the bundled demo model) with its chat template (or p.ChatTemplate) and
+// the family p names. Without parser names the family is zero: Qwen3, with the simulator's own
+// default answers (its hermes + Qwen3 think block on every turn), as the bench always ran.
+func benchModel(p configs.ModelProfile) (*render.Renderer, *prepare.Harmony, family.Names, error) {
 	names, err := profileFamily(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, names, err
 	}
-	if names != harmonyNames {
-		m, err := loadModel(dir, "")
-		return m, nil, err
+	if names == harmonyNames {
+		m, h, err := loadProfileModel(p, names, os.Getenv)
+		if err != nil {
+			return nil, nil, names, err
+		}
+		if h.Options.StartDate == "" {
+			h.Options.StartDate = "2026-01-05"
+		}
+		return m, h, family.Names{}, nil
 	}
-	m, h, err := loadProfileModel(p, names, os.Getenv)
-	if err != nil {
-		return nil, nil, err
+	if names != (family.Names{}) && names.ToolCallParser == "" {
+		names.ToolCallParser = "hermes" // serve's default tool parser (configs' normalize)
 	}
-	if h.Options.StartDate == "" {
-		h.Options.StartDate = "2026-01-05"
+	if names != (family.Names{}) {
+		if err := family.Check(names); err != nil {
+			return nil, nil, names, err
+		}
 	}
-	return m, h, nil
+	m, _, err := loadProfileModel(p, names, os.Getenv)
+	return m, nil, names, err
 }

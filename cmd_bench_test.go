@@ -28,7 +28,8 @@ func TestBenchHelp(t *testing.T) {
 }
 
 func TestBenchBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--modes", "full,fast"}, {"--nope"}, {"extra"}} {
+	for _, args := range [][]string{{"--modes", "full,fast"}, {"--nope"}, {"extra"},
+		{"--tool-call-parser", "llama3_json", "--reasoning-parser", "qwen3"}, {"--tool-call-parser", "nope"}} {
 		err := runBench(context.Background(), cliEnv{stdout: io.Discard, stderr: io.Discard}, args)
 		if !errors.Is(err, errUsage) {
 			t.Errorf("runBench %v = %v, want errUsage", args, err)
@@ -98,5 +99,57 @@ func TestBenchGPTOSSTiny(t *testing.T) {
 	}
 	if !regexp.MustCompile(`exact hit ratio ≥ canonical: [0-9.]+ vs [0-9.]+ \(ok\)`).MatchString(out.String()) {
 		t.Errorf("exact's hit ratio is below canonical's:\n%s", out.String())
+	}
+}
+
+// TestBenchFamilyTiny: stitch bench serves a profile other than Qwen3 (Llama 3.2 with vLLM's
+// Llama 3.1 tool template and llama3_json), the simulator answering in that format: the tool
+// rounds go through (prompts grow by the tool outputs), continuations are artifact hits, and
+// canonical's hit ratio equals the full render's.
+func TestBenchFamilyTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives three proxies and simulators")
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	err := runBench(context.Background(), cliEnv{stdout: &out, stderr: io.Discard}, []string{
+		"--quick", "--sim-in-process", "--no-streaming", "--sessions", "1", "--turns", "3", "--tool-output-tokens", "300", "--prep-reps", "1",
+		"--ttft-base", "0", "--prefill-per-token", "0", "--out", dir,
+		"--model-dir", filepath.Join("testdata", "models", "llama3_2"), "--chat-template", filepath.Join("testdata", "render", "llama3", "llama-3.1.jinja"),
+		"--tool-call-parser", "llama3_json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Modes []struct {
+			Mode            string         `json:"mode"`
+			HitRatio        float64        `json:"hit_ratio"`
+			CachedTokens    uint64         `json:"cached_tokens"`
+			MaxPromptTokens int            `json:"max_prompt_tokens"`
+			Outcomes        map[string]int `json:"outcomes"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Modes) != 3 {
+		t.Fatalf("bench.json has %d modes, want 3", len(doc.Modes))
+	}
+	full, canon, exact := doc.Modes[0], doc.Modes[1], doc.Modes[2]
+	if full.MaxPromptTokens < 600 {
+		t.Errorf("longest prompt %d tokens: the simulator's llama3_json calls did not come back as tool rounds", full.MaxPromptTokens)
+	}
+	if canon.HitRatio != full.HitRatio || canon.CachedTokens != full.CachedTokens {
+		t.Errorf("canonical hit ratio %v (%d cached) != full %v (%d cached)", canon.HitRatio, canon.CachedTokens, full.HitRatio, full.CachedTokens)
+	}
+	if exact.HitRatio < canon.HitRatio {
+		t.Errorf("exact hit ratio %v < canonical %v", exact.HitRatio, canon.HitRatio)
+	}
+	if canon.Outcomes["hit_local"] != 2 {
+		t.Errorf("canonical outcomes %v: want 2 hit_local", canon.Outcomes)
 	}
 }

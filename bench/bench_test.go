@@ -289,3 +289,68 @@ func TestMeasureStreamingTiny(t *testing.T) {
 		}
 	}
 }
+
+// TestRatiosVsFull: each mode's *_ratio_vs_full fields are full's p50 over the mode's, per bucket,
+// null where a bucket has no sample on either side and everywhere when the run had no full mode.
+func TestRatiosVsFull(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	full := ModeResult{Mode: "full", PrepCPUMSP50: BucketMS{K1: v(2), K10: v(20), K100: v(200)},
+		PrepColdCPUMSP50: BucketMS{K1: v(3), K100: v(300)}}
+	canon := ModeResult{Mode: "canonical", PrepCPUMSP50: BucketMS{K1: v(1), K100: v(5)},
+		PrepColdCPUMSP50: BucketMS{K1: v(3), K10: v(4), K100: v(20)}}
+	ratios := func(r *Result) map[string]map[string]json.RawMessage {
+		t.Helper()
+		r.fillRatios()
+		b, err := json.Marshal(r.Modes[len(r.Modes)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]map[string]json.RawMessage{}
+		for _, k := range []string{"prep_ratio_vs_full", "prep_cpu_ratio_vs_full", "prep_cold_ratio_vs_full", "prep_cold_cpu_ratio_vs_full"} {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(doc[k], &m); err != nil {
+				t.Fatalf("%s: %v (%s)", k, err, doc[k])
+			}
+			out[k] = m
+		}
+		return out
+	}
+	asText := func(m map[string]json.RawMessage) map[string]string {
+		s := map[string]string{}
+		for k, v := range m {
+			s[k] = string(v)
+		}
+		return s
+	}
+	got := ratios(&Result{Modes: []ModeResult{full, canon}})
+	null := map[string]string{"1k": "null", "10k": "null", "100k": "null"}
+	for k, want := range map[string]map[string]string{
+		"prep_ratio_vs_full":          null,
+		"prep_cpu_ratio_vs_full":      {"1k": "2", "10k": "null", "100k": "40"},
+		"prep_cold_ratio_vs_full":     null,
+		"prep_cold_cpu_ratio_vs_full": {"1k": "1", "10k": "null", "100k": "15"},
+	} {
+		if diff := cmp.Diff(want, asText(got[k])); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", k, diff)
+		}
+	}
+	// The verdicts read the same fields: ≥ 20× warm and ≥ 10× cold at 100k (issue 20).
+	both := &Result{Modes: []ModeResult{full, canon}}
+	both.fillRatios()
+	checks := strings.Join(both.Checks(), "\n")
+	for _, want := range []string{"prep p50 @100k (CPU): full / canonical = 40.0× (want ≥ 20×: ok)",
+		"prep p50 @100k (cold CPU): full / canonical = 15.0× (want ≥ 10×: ok)", "prep p50 @1k (cold CPU): full / canonical = 1.0×\n"} {
+		if !strings.Contains(checks+"\n", want) {
+			t.Errorf("checks lack %q:\n%s", want, checks)
+		}
+	}
+	for k, m := range ratios(&Result{Modes: []ModeResult{canon}}) {
+		if diff := cmp.Diff(null, asText(m)); diff != "" {
+			t.Errorf("without a full mode, %s (-want +got):\n%s", k, diff)
+		}
+	}
+}

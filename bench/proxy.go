@@ -93,6 +93,7 @@ type proxyOptions struct {
 	mode      Mode
 	model     *render.Renderer
 	harmony   *prepare.Harmony // gpt-oss: Harmony prompts and the openai family
+	family    family.Names     // zero: Qwen3 (hermes + qwen3)
 	upstream  string
 	transport Transport
 	grpcAddr  string // the simulator's gRPC engine API, for TransportGRPC
@@ -116,7 +117,10 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
 	checkpoints := store.NewMemory()
 	mc := server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
-		Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}
+		Family: o.family}
+	if mc.Family == (family.Names{}) {
+		mc.Family = family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}
+	}
 	if o.harmony != nil {
 		mc.Family, mc.Harmony = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, o.harmony
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/stitchllm/stitch/prepare"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stitchllm/stitch/family"
+	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 )
 
@@ -34,6 +35,11 @@ type Options struct {
 	// with Harmony, as stitch serve does for a gpt_oss model). The workload should then send no
 	// reasoning.effort "none" (ReasoningOffEvery 0): gpt-oss knows low, medium and high.
 	Harmony *prepare.Harmony
+	// Family names the parsers Model is served with (vLLM's --tool-call-parser and
+	// --reasoning-parser, as stitch serve takes them). Zero: Qwen3 (hermes + qwen3). Ignored
+	// with Harmony. The simulator must answer in the same family's format (ProcessSim.Family,
+	// InProcessSim.Family).
+	Family family.Names
 	// Sim starts a fresh simulator per mode. Default: InProcessSim{Model}.
 	Sim SimLauncher
 	// Target, when set, is the base URL of a running stitch serve to drive instead of in-process
@@ -92,6 +98,23 @@ func (b *BucketMS) set(bucket string, v float64) {
 	}
 }
 
+// BucketRatio is a per-context-bucket ratio (no unit), in BucketMS's shape; null where either
+// side has no sample in the bucket.
+type BucketRatio BucketMS
+
+// ratioOf is full's statistic over this mode's, bucket by bucket.
+func ratioOf(full, mode BucketMS) BucketRatio {
+	var r BucketMS
+	for _, b := range buckets {
+		if f, m := full.get(b.name), mode.get(b.name); f != nil && m != nil && *m > 0 {
+			r.set(b.name, *f / *m)
+		}
+	}
+	return BucketRatio(r)
+}
+
+func (b BucketRatio) get(bucket string) *float64 { return BucketMS(b).get(bucket) }
+
 func (b BucketMS) get(bucket string) *float64 {
 	switch bucket {
 	case "1k":
@@ -130,6 +153,14 @@ type ModeResult struct {
 	// held the other modes' work, as they hold other conversations' on a busy server.
 	PrepColdMSP50    BucketMS `json:"prep_cold_ms_p50"`
 	PrepColdCPUMSP50 BucketMS `json:"prep_cold_cpu_ms_p50"`
+	// The ratios versus the full mode of the same run (issue 20): full's p50 over this mode's,
+	// per bucket, warm and cold, wall and thread CPU; ≥ 1 where this mode prepares faster.
+	// Null where full was not run or either side has no sample in the bucket (a gRPC column,
+	// whose preparation is not timed again, has none).
+	PrepRatioVsFull        BucketRatio `json:"prep_ratio_vs_full"`
+	PrepCPURatioVsFull     BucketRatio `json:"prep_cpu_ratio_vs_full"`
+	PrepColdRatioVsFull    BucketRatio `json:"prep_cold_ratio_vs_full"`
+	PrepColdCPURatioVsFull BucketRatio `json:"prep_cold_cpu_ratio_vs_full"`
 	// TTFTMSP50/P99 are the client's times to first token (request sent → first delta event).
 	TTFTMSP50 float64 `json:"ttft_ms_p50"`
 	TTFTMSP99 float64 `json:"ttft_ms_p99"`
@@ -169,7 +200,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.Modes = []Mode{ModeFull, ModeCanonical, ModeExact}
 	}
 	if opts.Sim == nil {
-		opts.Sim = InProcessSim{Model: opts.Model}
+		opts.Sim = InProcessSim{Model: opts.Model, Family: opts.Family}
 	}
 	if opts.PrepReps <= 0 {
 		opts.PrepReps = 3
@@ -242,6 +273,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		fillPrep(r.result)
 		res.Modes = append(res.Modes, *r.result)
 	}
+	res.fillRatios()
 	if len(pairs) > 0 {
 		fmt.Fprintln(opts.Progress, "timing the upstream's decode of the request bodies (Python)…")
 		d, err := measureBodyDecode(ctx, pairs, opts.DecodeReps)
@@ -273,7 +305,7 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 		return nil, err
 	}
 	defer simi.Close()
-	po := proxyOptions{mode: m, model: opts.Model, harmony: opts.Harmony, upstream: simi.URL(), transport: tr, w: opts.Workload,
+	po := proxyOptions{mode: m, model: opts.Model, harmony: opts.Harmony, family: opts.Family, upstream: simi.URL(), transport: tr, w: opts.Workload,
 		auditRate: opts.AuditRate, logger: opts.Logger}
 	if rs != nil {
 		po.redis = rs.client
@@ -395,6 +427,22 @@ func fillPrep(mr *ModeResult) {
 		if len(coldCPU) > 0 {
 			mr.PrepColdCPUMSP50.set(b.name, percentile(coldCPU, 50))
 		}
+	}
+}
+
+// fillRatios sets every mode's ratios versus the full mode of the same run (none without one).
+func (r *Result) fillRatios() {
+	full := r.mode(ModeFull)
+	if full == nil {
+		return
+	}
+	f := *full // the full mode's own ratios (1×) are written into the slice below
+	for i := range r.Modes {
+		m := &r.Modes[i]
+		m.PrepRatioVsFull = ratioOf(f.PrepMSP50, m.PrepMSP50)
+		m.PrepCPURatioVsFull = ratioOf(f.PrepCPUMSP50, m.PrepCPUMSP50)
+		m.PrepColdRatioVsFull = ratioOf(f.PrepColdMSP50, m.PrepColdMSP50)
+		m.PrepColdCPURatioVsFull = ratioOf(f.PrepColdCPUMSP50, m.PrepColdCPUMSP50)
 	}
 }
 

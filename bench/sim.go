@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/sim"
 )
@@ -45,7 +46,9 @@ type SimStats struct {
 // InProcessSim runs the simulator in this process on a loopback port. Its CPU time is then part of
 // the process's and cannot be told apart from the proxy's; use it for tests.
 type InProcessSim struct {
-	Model  *render.Renderer
+	Model *render.Renderer
+	// Family is the format the answers are written in (sim.Options' parsers). Zero: Qwen3.
+	Family family.Names
 	Logger *slog.Logger
 }
 
@@ -60,6 +63,7 @@ func (l InProcessSim) Start(_ context.Context, w Workload) (SimInstance, error) 
 		MaxModelLen: w.MaxModelLen, KVBlocks: w.KVBlocks, Seed: w.Seed, Drift: w.Drift,
 		TTFTBase: w.TTFTBase, PrefillPerToken: w.PrefillPerToken, DecodePerToken: w.DecodePerToken,
 		OutputLen: w.OutputLen, Fast: w.TTFTBase == 0 && w.PrefillPerToken == 0 && w.DecodePerToken == 0, Logger: logger,
+		ToolCallParser: l.Family.ToolCallParser, ReasoningParser: l.Family.ReasoningParser,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSimUnavailable, err)
@@ -119,6 +123,12 @@ type ProcessSim struct {
 	Path string
 	// Stderr receives the child's log (warnings only); nil discards it.
 	Stderr io.Writer
+	// ModelDir is the child's --model-dir: the proxy's model directory, whose tokenizer the
+	// simulator reads prompts and writes answers with. Empty: the bundled demo model.
+	ModelDir string
+	// Family is the format the child's answers are written in (its --tool-call-parser and
+	// --reasoning-parser). Zero: Qwen3.
+	Family family.Names
 }
 
 // Start implements SimLauncher.
@@ -142,6 +152,15 @@ func (l ProcessSim) Start(ctx context.Context, w Workload) (SimInstance, error) 
 		"--ttft-base", w.TTFTBase.String(), "--prefill-us-per-token", us(w.PrefillPerToken),
 		"--decode-us-per-token", us(w.DecodePerToken), "--output-len", strconv.Itoa(w.OutputLen), "--log-level", "warn",
 		"--grpc-listen", grpcAddr}
+	if l.ModelDir != "" {
+		args = append(args, "--model-dir", l.ModelDir)
+	}
+	if l.Family.ToolCallParser != "" {
+		args = append(args, "--tool-call-parser", l.Family.ToolCallParser)
+	}
+	if l.Family.ReasoningParser != "" {
+		args = append(args, "--reasoning-parser", l.Family.ReasoningParser)
+	}
 	cmd := exec.Command(l.Path, args...)
 	cmd.Stdout = io.Discard
 	cmd.Stderr = l.Stderr

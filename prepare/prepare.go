@@ -67,9 +67,9 @@ type Input struct {
 	ReasoningEffort string
 	// Items are the whole conversation: earlier items then this request's input.
 	Items []json.RawMessage
-	// StoredIDs are the ids Items[:len(StoredIDs)] were read under from the response store for
-	// Tenant (the previous response's or conversation's items; "" for one not read so), which
-	// lets the parsed-item cache skip comparing their bytes again (render.ResponsesInput).
+	// StoredIDs are the ids Items[:len(StoredIDs)] were read under from the checkpoint store for
+	// Tenant (the previous response's conversation; "" for an item not read so), which lets the
+	// parsed-item cache skip comparing their bytes again (render.ResponsesInput).
 	StoredIDs []string
 	// ItemParam names Items[i] for error messages (earlier items are not the client's input).
 	ItemParam func(i int) string

@@ -37,26 +37,34 @@ func TestBenchBadFlags(t *testing.T) {
 	}
 }
 
+// runTinyBench runs `stitch bench --quick` with the simulator in process, no streaming part, short
+// tool outputs and no simulated prefill time, plus args, and returns its table and bench.json.
+func runTinyBench(t *testing.T, args ...string) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	err := runBench(context.Background(), cliEnv{stdout: &out, stderr: io.Discard}, append([]string{
+		"--quick", "--sim-in-process", "--no-streaming", "--tool-output-tokens", "300",
+		"--ttft-base", "0", "--prefill-per-token", "0", "--out", dir}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), raw
+}
+
 // TestBenchTiny runs `stitch bench` on 2 sessions × 3 turns with the simulator in process and
 // checks the table and bench.json.
 func TestBenchTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives three proxies and simulators")
 	}
-	dir := t.TempDir()
-	var out bytes.Buffer
-	err := runBench(context.Background(), cliEnv{stdout: &out, stderr: io.Discard}, []string{
-		"--quick", "--sim-in-process", "--no-streaming", "--sessions", "2", "--turns", "3", "--tool-output-tokens", "300",
-		"--ttft-base", "0", "--prefill-per-token", "0", "--out", dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "prefix-cache hit ratio") || !strings.Contains(out.String(), "canonical hit ratio == full") {
-		t.Errorf("table lacks the hit ratio rows:\n%s", out.String())
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
+	out, raw := runTinyBench(t, "--sessions", "2", "--turns", "3")
+	if !strings.Contains(out, "prefix-cache hit ratio") || !strings.Contains(out, "canonical hit ratio == full") {
+		t.Errorf("table lacks the hit ratio rows:\n%s", out)
 	}
 	var doc struct {
 		Workload struct {
@@ -110,20 +118,9 @@ func TestBenchFamilyTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives three proxies and simulators")
 	}
-	dir := t.TempDir()
-	var out bytes.Buffer
-	err := runBench(context.Background(), cliEnv{stdout: &out, stderr: io.Discard}, []string{
-		"--quick", "--sim-in-process", "--no-streaming", "--sessions", "1", "--turns", "3", "--tool-output-tokens", "300", "--prep-reps", "1",
-		"--ttft-base", "0", "--prefill-per-token", "0", "--out", dir,
+	_, raw := runTinyBench(t, "--sessions", "1", "--turns", "3", "--prep-reps", "1",
 		"--model-dir", filepath.Join("testdata", "models", "llama3_2"), "--chat-template", filepath.Join("testdata", "render", "llama3", "llama-3.1.jinja"),
-		"--tool-call-parser", "llama3_json"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+		"--tool-call-parser", "llama3_json")
 	var doc struct {
 		Modes []struct {
 			Mode            string         `json:"mode"`

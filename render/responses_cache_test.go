@@ -279,16 +279,19 @@ func TestItemCacheCollision(t *testing.T) {
 	}
 }
 
+// longItem is a user message of 4,000 characters that differs from another longItem only in
+// the character mid, outside sampledHash's samples.
+func longItem(mid byte) json.RawMessage {
+	content := strings.Repeat("x", 1000) + string(mid) + strings.Repeat("y", 3000)
+	return json.RawMessage(`{"role":"user","content":"` + content + `"}`)
+}
+
 // TestItemCacheSampledHash: long items that differ only between the hashed samples share a slot
 // but never each other's parse.
 func TestItemCacheSampledHash(t *testing.T) {
 	t.Parallel()
 	c := NewItemCache(1 << 20)
-	long := func(mid byte) json.RawMessage {
-		content := strings.Repeat("x", 1000) + string(mid) + strings.Repeat("y", 3000)
-		return json.RawMessage(`{"role":"user","content":"` + content + `"}`)
-	}
-	a, b := long('a'), long('b')
+	a, b := longItem('a'), longItem('b')
 	if sampledHash(c.seed, a) != sampledHash(c.seed, b) {
 		t.Fatal("the items should differ only outside the samples")
 	}
@@ -312,10 +315,6 @@ func TestItemCacheSampledHash(t *testing.T) {
 func TestItemCacheStoredNames(t *testing.T) {
 	t.Parallel()
 	c := NewItemCache(1 << 20)
-	long := func(mid byte) json.RawMessage {
-		content := strings.Repeat("x", 1000) + string(mid) + strings.Repeat("y", 3000)
-		return json.RawMessage(`{"role":"user","content":"` + content + `"}`)
-	}
 	readAs := func(tenant, id string, raw json.RawMessage) string {
 		t.Helper()
 		conv, err := FromResponses(ResponsesInput{Items: []json.RawMessage{raw}, Cache: c, StoredTenant: tenant, StoredIDs: []string{id}})
@@ -325,7 +324,7 @@ func TestItemCacheStoredNames(t *testing.T) {
 		checkCacheInvariants(t, c)
 		return conv.Messages[0].Content
 	}
-	a, b := long('a'), long('b') // same length and samples (TestItemCacheSampledHash)
+	a, b := longItem('a'), longItem('b') // same length and samples (TestItemCacheSampledHash)
 	wantA, wantB := gjson.GetBytes(a, "content").Str, gjson.GetBytes(b, "content").Str
 	for read := range 2 { // a miss, then a hit by name
 		if got := readAs("A", "msg_1", a); got != wantA {

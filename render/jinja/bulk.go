@@ -55,9 +55,117 @@ func classify(r *iterRecord, name string) {
 		}
 		r.refMax = max(r.refMax, o.steps[0].key.n)
 	}
-	if len(r.exprs) > 0 {
-		r.cls |= clsExprs
+	for _, er := range r.exprs {
+		if !er.positional {
+			r.cls |= clsExprs
+			continue
+		}
+		r.refMax = max(r.refMax, er.refMax)
 	}
+}
+
+// positionalRefs reports whether comparison operand x is fixed by the iteration's position: made
+// of constants, loop.index, index0, first, depth and depth0, subscripts of name (the sequence the
+// loop iterates) at non-negative positions computed from those (messages[loop.index0 - 1].role),
+// and attribute, subscript, arithmetic, logical and comparison operations on them. At the same
+// position, with the same items up to the largest subscript (which it folds into *refMax), such a
+// comparison gives the result it gave when recorded, as bulkReplay's rules for reads through name
+// have it. Subscripts are computed whether or not evaluation reaches them (a short-circuited
+// operand counts too), which only makes the answer more cautious.
+func positionalRefs(x expr, name string, lo *loopObj, refMax *int64) bool {
+	switch n := x.(type) {
+	case *constExpr:
+		return true
+	case *attrExpr:
+		if root, ok := n.x.(*nameExpr); ok && root.name == "loop" {
+			switch n.name {
+			case "index", "index0", "first", "depth", "depth0":
+				return true
+			}
+			return false
+		}
+		return positionalRefs(n.x, name, lo, refMax)
+	case *itemExpr:
+		if _, slice := n.key.(*sliceExpr); slice {
+			return false
+		}
+		if root, ok := n.x.(*nameExpr); ok && root.name == name {
+			c, ok := positionInt(n.key, lo)
+			if !ok || c < 0 {
+				return false
+			}
+			*refMax = max(*refMax, c)
+			return true
+		}
+		if _, ok := n.key.(*constExpr); !ok {
+			if _, ok := positionInt(n.key, lo); !ok {
+				return false
+			}
+		}
+		return positionalRefs(n.x, name, lo, refMax)
+	case *unaryExpr:
+		return positionalRefs(n.x, name, lo, refMax)
+	case *binaryExpr:
+		if n.chain != nil {
+			for _, c := range n.chain {
+				if !positionalRefs(c, name, lo, refMax) {
+					return false
+				}
+			}
+			return true
+		}
+		return positionalRefs(n.l, name, lo, refMax) && positionalRefs(n.r, name, lo, refMax)
+	case *compareExpr:
+		if !positionalRefs(n.first, name, lo, refMax) {
+			return false
+		}
+		for _, r := range n.rest {
+			if !positionalRefs(r, name, lo, refMax) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// maxPositionConst bounds the constants positionInt adds: an expression deep enough to overflow
+// int64 with them would exceed the parser's nesting limit first.
+const maxPositionConst = 1 << 32
+
+// positionInt evaluates an integer made of integer constants, loop.index, loop.index0,
+// loop.depth and loop.depth0 with + and - at the loop's current position.
+func positionInt(x expr, lo *loopObj) (int64, bool) {
+	switch n := x.(type) {
+	case *constExpr:
+		// Bounded, so that the sums below cannot overflow (Jinja's integers do not).
+		return n.v.n, n.v.k == kInt && n.v.n > -maxPositionConst && n.v.n < maxPositionConst
+	case *attrExpr:
+		if root, ok := n.x.(*nameExpr); ok && root.name == "loop" {
+			switch n.name {
+			case "index", "index0", "depth", "depth0":
+				v, _ := loopAttr(lo, n.name)
+				return v.n, true
+			}
+		}
+	case *binaryExpr:
+		if n.chain != nil || (n.op != "+" && n.op != "-") {
+			return 0, false
+		}
+		l, ok := positionInt(n.l, lo)
+		if !ok {
+			return 0, false
+		}
+		r, ok := positionInt(n.r, lo)
+		if !ok {
+			return 0, false
+		}
+		if n.op == "-" {
+			return l - r, true
+		}
+		return l + r, true
+	}
+	return 0, false
 }
 
 // bulkReplay replays the longest run of prev's leading records that hold by the rules above,
@@ -80,6 +188,9 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 			lo.index0 = j
 			same := true
 			for _, er := range r.exprs {
+				if er.positional {
+					continue
+				}
 				v, err := fixed.compare(ev, er.x, lo, at)
 				if err != nil || !sameValue(v, er.v) {
 					same = false
@@ -144,14 +255,14 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 	return j
 }
 
-// fixedOperands evaluates a run's recorded comparisons as ev.eval(x, at) would, faster: names
-// other than loop are resolved once per run (no replayed iteration rebinds or assigns anything
-// outside itself, so they read the same values throughout), loop.<attr> is read from the loop
-// object, and constants, attributes, subscripts, + and - are applied directly (what eval1 does
-// for them). Anything else, or anything that fails, is left to ev.eval, which gives the same
-// value or error.
+// fixedOperands evaluates a run's recorded comparisons as ev.eval(x, at) would, faster: operands
+// that do not read loop (names, ns.last_query_index, messages|length - 1 …) are evaluated once per
+// run (no replayed iteration rebinds or assigns anything outside itself, so they give the same
+// values throughout), loop.<attr> is read from the loop object, and constants, attributes,
+// subscripts, + and - are applied directly (what eval1 does for them). Anything else, or anything
+// that fails, is left to ev.eval, which gives the same value or error.
 type fixedOperands struct {
-	names []*nameExpr // a run reads few distinct names: a short list beats a map
+	exprs []expr // a run reads few distinct operands: a short list beats a map
 	vals  []Value
 }
 
@@ -179,59 +290,78 @@ func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at 
 
 // eval evaluates o without ev.eval where it can; ok is false when it cannot (or o fails).
 func (fo *fixedOperands) eval(o expr, lo *loopObj, at *frame) (Value, bool) {
+	v, ok, _ := fo.operand(o, lo, at)
+	return v, ok
+}
+
+// eval1 is eval without the cache; byLoop reports that the value depends on the loop object (and
+// so changes from one record to the next).
+func (fo *fixedOperands) eval1(o expr, lo *loopObj, at *frame) (v Value, ok, byLoop bool) {
 	switch n := o.(type) {
 	case *constExpr:
-		return n.v, true
+		return n.v, true, false
 	case *nameExpr:
 		if n.name == "loop" {
-			return Value{}, false
+			return Value{}, false, true
 		}
-		for i, x := range fo.names {
-			if x == n {
-				return fo.vals[i], true
-			}
-		}
-		v := resolveName(at, n.name)
-		fo.names, fo.vals = append(fo.names, n), append(fo.vals, v)
-		return v, true
+		return resolveName(at, n.name), true, false
 	case *attrExpr:
-		if root, ok := n.x.(*nameExpr); ok && root.name == "loop" {
-			return loopAttr(lo, n.name)
+		if root, isName := n.x.(*nameExpr); isName && root.name == "loop" {
+			v, ok := loopAttr(lo, n.name)
+			return v, ok, true
 		}
-		v, ok := fo.eval(n.x, lo, at)
+		x, ok, byLoop := fo.operand(n.x, lo, at)
 		if !ok {
-			return Value{}, false
+			return Value{}, false, byLoop
 		}
-		v, err := getAttr(v, n.name)
-		return v, err == nil
+		v, err := getAttr(x, n.name)
+		return v, err == nil, byLoop
 	case *itemExpr:
 		if _, slice := n.key.(*sliceExpr); slice {
-			return Value{}, false
+			return Value{}, false, false
 		}
-		v, ok := fo.eval(n.x, lo, at)
+		x, ok, byLoopX := fo.operand(n.x, lo, at)
 		if !ok {
-			return Value{}, false
+			return Value{}, false, byLoopX
 		}
-		key, ok := fo.eval(n.key, lo, at)
+		key, ok, byLoopK := fo.operand(n.key, lo, at)
 		if !ok {
-			return Value{}, false
+			return Value{}, false, byLoopX || byLoopK
 		}
-		v, err := getItem(v, key)
-		return v, err == nil
+		v, err := getItem(x, key)
+		return v, err == nil, byLoopX || byLoopK
 	case *binaryExpr:
 		if n.chain != nil || (n.op != "+" && n.op != "-") {
-			return Value{}, false
+			return Value{}, false, false
 		}
-		l, ok := fo.eval(n.l, lo, at)
+		l, ok, byLoopL := fo.operand(n.l, lo, at)
 		if !ok {
-			return Value{}, false
+			return Value{}, false, byLoopL
 		}
-		r, ok := fo.eval(n.r, lo, at)
+		r, ok, byLoopR := fo.operand(n.r, lo, at)
 		if !ok {
-			return Value{}, false
+			return Value{}, false, byLoopL || byLoopR
 		}
 		v, err := binaryOp(n.op, l, r)
-		return v, err == nil
+		return v, err == nil, byLoopL || byLoopR
 	}
-	return Value{}, false
+	return Value{}, false, false
+}
+
+// operand evaluates o through the cache of loop-independent values; byLoop reports that o
+// depends on the loop object (and so is evaluated for every record).
+func (fo *fixedOperands) operand(o expr, lo *loopObj, at *frame) (v Value, ok, byLoop bool) {
+	if c, isConst := o.(*constExpr); isConst {
+		return c.v, true, false
+	}
+	for i, x := range fo.exprs {
+		if x == o {
+			return fo.vals[i], true, false
+		}
+	}
+	v, ok, byLoop = fo.eval1(o, lo, at)
+	if ok && !byLoop {
+		fo.exprs, fo.vals = append(fo.exprs, o), append(fo.vals, v)
+	}
+	return v, ok, byLoop
 }

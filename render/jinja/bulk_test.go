@@ -24,6 +24,12 @@ func TestBulkReplayMatchesExecute(t *testing.T) {
 		`{%- set s %}{%- for m in messages %}({{ m.content }}{% if not loop.last %},{% endif %}){%- endfor %}{%- endset %}{{ s }}|{%- for m in messages %}<{{ m.content }}>{%- endfor %}`,
 		`{%- for m in messages %}{%- if loop.index0 == 3 %}{%- break %}{%- endif %}<{{ m.content }}>{%- endfor %}{%- for m in messages %}{%- if m.role == "tool" %}{%- continue %}{%- endif %}({{ m.content }}){%- endfor %}`,
 		`{%- for m in messages %}{{ loop.revindex }}{{ loop.previtem.content if loop.previtem else "" }}:{{ m.content }}{{ loop.cycle("a", "b") }};{%- endfor %}`,
+		// Comparisons fixed by position (positionalRefs): neighbours two ahead and behind, a
+		// negative position (messages[-1] is the last item, which moves), nested subscripts,
+		// short-circuits and depth.
+		`{%- for m in messages %}<{{ m.content[:3] }}{% if messages[loop.index0 + 2] is defined and messages[loop.index0 + 2].role == "tool" %}+{% endif %}` +
+			`{% if messages[loop.index0 - 1].role == "user" %}-{% endif %}{% if messages[loop.index - 2].content[1] != "x" %}!{% endif %}` +
+			`{% if loop.first or (messages[loop.index0 - 2].role == m.role and loop.depth0 == 0) %}={% endif %}>{%- endfor %}`,
 	}
 	roles := []string{"system", "user", "assistant", "tool"}
 	rng := rand.New(rand.NewPCG(20, 4))

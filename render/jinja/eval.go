@@ -441,12 +441,13 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 			if memoized {
 				rec = iterRecord{ok: true, item: it}
 				ev.memo.cur, ev.memo.iter, ev.memo.loop = &rec, inner, lo
+				ev.memo.iterName = n.iter.(*nameExpr).name
 				start = ev.out.Len()
 			}
 			var err error
 			ctl, err = ev.execBody(n.body, inner)
 			if memoized {
-				ev.memo.cur, ev.memo.iter, ev.memo.loop = nil, nil, nil
+				ev.memo.cur, ev.memo.iter, ev.memo.loop, ev.memo.iterName = nil, nil, nil, ""
 				// inner is reused by the next iteration: a record must not keep it.
 				rec.out, rec.start = ev.memo.output(ev, n, len(recs), start)
 				rec.ctl = ctl

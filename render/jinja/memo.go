@@ -79,6 +79,11 @@ type iterRecord struct {
 type exprRead struct {
 	x *compareExpr
 	v Value
+	// positional: x reads only constants, the loop's position (loop.index0 …) and items of the
+	// iterated sequence at positions fixed by it, all of them below refMax+1 (positionalRefs);
+	// bulkReplay then knows its result without evaluating it.
+	positional bool
+	refMax     int64
 }
 
 type loopRead struct {
@@ -109,6 +114,8 @@ type memoState struct {
 	cur  *iterRecord
 	iter *frame
 	loop *loopObj
+	// iterName is the name the loop being recorded iterates (messages).
+	iterName string
 	// main is the execution's output; spans locate the records written to it, so that they can
 	// be made substrings of this execution's text (rebase).
 	main  *output
@@ -259,7 +266,12 @@ func (ev *evaluator) memoCompare(x *compareExpr, f *frame) (v Value, ok bool, er
 	v, err = ev.eval1(x, f)
 	ms.cur = cur
 	if err == nil {
-		cur.exprs = append(cur.exprs, exprRead{x: x, v: v})
+		er := exprRead{x: x, v: v}
+		if ms.iterName != "" {
+			er.refMax = -1
+			er.positional = positionalRefs(x, ms.iterName, ms.loop, &er.refMax)
+		}
+		cur.exprs = append(cur.exprs, er)
 	}
 	return v, true, err
 }

@@ -28,13 +28,15 @@ type textArena struct {
 }
 
 // arenaRoom caps the spare room, in bytes, of an output copied to a buffer of its own (for the
-// turns after it), except that a long one gets an eighth of its length.
+// turns after it), except that a long one gets a quarter of its length.
 const arenaRoom = 64 << 10
 
 // arenaSpare is the room given to an output of n bytes: half its length for a short one (a
-// conversation's next turn is often as long as its history so far), at most arenaRoom, and an
-// eighth for a long one, so that the memory kept beside a text stays a fraction of it.
-func arenaSpare(n int) int { return max(n/8, min(arenaRoom, n/2)) }
+// conversation's next turn is often as long as its history so far), at most arenaRoom, and a
+// quarter for a long one, so that the memory kept beside a text stays a fraction of it while a
+// copy comes every few turns (an agent turn adds ~4k tokens: at 100k tokens, about every sixth
+// turn; with an eighth, every third turn copied ~400 KB, issue 20).
+func arenaSpare(n int) int { return max(n/4, min(arenaRoom, n/2)) }
 
 type outMode uint8
 

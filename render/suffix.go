@@ -248,7 +248,8 @@ type idArena struct {
 }
 
 // arenaRoom is the least room, in ids, a copied encoding gets for the turns after it (a few
-// turns of an agent conversation); it also gets an eighth of its length.
+// turns of an agent conversation); it also gets a quarter of its length (jinja.arenaSpare's
+// trade of memory for copies).
 const arenaRoom = 16 << 10
 
 // joinIDs returns prev.IDs[:keep] followed by tail, and the arena it lives in. The slice's capacity
@@ -263,7 +264,7 @@ func joinIDs(prev Encoding, keep int, tail []uint32) ([]uint32, *idArena) {
 	}
 	n := keep + len(tail)
 	// Grown from the reused ids themselves: only the new tail's room is zeroed.
-	buf := slices.Grow(prev.IDs[:keep:keep], len(tail)+max(arenaRoom, n/8))
+	buf := slices.Grow(prev.IDs[:keep:keep], len(tail)+max(arenaRoom, n/4))
 	buf = append(buf, tail...)
 	return buf[:n:n], &idArena{buf: buf[:cap(buf)], used: n}
 }

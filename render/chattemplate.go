@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 )
@@ -62,7 +63,7 @@ func loadChat(fsys fs.FS, opts Options) (*Renderer, error) {
 		return nil, fmt.Errorf("%w: tokenizer_config.json is not valid JSON", ErrModelDir)
 	}
 	config := gjson.ParseBytes(cfg)
-	m := &Renderer{}
+	m := &Renderer{tails: new(sync.Pool)}
 	if m.specials, err = parseSpecialTokens(config); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stitchllm/stitch/render/bpe"
@@ -42,6 +43,9 @@ type Renderer struct {
 	template string
 	format   ContentFormat // how message content reaches the template (chattemplate.go)
 	specials []specialToken
+	// tails holds scratch *[]uint32 for a continuation's new ids, which joinIDs copies into the
+	// conversation's arena: reused, the scratch neither grows nor is zeroed again per turn.
+	tails *sync.Pool // shared by WithTemplate copies
 
 	// TokenizerDigest is the sha256 hex of tokenizer.json (part of the fingerprint).
 	TokenizerDigest string
@@ -290,13 +294,21 @@ func (m *Renderer) Extend(prev Encoding, next string) (Encoding, Reuse) {
 // boundary offsets equal EncodeWithBoundaries(next); the boundaries from index fresh on carry no
 // digest until FillDigests.
 func (m *Renderer) ExtendText(prev Encoding, prevText, next string) (enc Encoding, reuse Reuse, fresh int) {
-	return extendText(m.seg, m.maxAdded, prev, prevText, next, 0)
+	return m.ExtendTextFrom(prev, prevText, next, 0)
 }
 
 // ExtendTextFrom is ExtendText when the texts are known to agree on their first known bytes
 // (RenderMemo.CommonPrefix): those are not compared again.
 func (m *Renderer) ExtendTextFrom(prev Encoding, prevText, next string, known int) (enc Encoding, reuse Reuse, fresh int) {
-	return extendText(m.seg, m.maxAdded, prev, prevText, next, known)
+	if m.tails == nil {
+		return extendText(m.seg, m.maxAdded, prev, prevText, next, known, new([]uint32))
+	}
+	scratch, _ := m.tails.Get().(*[]uint32)
+	if scratch == nil {
+		scratch = new([]uint32)
+	}
+	defer m.tails.Put(scratch)
+	return extendText(m.seg, m.maxAdded, prev, prevText, next, known, scratch)
 }
 
 // FillDigests computes the prefix digests of enc.Boundaries[from:] for the prompt text and

@@ -196,7 +196,9 @@ func extend(enc segmentEncoder, prev Encoding, next string) (Encoding, Reuse) {
 // too. The ids and boundary offsets equal encodeWithBoundaries(enc, next); boundaries from index
 // fresh on have no digest yet (fillDigests computes them when the artifact is written). The
 // first known bytes of the texts are taken as equal without comparing them.
-func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next string, known int) (out Encoding, reuse Reuse, fresh int) {
+// scratch holds the tail's ids while they are encoded (joinIDs copies them); its growth is kept
+// for the next call.
+func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next string, known int, scratch *[]uint32) (out Encoding, reuse Reuse, fresh int) {
 	known = max(0, min(known, len(prevText), len(next)))
 	lcp := known + prefix.Len(prevText[known:], next[known:])
 	best := sort.Search(len(prev.Boundaries), func(i int) bool { return prev.Boundaries[i].Offset+maxAdded > lcp }) - 1
@@ -218,7 +220,8 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	fresh = len(out.Boundaries)
 	// The tail's ids first, on their own: joinIDs then appends them to the reused ones, in place
 	// when prev's ids have room for them (see idArena).
-	tail := make([]uint32, 0, (len(next)-reuse.Offset)/3+len(spans)+1)
+	tail := slices.Grow((*scratch)[:0], (len(next)-reuse.Offset)/3+len(spans)+1)
+	defer func() { *scratch = tail[:0] }()
 	pos := reuse.Offset
 	for _, s := range spans {
 		start, end := reuse.Offset+s.Start, reuse.Offset+s.End

@@ -24,6 +24,7 @@ func (f *fakeEncoder) maxAdded() int {
 // TestExtendTextMatchesFullEncode: extending with the previous text at hand gives the full
 // encoding's ids and, once the fresh digests are filled in, its exact boundary table.
 func TestExtendTextMatchesFullEncode(t *testing.T) {
+	scratch := new([]uint32) // reused by every call, as Renderer's pool does
 	t.Parallel()
 	enc := newFakeEncoder()
 	r := rand.New(rand.NewPCG(5, 6))
@@ -42,7 +43,7 @@ func TestExtendTextMatchesFullEncode(t *testing.T) {
 		if i%2 == 1 {
 			known = prefix.Len(p, next) - r.IntN(3)
 		}
-		got, reuse, fresh := extendText(enc, enc.maxAdded(), prev, p, next, known)
+		got, reuse, fresh := extendText(enc, enc.maxAdded(), prev, p, next, known, scratch)
 		if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("extendText(%q → %q) reuse %+v ids differ (-want +got):\n%s", p, next, reuse, diff)
 		}
@@ -62,6 +63,7 @@ func TestExtendTextMatchesFullEncode(t *testing.T) {
 }
 
 func TestExtendTextRejectsBoundaryThatMovesInNext(t *testing.T) {
+	scratch := new([]uint32) // reused by every call, as Renderer's pool does
 	t.Parallel()
 	enc := newFakeEncoder()
 	for _, c := range []struct{ p, next string }{
@@ -69,7 +71,7 @@ func TestExtendTextRejectsBoundaryThatMovesInNext(t *testing.T) {
 		{"q<|im_start|>y", "q<|im_start|>xz"},       // the token at 1 grows to "<|im_start|>x"
 		{"q<|im_start|>y<think>", "q<|im_start|>x"}, // ends inside the lookahead
 	} {
-		got, reuse, _ := extendText(enc, enc.maxAdded(), encodeWithBoundaries(enc, c.p), c.p, c.next, 0)
+		got, reuse, _ := extendText(enc, enc.maxAdded(), encodeWithBoundaries(enc, c.p), c.p, c.next, 0, scratch)
 		if diff := cmp.Diff(enc.encodeAll(c.next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%q → %q (reuse %+v): ids differ (-want +got):\n%s", c.p, c.next, reuse, diff)
 		}
@@ -87,6 +89,7 @@ func textDigest(text string) (d [DigestSize]byte) {
 // turns, gives every turn the full encoding's ids; extensions that keep all of the previous ids
 // share its array (no copy), and no extension ever changes an earlier turn's ids.
 func TestExtendTextChainInPlace(t *testing.T) {
+	scratch := new([]uint32) // reused by every call, as Renderer's pool does
 	t.Parallel()
 	enc := newFakeEncoder()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -97,7 +100,7 @@ func TestExtendTextChainInPlace(t *testing.T) {
 	}
 	for range 60 {
 		first := randomText(r, r.IntN(20))
-		e, _, _ := extendText(enc, enc.maxAdded(), Encoding{}, "", first, 0)
+		e, _, _ := extendText(enc, enc.maxAdded(), Encoding{}, "", first, 0, scratch)
 		turns := []turn{{first, e, append([]uint32(nil), e.IDs...)}}
 		shared := 0
 		for range 30 {
@@ -111,7 +114,7 @@ func TestExtendTextChainInPlace(t *testing.T) {
 			if r.IntN(5) == 0 && len(p.text) > 0 {
 				next = p.text[:r.IntN(len(p.text))] + randomText(r, 1+r.IntN(8))
 			}
-			got, _, _ := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0)
+			got, _, _ := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0, scratch)
 			if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("%q → %q: ids differ (-want +got):\n%s", p.text, next, diff)
 			}
@@ -121,7 +124,7 @@ func TestExtendTextChainInPlace(t *testing.T) {
 			if len(p.enc.IDs) > 0 && len(got.IDs) > 0 && &p.enc.IDs[0] == &got.IDs[0] {
 				shared++
 				// The same continuation prepared again (a retry) shares the array too.
-				again, _, _ := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0)
+				again, _, _ := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0, scratch)
 				if !slices.Equal(again.IDs, got.IDs) || &again.IDs[0] != &got.IDs[0] {
 					t.Fatalf("%q → %q again: ids %v (shared %v), want %v shared", p.text, next, again.IDs, &again.IDs[0] == &got.IDs[0], got.IDs)
 				}
@@ -146,7 +149,7 @@ func TestExtendTextConcurrentBranches(t *testing.T) {
 	enc := newFakeEncoder()
 	r := rand.New(rand.NewPCG(9, 10))
 	base := randomText(r, 20)
-	prev, _, _ := extendText(enc, enc.maxAdded(), Encoding{}, "", base, 0)
+	prev, _, _ := extendText(enc, enc.maxAdded(), Encoding{}, "", base, 0, new([]uint32))
 	nexts := make([]string, 8)
 	for i := range nexts {
 		nexts[i] = base + randomText(r, 1+r.IntN(10))
@@ -157,7 +160,7 @@ func TestExtendTextConcurrentBranches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], _, _ = extendText(enc, enc.maxAdded(), prev, base, next, 0)
+			got[i], _, _ = extendText(enc, enc.maxAdded(), prev, base, next, 0, new([]uint32)) // one scratch per goroutine, as the pool gives
 		}()
 	}
 	wg.Wait()

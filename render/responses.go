@@ -78,7 +78,9 @@ func (c *Conversation) ToolsDigest() string {
 // Errors are *InputError values carrying the OpenAI param path. With in.Cache, items seen in an
 // earlier call are not parsed again (see ItemCache); the result is the same.
 func FromResponses(in ResponsesInput) (*Conversation, error) {
-	conv := &Conversation{}
+	// Every item makes at most one message (most make one): sized once, not grown by doubling
+	// (a 100k-token history's ~120 messages were ~30 KB copied per turn, issue 20).
+	conv := &Conversation{Messages: make([]Message, 0, len(in.Items)+1)}
 	pt, ok := in.Cache.getTools(in.Tools)
 	if !ok {
 		tools, skipped, err := ParseResponsesTools(in.Tools)

@@ -111,10 +111,10 @@ func (c *ItemCache) getStored(name StoredItem, raw []byte) (uint64, parsedItem, 
 	}
 	h := c.hash(c.seed, raw)
 	c.mu.Lock()
-	e, named := c.stored[name] // never a zero name: name records only set ones
-	if !named {
-		e = c.entries[h]
-	}
+	// The entry the hash names, and whether name is one of its verified names (the stored map
+	// holds the same pairs; a short slice is cheaper to search than two strings to hash).
+	e := c.entries[h]
+	named := e != nil && name.ID != "" && slices.Contains(e.stored, name)
 	c.mu.Unlock()
 	switch {
 	case e == nil || e.hash != h || len(e.raw) != len(raw):

@@ -1,6 +1,7 @@
 package jinja
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -390,6 +391,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 			prevRecs = ev.memo.prev.loops[n]
 		}
 		recs = make([]iterRecord, 0, len(items))
+		ev.memo.spans = slices.Grow(ev.memo.spans, len(items)) // one span per record, at most
 		defer func() { ev.memo.next.loops[n] = recs }()
 	}
 	first := 0

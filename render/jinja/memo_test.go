@@ -290,6 +290,11 @@ func FuzzMemo(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s, fuzzVars, `{"messages": [{"role": "user", "content": "x"}], "n": 4}`)
 	}
+	// Comparisons fixed by position, which bulk replay takes without evaluating (positionalRefs).
+	f.Add(`{% for m in messages %}{% if messages[loop.index0 + 1] is defined and messages[loop.index0 + 1].role != "tool" %}|{% endif %}`+
+		`{% if messages[loop.index - 2].role == "user" %}<{% endif %}{{ m.content }}{% endfor %}`,
+		`{"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}, {"role": "user", "content": "c"}]}`,
+		`{"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}, {"role": "user", "content": "c"}, {"role": "tool", "content": "d"}]}`)
 	f.Fuzz(func(t *testing.T, src, vars1, vars2 string) {
 		tpl, err := Parse("fuzz", src, Options{Fuel: 20_000, Now: func() time.Time { return fixedNow }})
 		if err != nil {

@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // BenchmarkPrepareBucket times canonical preparation over every sampled continuation of a bucket
@@ -40,4 +42,50 @@ func BenchmarkPrepareBucket(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkPrepareRatio times the 100k bucket's sampled continuations as stitch bench's timing
+// pass does (per turn a collection, then full once cold and five times warm, then canonical the
+// same) and reports full / canonical of the p50s, warm and cold, with canonical's p50s in µs. Its
+// ns/op is meaningless: compare the ratios of two builds' test binaries run alternately.
+func BenchmarkPrepareRatio(b *testing.B) {
+	f := loadFixture(b)
+	canon, full := f.timing[ModeCanonical], f.timing[ModeFull]
+	fullSamples := map[turnKey]prepSample{}
+	for _, s := range full.rec.samples["100k"] {
+		fullSamples[s.key] = s
+	}
+	var warmC, warmF, coldC, coldF []float64
+	run := func(p *proxy, s prepSample) float64 {
+		start := time.Now()
+		if _, _, err := prepareRequest(context.Background(), p.timing, p.stop, s.in); err != nil {
+			b.Fatal(err)
+		}
+		return float64(time.Since(start).Nanoseconds())
+	}
+	for b.Loop() {
+		for _, s := range canon.rec.samples["100k"] {
+			fs, ok := fullSamples[s.key]
+			if !ok {
+				continue
+			}
+			runtime.GC()
+			coldF = append(coldF, run(full, fs))
+			for range 5 {
+				warmF = append(warmF, run(full, fs))
+			}
+			coldC = append(coldC, run(canon, s))
+			for range 5 {
+				warmC = append(warmC, run(canon, s))
+			}
+		}
+	}
+	if len(warmC) == 0 {
+		b.Skip("no 100k sample in both modes")
+	}
+	p50 := func(x []float64) float64 { return percentile(x, 50) }
+	b.ReportMetric(p50(warmF)/p50(warmC), "warm_ratio")
+	b.ReportMetric(p50(coldF)/p50(coldC), "cold_ratio")
+	b.ReportMetric(p50(warmC)/1e3, "canonical_warm_µs")
+	b.ReportMetric(p50(coldC)/1e3, "canonical_cold_µs")
 }

@@ -16,7 +16,11 @@ package jinja
 //     value equals what that read gave on the previous execution's item c, by induction over
 //     the executions the record was replayed in;
 //   - recorded comparisons are evaluated again, as replayable does, at the record's position
-//     (the state is the loop's initial state: replayed iterations assign nothing outside).
+//     (the state is the loop's initial state: replayed iterations assign nothing outside), except
+//     those fixed by the position (positionalRefs), which hold as reads through name do;
+//   - reads of other outer names (a top-level variable, a macro, a kwarg) are compared with what
+//     the same path gives now, as replayable does; the path is read once per run, since nothing
+//     a replayed iteration does changes it.
 // Records are classified once, when made (classify); the check of a run of them reads only the
 // records themselves, and their output, one contiguous span of the previous text, is written at
 // once (without a copy when the output shares the previous one: output.go).
@@ -26,6 +30,7 @@ const (
 	clsFull      uint8 = 1 << iota // needs replayable: other reads, not ok, or a loop control
 	clsLastFalse                   // read loop.last, which was false
 	clsExprs                       // has recorded comparisons
+	clsOuter                       // reads outer names other than the loop's
 )
 
 // classify sets r.cls and r.refMax for a record of a loop over name.
@@ -49,7 +54,11 @@ func classify(r *iterRecord, name string) {
 	}
 	for i := range r.outer {
 		o := &r.outer[i]
-		if o.name != name || len(o.steps) == 0 || o.steps[0].attr || o.steps[0].key.k != kInt || o.steps[0].key.n < 0 {
+		if o.name != name {
+			r.cls |= clsOuter
+			continue
+		}
+		if len(o.steps) == 0 || o.steps[0].attr || o.steps[0].key.k != kInt || o.steps[0].key.n < 0 {
 			r.cls |= clsFull
 			continue
 		}
@@ -179,9 +188,13 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 	}
 	j := 0
 	var fixed fixedOperands
+	var paths outerPaths
 	for ; j < k; j++ {
 		r := &prev[j]
 		if r.cls&clsFull != 0 || r.refMax >= int64(k) || r.cls&clsLastFalse != 0 && j >= len(items)-1 {
+			break
+		}
+		if r.cls&clsOuter != 0 && !paths.hold(at, r.outer, n.iter.(*nameExpr).name) {
 			break
 		}
 		if r.cls&clsExprs != 0 {
@@ -253,6 +266,55 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 	ms.next.bulk += j
 	lo.index0 = j - 1
 	return j
+}
+
+// outerPaths are the outer reads (other than through the loop's name) a run's records made, each
+// read once now: nothing a replayed iteration does can change them.
+type outerPaths struct {
+	paths []*outerRead // the first record's read of each distinct path
+	vals  []Value
+	oks   []bool
+}
+
+// hold reports whether every read in reads of a name other than loopName gives, now, the value it
+// recorded (what replayable checks, with readPath from the same names).
+func (op *outerPaths) hold(at *frame, reads []outerRead, loopName string) bool {
+	for i := range reads {
+		r := &reads[i]
+		if r.name == loopName {
+			continue
+		}
+		v, ok := op.read(at, r)
+		if !ok || !sameValue(v, r.v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (op *outerPaths) read(at *frame, r *outerRead) (Value, bool) {
+	for i, p := range op.paths {
+		if p.name == r.name && samePath(p.steps, r.steps) {
+			return op.vals[i], op.oks[i]
+		}
+	}
+	v, ok := readPath(at, r)
+	op.paths, op.vals, op.oks = append(op.paths, r), append(op.vals, v), append(op.oks, ok)
+	return v, ok
+}
+
+// samePath reports whether two recorded paths take the same steps (keys compared as sameValue
+// does, so equal keys read equal values).
+func samePath(a, b []pathStep) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].attr != b[i].attr || a[i].name != b[i].name || !a[i].attr && !sameValue(a[i].key, b[i].key) {
+			return false
+		}
+	}
+	return true
 }
 
 // fixedOperands evaluates a run's recorded comparisons as ev.eval(x, at) would, faster: operands

@@ -30,6 +30,11 @@ func TestBulkReplayMatchesExecute(t *testing.T) {
 		`{%- for m in messages %}<{{ m.content[:3] }}{% if messages[loop.index0 + 2] is defined and messages[loop.index0 + 2].role == "tool" %}+{% endif %}` +
 			`{% if messages[loop.index0 - 1].role == "user" %}-{% endif %}{% if messages[loop.index - 2].content[1] != "x" %}!{% endif %}` +
 			`{% if loop.first or (messages[loop.index0 - 2].role == m.role and loop.depth0 == 0) %}={% endif %}>{%- endfor %}`,
+		// Reads of other outer names, checked once per run: a top-level variable, a macro, a
+		// variable that changes between executions (add_generation_prompt) and a subscripted one.
+		`{%- set sep = "|" %}{%- set marks = {"user": "u", "tool": "t"} %}{%- macro wrap(x) %}[{{ x[:4] }}]{%- endmacro %}` +
+			`{%- for m in messages %}{{ wrap(m.content) }}{{ sep }}{{ marks[m.role] if m.role in marks else "" }}` +
+			`{% if add_generation_prompt %}g{% endif %}{%- endfor %}`,
 	}
 	roles := []string{"system", "user", "assistant", "tool"}
 	rng := rand.New(rand.NewPCG(20, 4))

@@ -27,7 +27,7 @@ package jinja
 
 // Record classes (iterRecord.cls).
 const (
-	clsFull      uint8 = 1 << iota // needs replayable: other reads, not ok, or a loop control
+	clsFull      uint8 = 1 << iota // needs replayable: not ok, a loop control, namespace writes, …
 	clsLastFalse                   // read loop.last, which was false
 	clsExprs                       // has recorded comparisons
 	clsOuter                       // reads outer names other than the loop's
@@ -36,7 +36,7 @@ const (
 // classify sets r.cls and r.refMax for a record of a loop over name.
 func classify(r *iterRecord, name string) {
 	r.cls, r.refMax = 0, -1
-	if !r.ok || r.ctl != ctlNone {
+	if !r.ok || r.ctl != ctlNone || len(r.writes) > 0 {
 		r.cls = clsFull
 		return
 	}

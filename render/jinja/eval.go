@@ -245,7 +245,7 @@ func (ev *evaluator) assign(target expr, v Value, f *frame) error {
 	case *nsRefExpr:
 		ns, w := f.lookupFrame(t.name)
 		if ev.memo != nil && ev.memo.cur != nil && ev.memo.outer(w) {
-			ev.memo.cur.ok = false // state carried to later iterations
+			ev.memo.recordWrite(t.name, ns, t.attr, v, f) // state carried to later iterations
 		}
 		if ns.k != kNamespace {
 			return errf(KindRuntime, "cannot assign attribute on non-namespace object")
@@ -428,6 +428,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				ev.out.WriteString(r.out)
 			}
 			ev.fuel -= len(r.out) >> 4
+			ev.memo.assign(&r, f)
 			r.out, r.start = ev.memo.output(ev, n, len(recs), start)
 			recs = append(recs, r)
 			ctl = r.ctl
@@ -444,12 +445,14 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				rec = iterRecord{ok: true, item: it}
 				ev.memo.cur, ev.memo.iter, ev.memo.loop = &rec, inner, lo
 				ev.memo.iterName = n.iter.(*nameExpr).name
+				ev.memo.wns, ev.memo.wname, ev.memo.wattrs = nil, "", ev.memo.wattrs[:0]
 				start = ev.out.Len()
 			}
 			var err error
 			ctl, err = ev.execBody(n.body, inner)
 			if memoized {
 				ev.memo.cur, ev.memo.iter, ev.memo.loop, ev.memo.iterName = nil, nil, nil, ""
+				ev.memo.wns, ev.memo.wname, ev.memo.wattrs = nil, "", ev.memo.wattrs[:0]
 				// inner is reused by the next iteration: a record must not keep it.
 				rec.out, rec.start = ev.memo.output(ev, n, len(recs), start)
 				rec.ctl = ctl

@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/stitchllm/stitch/internal/prefix"
@@ -27,9 +28,17 @@ import (
 //   - comparisons made only of those and constants (loop.index0 > ns.last_query_index):
 //     recorded by their result, which is what the iteration depends on.
 //
+// An iteration may assign attributes of one namespace bound outside it (DeepSeek's
+// `set ns.is_tool = false`): the record keeps each attribute's last value (scalars only) and
+// replaying it assigns them again, after checking, as for every outer read, the attributes it read
+// before assigning them. Reads of an attribute after the iteration assigned it are its own state,
+// not recorded; a comparison recorded by its result may not read one. The namespace must have no
+// other name among the outer names, when recorded and when replayed, so that a read through
+// another name cannot be the same object.
+//
 // Everything else that could carry state between iterations makes the iteration unreplayable:
-// assigning a namespace attribute, using the loop object other than through an attribute, calling
-// strftime_now (time). Values that may change behind a recorded pointer (namespaces, loop objects,
+// assigning attributes of a second namespace, or a value that is not a scalar, using the loop
+// object other than through an attribute, calling strftime_now (time). Values that may change behind a recorded pointer (namespaces, loop objects,
 // joiners and other closures, macros closing over anything but the top frame) never compare
 // equal, so an iteration that read one is always run again.
 
@@ -68,6 +77,9 @@ type iterRecord struct {
 	loop  []loopRead
 	outer []outerRead
 	exprs []exprRead
+	// writes are the namespace attributes the iteration assigned, with their last values, in
+	// the order first assigned; replay assigns them again.
+	writes []nsWrite
 	// cls and refMax are what bulkReplay checks (classify).
 	cls    uint8
 	refMax int64
@@ -84,6 +96,12 @@ type exprRead struct {
 	// bulkReplay then knows its result without evaluating it.
 	positional bool
 	refMax     int64
+}
+
+// nsWrite is an attribute of the namespace bound to name that an iteration assigned.
+type nsWrite struct {
+	name, attr string
+	v          Value
 }
 
 type loopRead struct {
@@ -116,6 +134,11 @@ type memoState struct {
 	loop *loopObj
 	// iterName is the name the loop being recorded iterates (messages).
 	iterName string
+	// wns is the namespace the iteration being recorded assigned attributes of (nil: none yet),
+	// assigned through the name wname; wattrs are the attributes assigned so far.
+	wns    *Map
+	wname  string
+	wattrs []string
 	// main is the execution's output; spans locate the records written to it, so that they can
 	// be made substrings of this execution's text (rebase).
 	main  *output
@@ -250,7 +273,120 @@ func (ev *evaluator) replayable(r *iterRecord, it Value, lo *loopObj, f, at *fra
 			return false
 		}
 	}
+	if len(r.writes) > 0 {
+		if _, ok := ev.memo.writable(r.writes[0].name, f); !ok {
+			return false
+		}
+	}
 	return true
+}
+
+// assign applies a replayed record's namespace writes (replayable checked them).
+func (ms *memoState) assign(r *iterRecord, f *frame) {
+	if len(r.writes) == 0 {
+		return
+	}
+	ns, _ := ms.writable(r.writes[0].name, f)
+	for _, w := range r.writes {
+		ns.set(String(w.attr), w.v)
+	}
+}
+
+// writable returns the namespace an iteration may assign attributes of through name: one bound
+// outside the iteration that no other outer name is bound to.
+func (ms *memoState) writable(name string, f *frame) (*Map, bool) {
+	v, w := f.lookupFrame(name)
+	if v.k != kNamespace || !ms.outer(w) {
+		return nil, false
+	}
+	obj := v.mapv()
+	for _, fr := range []*frame{ms.top, ms.root} {
+		if fr == nil {
+			continue
+		}
+		for i, n := range fr.names {
+			if n != name && fr.vals[i].k == kNamespace && fr.vals[i].mapv() == obj {
+				return nil, false
+			}
+		}
+		for n, uv := range fr.user {
+			if n != name && uv.k == kNamespace && uv.mapv() == obj {
+				return nil, false
+			}
+		}
+	}
+	return obj, true
+}
+
+// recordWrite notes that the iteration being recorded assigned v to the attribute attr of the
+// namespace ns, bound outside it to name.
+func (ms *memoState) recordWrite(name string, ns Value, attr string, v Value, f *frame) {
+	cur := ms.cur
+	switch v.k {
+	case kNone, kBool, kInt, kFloat, kString:
+	default:
+		cur.ok = false // a list or map could change behind the recorded value
+		return
+	}
+	if ns.k != kNamespace {
+		return // the assignment fails
+	}
+	if ms.wns == nil {
+		obj, ok := ms.writable(name, f)
+		if !ok || obj != ns.mapv() {
+			cur.ok = false
+			return
+		}
+		ms.wns, ms.wname = obj, name
+	} else if ms.wns != ns.mapv() || ms.wname != name {
+		cur.ok = false
+		return
+	}
+	if !slices.Contains(ms.wattrs, attr) {
+		ms.wattrs = append(ms.wattrs, attr)
+	}
+	for i := range cur.writes {
+		if cur.writes[i].attr == attr {
+			cur.writes[i].v = v
+			return
+		}
+	}
+	cur.writes = append(cur.writes, nsWrite{name: name, attr: attr, v: v})
+}
+
+// readsAssigned reports whether comparison x (replayableExpr's shapes) reads an attribute the
+// iteration being recorded has assigned.
+func (ms *memoState) readsAssigned(x expr, f *frame) bool {
+	switch n := x.(type) {
+	case *attrExpr:
+		if root, ok := n.x.(*nameExpr); ok && slices.Contains(ms.wattrs, n.name) {
+			if v, _ := f.lookupFrame(root.name); v.k == kNamespace && v.mapv() == ms.wns {
+				return true
+			}
+		}
+		return ms.readsAssigned(n.x, f)
+	case *itemExpr:
+		return ms.readsAssigned(n.x, f) || ms.readsAssigned(n.key, f)
+	case *unaryExpr:
+		return ms.readsAssigned(n.x, f)
+	case *binaryExpr:
+		for _, c := range n.chain {
+			if ms.readsAssigned(c, f) {
+				return true
+			}
+		}
+		return n.chain == nil && (ms.readsAssigned(n.l, f) || ms.readsAssigned(n.r, f))
+	case *compareExpr:
+		if ms.readsAssigned(n.first, f) {
+			return true
+		}
+		for _, r := range n.rest {
+			if ms.readsAssigned(r, f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // memoCompare evaluates a comparison inside a recorded iteration. When it reads only outer
@@ -261,6 +397,11 @@ func (ev *evaluator) memoCompare(x *compareExpr, f *frame) (v Value, ok bool, er
 		return Value{}, false, nil
 	}
 	ms := ev.memo
+	if ms.wns != nil && ms.readsAssigned(x, f) {
+		// Its result depends on the iteration's own state, which replay does not evaluate.
+		ms.cur.ok = false
+		return Value{}, false, nil
+	}
 	cur := ms.cur
 	ms.cur = nil // the operands are covered by the result
 	v, err = ev.eval1(x, f)
@@ -396,6 +537,17 @@ walk:
 	loopRoot := w == ms.iter && rv.k == kLoop
 	if !loopRoot && !ms.outer(w) {
 		return Value{}, false, nil
+	}
+	if ms.wns != nil && rv.k == kNamespace && rv.mapv() == ms.wns {
+		a, isAttr := chain[len(chain)-1].(*attrExpr)
+		if isAttr && slices.Contains(ms.wattrs, a.name) {
+			// The iteration's own state (it assigned the attribute): evaluated, not recorded.
+			cur := ms.cur
+			ms.cur = nil
+			v, err = ev.eval1(x, f)
+			ms.cur = cur
+			return v, true, err
+		}
 	}
 	if loopRoot {
 		a, isAttr := chain[len(chain)-1].(*attrExpr)

@@ -163,16 +163,28 @@ func TestMemoStatefulConstructs(t *testing.T) {
 		"namespace written by a macro":  `{% set ns = namespace(n=0) %}{% macro bump() %}{% set ns.n = ns.n + 1 %}{% endmacro %}{% for m in messages %}{{ bump() }}{{ ns.n }}{% endfor %}`,
 		"namespace read":                `{% set ns = namespace(last=-1) %}{% for m in messages %}{% if m == 'u' %}{% set ns.last = loop.index0 %}{% endif %}{% endfor %}{% for m in messages %}{{ loop.index0 > ns.last }}{% endfor %}`,
 		"namespace passed whole":        `{% set ns = namespace(a=1) %}{% for m in messages %}{% set ns.a = ns.a + 1 %}{% endfor %}{% for m in messages %}{{ ns }}{% endfor %}`,
-		"joiner":                        `{% set j = joiner('|') %}{% for m in messages %}{{ j() }}{{ m }}{% endfor %}`,
-		"loop.changed":                  `{% for m in messages %}{% if loop.changed(m) %}[{{ m }}]{% endif %}{% endfor %}`,
-		"loop.cycle":                    `{% for m in messages %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}`,
-		"loop object escapes":           `{% for m in messages %}{% set l = loop %}{{ l.last }}{{ l.length }}{% endfor %}`,
-		"loop attributes":               `{% for m in messages %}{{ loop.index }}{{ loop.revindex }}{{ loop.first }}{{ loop.last }}{{ loop.previtem }}{{ loop.nextitem }}{% endfor %}`,
-		"neighbours":                    `{% for m in messages %}{% if loop.first or messages[loop.index0 - 1] != m %}<{% endif %}{{ m }}{% if loop.last or messages[loop.index0 + 1] != m %}>{% endif %}{% endfor %}`,
-		"length and slices":             `{% for m in messages %}{{ messages|length }}{{ messages[-1] }}{{ messages[1:]|join }}{% endfor %}`,
-		"top-level set read":            `{% set last = messages[-1] %}{% for m in messages %}{{ m == last }}{% endfor %}`,
-		"macro":                         `{% macro show(x) %}({{ x }}{{ messages|length }}){% endmacro %}{% for m in messages %}{{ show(m) }}{% endfor %}`,
-		"macro redefined in branch":     `{% if messages|length is even %}{% macro f(x) %}E{{ x }}{% endmacro %}{% else %}{% macro f(x) %}O{{ x }}{% endmacro %}{% endif %}{% for m in messages %}{{ f(m) }}{% endfor %}`,
+		// Namespace state machines (DeepSeek's templates): replayed with their writes.
+		"namespace state machine": `{% set ns = namespace(tool=false, first=true, n=0) %}{% for m in messages %}{% if m == 'u' %}{% set ns.tool = false %}{% set ns.first = true %}` +
+			`{% elif m == 'a' %}{% if ns.tool %}</t>{% endif %}{% set ns.tool = true %}{% if ns.first %}<f>{% set ns.first = false %}{% endif %}{% endif %}{% set ns.n = ns.n + 1 %}[{{ m }}{{ ns.n }}{{ ns.tool }}]{% endfor %}{{ ns.tool }}{{ ns.n }}`,
+		"namespace alias": `{% set ns = namespace(x=0) %}{% set al = ns %}{% for m in messages %}{{ al.x }}{% set ns.x = ns.x + 1 %}{{ al.x }}{% endfor %}{{ ns.x }}`,
+		"namespace alias by branch": `{% set ns = namespace(x=0) %}{% if messages|length is even %}{% set al = ns %}{% else %}{% set al = namespace(x=7) %}{% endif %}` +
+			`{% for m in messages %}{% set ns.x = ns.x + 1 %}{{ al.x }}{% endfor %}`,
+		"namespace compare after write":                `{% set ns = namespace(a=0) %}{% for m in messages %}{% set ns.a = loop.index0 %}{% if ns.a == flag %}={% endif %}{% if loop.index0 > ns.a %}>{% endif %}{% endfor %}`,
+		"namespace compare before write":               `{% set ns = namespace(a=-1) %}{% for m in messages %}{% if loop.index0 > ns.a + flag %}>{% endif %}{% if m == 'u' %}{% set ns.a = loop.index0 %}{% endif %}{% endfor %}{{ ns.a }}`,
+		"namespace list value":                         `{% set ns = namespace(l=[]) %}{% for m in messages %}{% set ns.l = ns.l + [m] %}{{ ns.l|length }}{% endfor %}{{ ns.l|join }}`,
+		"two namespaces":                               `{% set a = namespace(x=0) %}{% set b = namespace(y=0) %}{% for m in messages %}{% set a.x = a.x + 1 %}{% set b.y = b.y + a.x %}{{ b.y }}{% endfor %}`,
+		"namespace in nested loop":                     `{% set ns = namespace(first=true) %}{% for m in messages %}{% for c in m %}{% if ns.first %}^{% set ns.first = false %}{% endif %}{{ c }}{% endfor %}{% if m == 'u' %}{% set ns.first = true %}{% endif %}{% endfor %}`,
+		"namespace written by a macro with outer read": `{% set ns = namespace(n=0) %}{% macro bump(k) %}{% set ns.n = ns.n + k %}{% endmacro %}{% for m in messages %}{{ bump(flag) }}{{ ns.n }}{% endfor %}`,
+		"joiner":                    `{% set j = joiner('|') %}{% for m in messages %}{{ j() }}{{ m }}{% endfor %}`,
+		"loop.changed":              `{% for m in messages %}{% if loop.changed(m) %}[{{ m }}]{% endif %}{% endfor %}`,
+		"loop.cycle":                `{% for m in messages %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}`,
+		"loop object escapes":       `{% for m in messages %}{% set l = loop %}{{ l.last }}{{ l.length }}{% endfor %}`,
+		"loop attributes":           `{% for m in messages %}{{ loop.index }}{{ loop.revindex }}{{ loop.first }}{{ loop.last }}{{ loop.previtem }}{{ loop.nextitem }}{% endfor %}`,
+		"neighbours":                `{% for m in messages %}{% if loop.first or messages[loop.index0 - 1] != m %}<{% endif %}{{ m }}{% if loop.last or messages[loop.index0 + 1] != m %}>{% endif %}{% endfor %}`,
+		"length and slices":         `{% for m in messages %}{{ messages|length }}{{ messages[-1] }}{{ messages[1:]|join }}{% endfor %}`,
+		"top-level set read":        `{% set last = messages[-1] %}{% for m in messages %}{{ m == last }}{% endfor %}`,
+		"macro":                     `{% macro show(x) %}({{ x }}{{ messages|length }}){% endmacro %}{% for m in messages %}{{ show(m) }}{% endfor %}`,
+		"macro redefined in branch": `{% if messages|length is even %}{% macro f(x) %}E{{ x }}{% endmacro %}{% else %}{% macro f(x) %}O{{ x }}{% endmacro %}{% endif %}{% for m in messages %}{{ f(m) }}{% endfor %}`,
 		"with-block macro via namespace": `{% set ns = namespace(f=none) %}{% with n = messages|length %}{% macro g(x) %}{{ x }}{{ n }}{% endmacro %}{% set ns.f = g %}{% endwith %}` +
 			`{% set h = ns.f %}{% for m in messages %}{{ h(m) }}{% endfor %}`,
 		"strftime_now":            `{% for m in messages %}{{ strftime_now('%H:%M:%S') }}{% endfor %}`,
@@ -295,6 +307,11 @@ func FuzzMemo(f *testing.F) {
 		`{% if messages[loop.index - 2].role == "user" %}<{% endif %}{{ m.content }}{% endfor %}`,
 		`{"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}, {"role": "user", "content": "c"}]}`,
 		`{"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}, {"role": "user", "content": "c"}, {"role": "tool", "content": "d"}]}`)
+	// A namespace state machine, replayed with its writes.
+	f.Add(`{% set ns = namespace(t=false, n=0) %}{% for m in messages %}{% if m.role == "tool" %}{% if not ns.t %}<{% endif %}{% set ns.t = true %}`+
+		`{% else %}{% if ns.t %}>{% endif %}{% set ns.t = false %}{% endif %}{% set ns.n = ns.n + 1 %}{{ ns.n }}{% endfor %}{{ ns.t }}`,
+		`{"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}, {"role": "tool", "content": "c"}]}`,
+		`{"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}, {"role": "tool", "content": "c"}, {"role": "user", "content": "d"}]}`)
 	f.Fuzz(func(t *testing.T, src, vars1, vars2 string) {
 		tpl, err := Parse("fuzz", src, Options{Fuel: 20_000, Now: func() time.Time { return fixedNow }})
 		if err != nil {

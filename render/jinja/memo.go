@@ -541,7 +541,16 @@ walk:
 	if ms.wns != nil && rv.k == kNamespace && rv.mapv() == ms.wns {
 		a, isAttr := chain[len(chain)-1].(*attrExpr)
 		if isAttr && slices.Contains(ms.wattrs, a.name) {
-			// The iteration's own state (it assigned the attribute): evaluated, not recorded.
+			// The iteration's own state (it assigned the attribute): evaluated, not recorded —
+			// unless a subscript's key reads something (loop.revindex, an outer name), which
+			// would then go unrecorded.
+			for _, c := range chain {
+				if it, isItem := c.(*itemExpr); isItem {
+					if _, isConst := it.key.(*constExpr); !isConst {
+						ms.cur.ok = false
+					}
+				}
+			}
 			cur := ms.cur
 			ms.cur = nil
 			v, err = ev.eval1(x, f)

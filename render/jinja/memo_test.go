@@ -172,6 +172,7 @@ func TestMemoStatefulConstructs(t *testing.T) {
 		"namespace compare after write":                `{% set ns = namespace(a=0) %}{% for m in messages %}{% set ns.a = loop.index0 %}{% if ns.a == flag %}={% endif %}{% if loop.index0 > ns.a %}>{% endif %}{% endfor %}`,
 		"namespace compare before write":               `{% set ns = namespace(a=-1) %}{% for m in messages %}{% if loop.index0 > ns.a + flag %}>{% endif %}{% if m == 'u' %}{% set ns.a = loop.index0 %}{% endif %}{% endfor %}{{ ns.a }}`,
 		"namespace list value":                         `{% set ns = namespace(l=[]) %}{% for m in messages %}{% set ns.l = ns.l + [m] %}{{ ns.l|length }}{% endfor %}{{ ns.l|join }}`,
+		"namespace read by a varying key":              `{% set ns = namespace(s="") %}{% for m in messages %}{% set ns.s = ns.s ~ m %}{{ ns.s[loop.revindex0] }}{{ ns.s[flag] }}|{% endfor %}`,
 		"two namespaces":                               `{% set a = namespace(x=0) %}{% set b = namespace(y=0) %}{% for m in messages %}{% set a.x = a.x + 1 %}{% set b.y = b.y + a.x %}{{ b.y }}{% endfor %}`,
 		"namespace in nested loop":                     `{% set ns = namespace(first=true) %}{% for m in messages %}{% for c in m %}{% if ns.first %}^{% set ns.first = false %}{% endif %}{{ c }}{% endfor %}{% if m == 'u' %}{% set ns.first = true %}{% endif %}{% endfor %}`,
 		"namespace written by a macro with outer read": `{% set ns = namespace(n=0) %}{% macro bump(k) %}{% set ns.n = ns.n + k %}{% endmacro %}{% for m in messages %}{{ bump(flag) }}{{ ns.n }}{% endfor %}`,

@@ -17,10 +17,7 @@ func BenchmarkPrepareBucket(b *testing.B) {
 	canon, full := f.timing[ModeCanonical], f.timing[ModeFull]
 	for _, bk := range buckets {
 		samples := canon.rec.samples[bk.name]
-		fullSamples := map[turnKey]prepSample{}
-		for _, s := range full.rec.samples[bk.name] {
-			fullSamples[s.key] = s
-		}
+		fullSamples := byTurn(full.rec.samples[bk.name])
 		for _, cold := range []bool{false, true} {
 			b.Run(fmt.Sprintf("ctx=%s/cold=%v", bk.name, cold), func(b *testing.B) {
 				b.ReportAllocs()
@@ -51,10 +48,7 @@ func BenchmarkPrepareBucket(b *testing.B) {
 func BenchmarkPrepareRatio(b *testing.B) {
 	f := loadFixture(b)
 	canon, full := f.timing[ModeCanonical], f.timing[ModeFull]
-	fullSamples := map[turnKey]prepSample{}
-	for _, s := range full.rec.samples["100k"] {
-		fullSamples[s.key] = s
-	}
+	fullSamples := byTurn(full.rec.samples["100k"])
 	var warmC, warmF, coldC, coldF []float64
 	run := func(p *proxy, s prepSample) float64 {
 		start := time.Now()
@@ -88,4 +82,13 @@ func BenchmarkPrepareRatio(b *testing.B) {
 	b.ReportMetric(p50(coldF)/p50(coldC), "cold_ratio")
 	b.ReportMetric(p50(warmC)/1e3, "canonical_warm_µs")
 	b.ReportMetric(p50(coldC)/1e3, "canonical_cold_µs")
+}
+
+// byTurn indexes a mode's samples by turn, to pair them with another mode's.
+func byTurn(samples []prepSample) map[turnKey]prepSample {
+	m := make(map[turnKey]prepSample, len(samples))
+	for _, s := range samples {
+		m[s.key] = s
+	}
+	return m
 }

@@ -45,7 +45,7 @@ type Renderer struct {
 	specials []specialToken
 	// tails holds scratch *[]uint32 for a continuation's new ids, which joinIDs copies into the
 	// conversation's arena: reused, the scratch neither grows nor is zeroed again per turn.
-	tails *sync.Pool // shared by WithTemplate copies
+	tails *sync.Pool // set by loadChat; shared by WithTemplate copies
 
 	// TokenizerDigest is the sha256 hex of tokenizer.json (part of the fingerprint).
 	TokenizerDigest string
@@ -300,9 +300,6 @@ func (m *Renderer) ExtendText(prev Encoding, prevText, next string) (enc Encodin
 // ExtendTextFrom is ExtendText when the texts are known to agree on their first known bytes
 // (RenderMemo.CommonPrefix): those are not compared again.
 func (m *Renderer) ExtendTextFrom(prev Encoding, prevText, next string, known int) (enc Encoding, reuse Reuse, fresh int) {
-	if m.tails == nil {
-		return extendText(m.seg, m.maxAdded, prev, prevText, next, known, new([]uint32))
-	}
 	scratch, _ := m.tails.Get().(*[]uint32)
 	if scratch == nil {
 		scratch = new([]uint32)

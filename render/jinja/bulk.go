@@ -356,12 +356,10 @@ func (fo *fixedOperands) eval(o expr, lo *loopObj, at *frame) (Value, bool) {
 	return v, ok
 }
 
-// eval1 is eval without the cache; byLoop reports that the value depends on the loop object (and
-// so changes from one record to the next).
+// eval1 is eval without the cache (operand answers constants itself); byLoop reports that the
+// value depends on the loop object (and so changes from one record to the next).
 func (fo *fixedOperands) eval1(o expr, lo *loopObj, at *frame) (v Value, ok, byLoop bool) {
 	switch n := o.(type) {
-	case *constExpr:
-		return n.v, true, false
 	case *nameExpr:
 		if n.name == "loop" {
 			return Value{}, false, true

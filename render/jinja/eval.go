@@ -418,7 +418,12 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		}
 		lo.index0 = i
 		var ctl control
-		if memoized && i < len(prevRecs) && ev.replayable(&prevRecs[i], it, lo, f, at) {
+		var ns *Map
+		var replay bool
+		if memoized && i < len(prevRecs) {
+			ns, replay = ev.replayable(&prevRecs[i], it, lo, f, at)
+		}
+		if replay {
 			r := prevRecs[i]
 			known := ev.memo.replayLCP(ev, &r)
 			start := ev.out.Len()
@@ -428,7 +433,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				ev.out.WriteString(r.out)
 			}
 			ev.fuel -= len(r.out) >> 4
-			ev.memo.assign(&r, f)
+			replayWrites(&r, ns)
 			r.out, r.start = ev.memo.output(ev, n, len(recs), start)
 			recs = append(recs, r)
 			ctl = r.ctl

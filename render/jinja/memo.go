@@ -250,43 +250,38 @@ func (ev *evaluator) memoizes(n *forNode, f *frame, depth int) bool {
 
 // replayable reports whether the recorded iteration r would run exactly as recorded for item it
 // at the loop position lo, with the top frame f as it is now; at is a frame binding only `loop`
-// (to lo) above f, where recorded comparisons are evaluated again.
-func (ev *evaluator) replayable(r *iterRecord, it Value, lo *loopObj, f, at *frame) bool {
+// (to lo) above f, where recorded comparisons are evaluated again. ns is the namespace r's writes
+// go to (nil when it has none), for assign.
+func (ev *evaluator) replayable(r *iterRecord, it Value, lo *loopObj, f, at *frame) (ns *Map, ok bool) {
 	if !r.ok || !sameValue(r.item, it) {
-		return false
+		return nil, false
 	}
 	for _, lr := range r.loop {
 		v, _ := loopAttr(lo, lr.attr)
 		if !sameValue(v, lr.v) {
-			return false
+			return nil, false
 		}
 	}
 	for i := range r.outer {
 		v, ok := readPath(f, &r.outer[i])
 		if !ok || !sameValue(v, r.outer[i].v) {
-			return false
+			return nil, false
 		}
 	}
 	for _, er := range r.exprs {
 		v, err := ev.eval(er.x, at)
 		if err != nil || !sameValue(v, er.v) {
-			return false
+			return nil, false
 		}
 	}
-	if len(r.writes) > 0 {
-		if _, ok := ev.memo.writable(r.writes[0].name, f); !ok {
-			return false
-		}
+	if len(r.writes) == 0 {
+		return nil, true
 	}
-	return true
+	return ev.memo.writable(r.writes[0].name, f)
 }
 
-// assign applies a replayed record's namespace writes (replayable checked them).
-func (ms *memoState) assign(r *iterRecord, f *frame) {
-	if len(r.writes) == 0 {
-		return
-	}
-	ns, _ := ms.writable(r.writes[0].name, f)
+// replayWrites applies a replayed record's namespace writes to ns (what replayable returned).
+func replayWrites(r *iterRecord, ns *Map) {
 	for _, w := range r.writes {
 		ns.set(String(w.attr), w.v)
 	}

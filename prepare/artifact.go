@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stitchllm/stitch/family"
+	"github.com/stitchllm/stitch/internal/arena"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 )
@@ -135,8 +136,11 @@ type pendingArtifact struct {
 	messages    int
 	// jsonPrefix is the previous turn's JSON of ids[:jsonPrefixIDs] this prompt reused, with the
 	// offsets of its first len(jsonPrefixAt) boundaries' ids: Commit encodes the rest for the
-	// next turn.
+	// next turn, after it in jsonArena when there is room (jsonPrefix is jsonBase's first bytes,
+	// the previous turn's whole JSON).
 	jsonPrefix    []byte
+	jsonBase      []byte
+	jsonArena     *arena.Arena[byte]
 	jsonPrefixAt  []int
 	jsonPrefixIDs int
 	// tenant owns the conversation; previousID is the response this turn continues ("" for none).
@@ -231,8 +235,7 @@ func (a *ArtifactEngine) prepareHot(in *Input, p *Prompt, hot *hotEntry) *Prompt
 		p.Outcome = OutcomeDiverged
 		return p
 	}
-	pending.jsonPrefix, pending.jsonPrefixAt, pending.jsonPrefixIDs = hot.promptJSON[:hot.jsonAt[fresh-1]], hot.jsonAt[:fresh], reuse.Tokens
-	p.PromptPrefix, p.PromptPrefixIDs = pending.jsonPrefix, reuse.Tokens
+	p.reuseJSON(hot, hot.jsonAt[fresh-1], hot.jsonAt[:fresh], reuse.Tokens)
 	a.maybeAudit(in, p.Text, enc.IDs, p.fingerprint, true)
 	return p
 }
@@ -364,10 +367,10 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 	}
 	a.opts.Metrics.writes.WithLabelValues("ok").Inc()
 	if a.opts.Hot != nil {
-		js, at := promptJSON(pending.jsonPrefix, pending.jsonPrefixAt, pending.jsonPrefixIDs, pending.enc)
+		js, at, jsonArena := pending.promptJSON()
 		a.opts.Hot.put(&hotEntry{
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
-			promptJSON: js, jsonAt: at, messages: pending.messages,
+			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages,
 		})
 		// The entry just continued holds nearly the same prompt and is rarely continued again (a
 		// branch): it is retired, unless another turn that continued it has not committed yet, so

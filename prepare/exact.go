@@ -56,8 +56,7 @@ func (a *ArtifactEngine) prepareExact(ctx context.Context, in *Input, p *Prompt,
 	p.IDs, p.Reused, p.exactSuffix = ids, len(history), suffix
 	if hot != nil && prev == hot.art && len(prev.PromptIDs) > 0 {
 		// The history starts with the previous prompt, whose JSON the hot entry holds.
-		pending.jsonPrefix, pending.jsonPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
-		p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
+		p.reuseJSON(hot, len(hot.promptJSON), nil, len(prev.PromptIDs))
 	}
 	return p, nil
 }

@@ -145,8 +145,7 @@ func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifac
 		return nil
 	}
 	if hot != nil && prev == hot.art && keep <= len(hot.jsonAt) {
-		pending.jsonPrefix, pending.jsonPrefixAt, pending.jsonPrefixIDs = hot.promptJSON[:hot.jsonAt[keep-1]], hot.jsonAt[:keep], reused
-		p.PromptPrefix, p.PromptPrefixIDs = pending.jsonPrefix, reused
+		p.reuseJSON(hot, hot.jsonAt[keep-1], hot.jsonAt[:keep], reused)
 	}
 	e.maybeAudit(t, enc.IDs, p.fingerprint)
 	return nil
@@ -207,8 +206,7 @@ func (e *HarmonyArtifacts) prepareExact(ctx context.Context, in *Input, p *Promp
 	p.IDs, p.Reused, p.exactSuffix = ids, len(history), suffix
 	if hot != nil && prev == hot.art && len(prev.PromptIDs) > 0 {
 		// The history starts with the previous prompt, whose JSON the hot entry holds.
-		pending.jsonPrefix, pending.jsonPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
-		p.PromptPrefix, p.PromptPrefixIDs = hot.promptJSON, len(prev.PromptIDs)
+		p.reuseJSON(hot, len(hot.promptJSON), nil, len(prev.PromptIDs))
 	}
 	return p, nil
 }

@@ -6,9 +6,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stitchllm/stitch/internal/arena"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 )
@@ -46,7 +48,8 @@ type hotEntry struct {
 	memo       *render.RenderMemo
 	promptJSON []byte
 	jsonAt     []int
-	messages   int // rendered messages, for the memo's share of size
+	jsonArena  *arena.Arena[byte] // where promptJSON lives, shared with the turns before and after
+	messages   int                // rendered messages, for the memo's share of size
 	size       int64
 	// uses counts the turns prepared from the entry, children those of them committed (both
 	// guarded by HotArtifacts.mu): it is retired once every use committed.
@@ -210,16 +213,40 @@ func appendPromptJSON(dst []byte, ids []uint32, from int, bounds []render.Bounda
 	return dst
 }
 
-// promptJSON encodes a prompt's ids for the next turn's upstream request: prefix, the encoding
-// of enc.IDs[:reused] with the offsets prefixAt of its boundaries' ids, is copied, and the rest
-// is encoded. It returns the ids each followed by a comma, and the offset of each boundary's id.
-func promptJSON(prefix []byte, prefixAt []int, reused int, enc render.Encoding) ([]byte, []int) {
-	if len(prefix) == 0 || reused <= 0 || reused > len(enc.IDs) || len(prefixAt) > len(enc.Boundaries) {
-		prefix, prefixAt, reused = nil, nil, 0
+// jsonRoom is the least room, in bytes, a copied prompt JSON gets for the turns after it: about
+// as many ids as render's room for the ids themselves, at up to 7 bytes each.
+const jsonRoom = 7 * (16 << 10)
+
+// promptJSON encodes the prompt's ids for the next turn's upstream request: the JSON of
+// enc.IDs[:jsonPrefixIDs] (jsonPrefix, with the offsets jsonPrefixAt of its boundaries' ids) is
+// kept, in place in the previous turn's arena when the rest fits after it, and the rest is
+// encoded. It returns the ids each followed by a comma, the offset of each boundary's id, and the
+// arena the JSON lives in.
+func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
+	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
+	base, from := p.jsonBase, p.jsonArena
+	switch {
+	case len(prefix) == 0 || reused <= 0 || reused > len(enc.IDs) || len(prefixAt) > len(enc.Boundaries):
+		prefix, prefixAt, reused, base, from = nil, nil, 0, nil, nil
+	case len(prefix) > len(base) || unsafe.SliceData(prefix) != unsafe.SliceData(base):
+		base, from = prefix, nil // not the previous JSON's first bytes: copied
 	}
 	at := make([]int, len(enc.Boundaries))
 	copy(at, prefixAt)
-	dst := make([]byte, 0, len(prefix)+7*(len(enc.IDs)-reused))
-	dst = append(dst, prefix...)
-	return appendPromptJSON(dst, enc.IDs, reused, enc.Boundaries, at, len(prefixAt)), at
+	tail := appendPromptJSON(make([]byte, 0, 7*(len(enc.IDs)-reused)), enc.IDs, reused, enc.Boundaries, at, len(prefixAt))
+	for b := len(prefixAt); b < len(at); b++ {
+		at[b] += len(prefix)
+	}
+	js, a := arena.Join(from, base, len(prefix), tail, jsonRoom)
+	return js, at, a
+}
+
+// reuseJSON makes the prompt's request, and its commit's JSON for the next turn, reuse hot's
+// prompt JSON up to byte keep: the JSON of the prompt's first ids ids, at the offsets of their
+// boundaries' ids.
+func (p *Prompt) reuseJSON(hot *hotEntry, keep int, at []int, ids int) {
+	pd := p.pending
+	pd.jsonBase, pd.jsonArena = hot.promptJSON, hot.jsonArena
+	pd.jsonPrefix, pd.jsonPrefixAt, pd.jsonPrefixIDs = hot.promptJSON[:keep], at, ids
+	p.PromptPrefix, p.PromptPrefixIDs = pd.jsonPrefix, ids
 }

@@ -5,9 +5,8 @@ import (
 	"hash"
 	"slices"
 	"sort"
-	"sync"
-	"unsafe"
 
+	"github.com/stitchllm/stitch/internal/arena"
 	"github.com/stitchllm/stitch/internal/prefix"
 )
 
@@ -65,7 +64,7 @@ type Encoding struct {
 
 	// arena is where IDs lives when ExtendText made it, so that the next turn's ExtendText can
 	// append to it in place; nil otherwise. Copies of the Encoding share it.
-	arena *idArena
+	arena *arena.Arena[uint32]
 }
 
 // Reuse reports how much of a previous Encoding an Extend kept.
@@ -219,7 +218,7 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	out.Boundaries = append(out.Boundaries, prev.Boundaries[:best+1]...)
 	fresh = len(out.Boundaries)
 	// The tail's ids first, on their own: joinIDs then appends them to the reused ones, in place
-	// when prev's ids have room for them (see idArena).
+	// when prev's ids have room for them (see arena.Join).
 	tail := slices.Grow((*scratch)[:0], (len(next)-reuse.Offset)/3+len(spans)+1)
 	defer func() { *scratch = tail[:0] }()
 	pos := reuse.Offset
@@ -237,60 +236,15 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	return out, reuse, fresh
 }
 
-// idArena is the backing array of a chain of encodings, each turn's ids a prefix of the next's:
-// a continuation that keeps all of the previous prompt's ids (its tail begins with the ones
-// after the reused boundary, as it does when only new messages were added) writes its new ids
-// into the room after them instead of copying the history (issue 20). buf[:used] is never
-// written again, so every earlier encoding's ids stay valid; a continuation shares the array when
-// the ids already written after its previous encoding's agree with its own (none yet, or the
-// same turn prepared again), and a branch that differs copies.
-type idArena struct {
-	mu   sync.Mutex
-	buf  []uint32 // the whole backing array (len == cap)
-	used int      // buf[:used] holds ids some encoding uses
-}
+// idRoom is the least room, in ids, a copied encoding gets for the turns after it (a few turns
+// of an agent conversation); it also gets a quarter of its length (jinja.arenaSpare's trade of
+// memory for copies).
+const idRoom = 16 << 10
 
-// arenaRoom is the least room, in ids, a copied encoding gets for the turns after it (a few
-// turns of an agent conversation); it also gets a quarter of its length (jinja.arenaSpare's
-// trade of memory for copies).
-const arenaRoom = 16 << 10
-
-// joinIDs returns prev.IDs[:keep] followed by tail, and the arena it lives in. The slice's capacity
-// is its length, so that an append by any caller copies instead of writing into the room.
-func joinIDs(prev Encoding, keep int, tail []uint32) ([]uint32, *idArena) {
-	if a := prev.arena; a != nil {
-		if k := len(prev.IDs) - keep; k >= 0 && k <= len(tail) && slices.Equal(tail[:k], prev.IDs[keep:]) {
-			if ids, ok := a.extend(prev.IDs, tail[k:]); ok {
-				return ids, a
-			}
-		}
-	}
-	n := keep + len(tail)
-	// Grown from the reused ids themselves: only the new tail's room is zeroed.
-	buf := slices.Grow(prev.IDs[:keep:keep], len(tail)+max(arenaRoom, n/4))
-	buf = append(buf, tail...)
-	return buf[:n:n], &idArena{buf: buf[:cap(buf)], used: n}
-}
-
-// extend returns ids followed by more, sharing a's array, when ids is a prefix of it and every
-// id already written after ids agrees with more (a retried or repeated continuation finds its
-// own ids there); the rest of more is written into the room, if it fits.
-func (a *idArena) extend(ids, more []uint32) ([]uint32, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	start, end := len(ids), len(ids)+len(more)
-	if start == 0 || unsafe.SliceData(a.buf) != unsafe.SliceData(ids) || a.used < start || end > len(a.buf) {
-		return nil, false
-	}
-	written := min(a.used, end) - start // ids after ids already in use: never rewritten
-	if !slices.Equal(a.buf[start:start+written], more[:written]) {
-		return nil, false
-	}
-	if end > a.used {
-		copy(a.buf[a.used:end], more[written:])
-		a.used = end
-	}
-	return a.buf[:end:end], true
+// joinIDs returns prev.IDs[:keep] followed by tail, and the arena it lives in, appended in place
+// when prev's ids have room for them (arena.Join).
+func joinIDs(prev Encoding, keep int, tail []uint32) ([]uint32, *arena.Arena[uint32]) {
+	return arena.Join(prev.arena, prev.IDs, keep, tail, idRoom)
 }
 
 // fillDigests sets the prefix digests of e.Boundaries[from:] for text and returns the digest of

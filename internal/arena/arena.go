@@ -1,0 +1,63 @@
+// Package arena holds append-only buffers shared by a chain of slices, each a prefix of the
+// next: one conversation's prompt ids, or their JSON, turn after turn (issue 20). A continuation
+// that keeps all of the previous slice writes what it adds into the room after it instead of
+// copying the history. buf[:used] is never written again, so every earlier slice stays valid; a
+// continuation shares the buffer when the elements already written after its previous slice
+// agree with its own (none yet, or the same turn prepared again), and a branch that differs, or
+// one that does not fit, copies.
+package arena
+
+import (
+	"slices"
+	"sync"
+	"unsafe"
+)
+
+// Arena is the backing array of such a chain. Its zero value is not used: Join makes one.
+type Arena[T comparable] struct {
+	mu   sync.Mutex
+	buf  []T // the whole backing array (len == cap)
+	used int // buf[:used] holds elements some slice uses
+}
+
+// Join returns prev[:keep] followed by tail, and the arena it lives in. prev is a slice Join
+// returned with a (or any slice, with a nil). tail may begin with the elements prev already has
+// after keep: an agent turn whose boundary falls before the previous prompt's last ids. A copy
+// gets room for later turns: at least minRoom elements, and a quarter of its length. The slice's
+// capacity is its length, so that an append by any caller copies instead of writing into the
+// room.
+func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) ([]T, *Arena[T]) {
+	if a != nil {
+		if k := len(prev) - keep; k >= 0 && k <= len(tail) && slices.Equal(tail[:k], prev[keep:]) {
+			if s, ok := a.extend(prev, tail[k:]); ok {
+				return s, a
+			}
+		}
+	}
+	n := keep + len(tail)
+	// Grown from the kept elements themselves: only the tail's room is zeroed.
+	buf := slices.Grow(prev[:keep:keep], len(tail)+max(minRoom, n/4))
+	buf = append(buf, tail...)
+	return buf[:n:n], &Arena[T]{buf: buf[:cap(buf)], used: n}
+}
+
+// extend returns s followed by more, sharing a's array, when s is a prefix of it and every
+// element already written after s agrees with more (a retried or repeated continuation finds
+// its own there); the rest of more is written into the room, if it fits.
+func (a *Arena[T]) extend(s, more []T) ([]T, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	start, end := len(s), len(s)+len(more)
+	if start == 0 || unsafe.SliceData(a.buf) != unsafe.SliceData(s) || a.used < start || end > len(a.buf) {
+		return nil, false
+	}
+	written := min(a.used, end) - start // elements after s already in use: never rewritten
+	if !slices.Equal(a.buf[start:start+written], more[:written]) {
+		return nil, false
+	}
+	if end > a.used {
+		copy(a.buf[a.used:end], more[written:])
+		a.used = end
+	}
+	return a.buf[:end:end], true
+}

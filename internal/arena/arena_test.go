@@ -1,0 +1,103 @@
+package arena
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"unsafe"
+)
+
+func shares(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+
+// TestJoin checks each way a continuation meets the previous slice's arena: appended in place,
+// the same turn joined again, a branch, a tail that repeats the previous slice's last elements,
+// and one that does not fit.
+func TestJoin(t *testing.T) {
+	root, a := Join[byte](nil, nil, 0, []byte("abc"), 4) // room: 4
+	cases := []struct {
+		name       string
+		prev       []byte
+		keep       int
+		tail       string
+		want       string
+		wantShared bool
+	}{
+		{"appended in place", root, 3, "de", "abcde", true},
+		{"same turn again", root, 3, "de", "abcde", true},
+		{"shorter repeat of written elements", root, 3, "d", "abcd", true},
+		{"branch after the written ones", root, 3, "dx", "abcdx", false},
+		{"tail repeats the kept elements' successors", root, 1, "bcde", "abcde", true},
+		{"tail differs before prev's end", root, 1, "xy", "axy", false},
+		{"does not fit", root, 3, "defghijk", "abcdefghijk", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ga := Join(a, c.prev, c.keep, []byte(c.tail), 4)
+			if string(got) != c.want {
+				t.Fatalf("Join = %q, want %q", got, c.want)
+			}
+			if cap(got) != len(got) {
+				t.Fatalf("cap %d != len %d: an append would write into the room", cap(got), len(got))
+			}
+			if s := shares(got, root) && ga == a; s != c.wantShared {
+				t.Fatalf("shared = %v, want %v", s, c.wantShared)
+			}
+			if string(root) != "abc" {
+				t.Fatalf("the previous slice changed: %q", root)
+			}
+		})
+	}
+}
+
+// TestJoinChain checks that a chain of turns shares one array until it is full, and that every
+// earlier slice keeps its elements after later ones are written.
+func TestJoinChain(t *testing.T) {
+	var (
+		a    *Arena[uint32]
+		prev []uint32
+		all  [][]uint32
+		want []uint32
+	)
+	copies := 0
+	for turn := range 40 {
+		tail := []uint32{uint32(turn), uint32(turn) + 1000}
+		var next []uint32
+		before := a
+		next, a = Join(a, prev, len(prev), tail, 8)
+		if a != before {
+			copies++
+		}
+		want = append(want, tail...)
+		if !slices.Equal(next, want) {
+			t.Fatalf("turn %d: %v, want %v", turn, next, want)
+		}
+		all = append(all, next)
+		prev = next
+	}
+	for i, s := range all {
+		if len(s) != 2*(i+1) || !slices.Equal(s, want[:len(s)]) {
+			t.Fatalf("slice of turn %d changed: %v", i, s)
+		}
+	}
+	if copies > 10 {
+		t.Fatalf("%d copies for 40 turns of 2 elements with room ≥ 8 and a quarter", copies)
+	}
+}
+
+// TestJoinConcurrent joins two branches from the same slice at once: each gets its own elements
+// and the slice is unchanged (run with -race).
+func TestJoinConcurrent(t *testing.T) {
+	root, a := Join[byte](nil, nil, 0, []byte("root:"), 64)
+	for range 100 {
+		var wg sync.WaitGroup
+		got := make([][]byte, 2)
+		for i, tail := range []string{"left", "right"} {
+			wg.Go(func() { got[i], _ = Join(a, root, len(root), []byte(tail), 64) })
+		}
+		wg.Wait()
+		if string(got[0]) != "root:left" || string(got[1]) != "root:right" || string(root) != "root:" {
+			t.Fatalf("got %q %q, root %q", got[0], got[1], root)
+		}
+		root, a = Join[byte](nil, nil, 0, []byte("root:"), 64)
+	}
+}

@@ -2,7 +2,6 @@ package prepare
 
 import (
 	"container/list"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stitchllm/stitch/internal/arena"
+	"github.com/stitchllm/stitch/internal/jsonappend"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 )
@@ -199,18 +199,15 @@ func (h *HotArtifacts) remove(el *list.Element) {
 // appendPromptJSON appends ids[from:] to dst as JSON numbers each followed by a comma, and sets
 // at[b] to the offset of the id at bounds[b].Index for the boundaries from b on.
 func appendPromptJSON(dst []byte, ids []uint32, from int, bounds []render.Boundary, at []int, b int) []byte {
-	for i := from; i < len(ids); i++ {
-		for b < len(bounds) && bounds[b].Index <= i {
-			at[b] = len(dst)
-			b++
-		}
-		dst = strconv.AppendUint(dst, uint64(ids[i]), 10)
-		dst = append(dst, ',')
-	}
+	i := from
 	for ; b < len(bounds); b++ {
+		if idx := min(bounds[b].Index, len(ids)); idx > i {
+			dst = jsonappend.Uint32sEach(dst, ids[i:idx], ',')
+			i = idx
+		}
 		at[b] = len(dst)
 	}
-	return dst
+	return jsonappend.Uint32sEach(dst, ids[i:], ',')
 }
 
 // jsonRoom is the least room, in bytes, a copied prompt JSON gets for the turns after it: about

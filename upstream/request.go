@@ -85,11 +85,9 @@ func (r *CompletionRequest) appendHead(dst []byte) []byte {
 
 // appendTail appends the prompt's ids after the prefix and the rest of the object.
 func (r *CompletionRequest) appendTail(dst []byte) []byte {
-	for i, id := range r.Prompt[r.prefixIDs():] {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendUint(dst, uint64(id), 10)
+	if tail := r.Prompt[r.prefixIDs():]; len(tail) > 0 {
+		dst = jsonappend.Uint32sEach(dst, tail, ',')
+		dst = dst[:len(dst)-1] // the last id's comma
 	}
 	dst = append(dst, `],"max_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(r.MaxTokens), 10)

@@ -4,7 +4,7 @@
 package jsonappend
 
 import (
-	"strconv"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -70,11 +70,74 @@ func appendString(dst []byte, s string, lineSeparators bool) []byte {
 // Uint32s appends ids as a JSON array of numbers ([] for none).
 func Uint32s(dst []byte, ids []uint32) []byte {
 	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendUint(dst, uint64(id), 10)
+	if len(ids) == 0 {
+		return append(dst, ']')
 	}
-	return append(dst, ']')
+	dst = Uint32sEach(dst, ids, ',')
+	dst[len(dst)-1] = ']'
+	return dst
+}
+
+// digitPairs holds the two decimal digits of 0…99.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// maxUint32Digits is the length of the longest uint32 in decimal, 4294967295.
+const maxUint32Digits = 10
+
+// decimalLen returns the number of decimal digits of v.
+func decimalLen(v uint32) int {
+	switch {
+	case v < 10:
+		return 1
+	case v < 100:
+		return 2
+	case v < 1000:
+		return 3
+	case v < 10000:
+		return 4
+	case v < 100000:
+		return 5
+	case v < 1000000:
+		return 6
+	case v < 10000000:
+		return 7
+	case v < 100000000:
+		return 8
+	case v < 1000000000:
+		return 9
+	}
+	return 10
+}
+
+// Uint32sEach appends each of ids in decimal followed by sep: the bulk of a token-id prompt's
+// JSON (100k ids a full render, a few thousand a continuation). It writes two digits a step into
+// place, after counting them, instead of through strconv.AppendUint's uint64 path and a copy.
+func Uint32sEach(dst []byte, ids []uint32, sep byte) []byte {
+	n := len(dst)
+	for _, v := range ids {
+		if cap(dst)-n < maxUint32Digits+1 {
+			dst = slices.Grow(dst[:n], (maxUint32Digits+1)*min(len(ids), 1024))
+		}
+		b := dst[:cap(dst)]
+		end := n + decimalLen(v)
+		i := end
+		for v >= 100 {
+			q := v / 100
+			r := 2 * (v - 100*q)
+			i -= 2
+			b[i], b[i+1] = digitPairs[r], digitPairs[r+1]
+			v = q
+		}
+		if v >= 10 {
+			b[i-2], b[i-1] = digitPairs[2*v], digitPairs[2*v+1]
+		} else {
+			b[i-1] = '0' + byte(v)
+		}
+		n = end
+		b[n] = sep
+		n++
+	}
+	return dst[:n]
 }

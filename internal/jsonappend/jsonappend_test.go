@@ -2,6 +2,8 @@ package jsonappend
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"testing"
 )
 
@@ -50,4 +52,64 @@ func TestUint32s(t *testing.T) {
 	if got := string(Uint32s(nil, nil)); got != "[]" {
 		t.Errorf("Uint32s(nil) = %s", got)
 	}
+}
+
+// TestUint32sEach compares every digit count and carry edge, and a long run that grows the
+// buffer many times, with strconv.
+func TestUint32sEach(t *testing.T) {
+	t.Parallel()
+	var ids []uint32
+	for p := uint64(1); p <= 1e10; p *= 10 {
+		for _, v := range []uint64{p - 1, p, p + 1, 2*p - 1, 5 * p, 9*p + 9} {
+			if v <= math.MaxUint32 {
+				ids = append(ids, uint32(v))
+			}
+		}
+	}
+	ids = append(ids, math.MaxUint32, 0)
+	for i := range 5000 {
+		ids = append(ids, uint32(i)*2654435761)
+	}
+	for _, prefix := range []string{"", "[1,2,"} {
+		var want []byte
+		want = append(want, prefix...)
+		for _, v := range ids {
+			want = strconv.AppendUint(want, uint64(v), 10)
+			want = append(want, ';')
+		}
+		got := Uint32sEach([]byte(prefix), ids, ';')
+		if string(got) != string(want) {
+			for i := range min(len(got), len(want)) {
+				if got[i] != want[i] {
+					t.Fatalf("prefix %q: differs at byte %d: %q vs %q", prefix, i, got[max(0, i-20):i+1], want[max(0, i-20):i+1])
+				}
+			}
+			t.Fatalf("prefix %q: %d bytes, want %d", prefix, len(got), len(want))
+		}
+	}
+	if got := Uint32sEach(nil, nil, ','); len(got) != 0 {
+		t.Fatalf("no ids: %q", got)
+	}
+}
+
+func BenchmarkUint32sEach(b *testing.B) {
+	ids := make([]uint32, 100000)
+	for i := range ids {
+		ids[i] = uint32(i*7919) % 151936
+	}
+	dst := make([]byte, 0, 8*len(ids))
+	b.Run("Uint32sEach", func(b *testing.B) {
+		for b.Loop() {
+			dst = Uint32sEach(dst[:0], ids, ',')
+		}
+	})
+	b.Run("strconv", func(b *testing.B) {
+		for b.Loop() {
+			dst = dst[:0]
+			for _, v := range ids {
+				dst = strconv.AppendUint(dst, uint64(v), 10)
+				dst = append(dst, ',')
+			}
+		}
+	})
 }

@@ -221,19 +221,120 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	// when prev's ids have room for them (see arena.Join).
 	tail := slices.Grow((*scratch)[:0], (len(next)-reuse.Offset)/3+len(spans)+1)
 	defer func() { *scratch = tail[:0] }()
+	pieces := prevPieces{enc: enc, prev: prev, text: prevText, from: reuse.Offset}
 	pos := reuse.Offset
 	for _, s := range spans {
 		start, end := reuse.Offset+s.Start, reuse.Offset+s.End
-		tail = encodeAt(enc, tail, next[pos:start], pos)
+		tail = pieces.encode(tail, next[pos:start], pos)
 		if start != 0 && (len(out.Boundaries) == 0 || out.Boundaries[len(out.Boundaries)-1].Offset != start) {
 			out.Boundaries = append(out.Boundaries, Boundary{Offset: start, Index: reuse.Tokens + len(tail)})
 		}
 		tail = append(tail, s.ID)
 		pos = end
 	}
-	tail = encodeAt(enc, tail, next[pos:], pos)
+	tail = pieces.encode(tail, next[pos:], pos)
 	out.IDs, out.arena = joinIDs(prev, reuse.Tokens, tail)
 	return out, reuse, fresh
+}
+
+// minPiece is the shortest piece whose ids prevPieces looks up instead of tokenizing it: below
+// it, the tokenizer costs about what the lookup does.
+const minPiece = 128
+
+// prevPieces finds, for a piece of the new text between two added tokens, the ids of the same
+// bytes in the previous prompt after its reused boundary. A template that changes a message
+// before others (Qwen3 drops the reasoning of the turns before a new user query, and so do
+// DeepSeek's and Mistral's) leaves the previous prompt's later pieces (tool outputs, calls)
+// unchanged but shifted: their ids are copied instead of tokenized again. A piece between added
+// tokens tokenizes on its own (the tokenizer splits on added tokens first, as Hugging Face's
+// AddedVocabulary does), so its ids are the same wherever it sits; the previous encoding's ids
+// for it are found through its boundaries, and a piece whose boundaries do not check out is
+// tokenized instead.
+type prevPieces struct {
+	enc  segmentEncoder
+	prev Encoding
+	text string
+	from int // the reused boundary: prev's pieces after it are candidates
+	// list is filled on the first lookup; next is where the following lookup starts (pieces
+	// usually recur in order).
+	list   []piece
+	listed bool
+	next   int
+}
+
+// piece is one previous piece: text[start:end] encodes to prev.IDs[ids:idsEnd].
+type piece struct{ start, end, ids, idsEnd int }
+
+// encode appends the ids of text, a piece of the new prompt at offset off (0 or an added-token
+// boundary): copied from the previous prompt when it holds the same piece, else tokenized.
+func (p *prevPieces) encode(dst []uint32, text string, off int) []uint32 {
+	if off > 0 && len(text) >= minPiece && len(p.text)-p.from >= minPiece {
+		if ids, ok := p.find(text); ok {
+			return append(dst, ids...)
+		}
+	}
+	return encodeAt(p.enc, dst, text, off)
+}
+
+func (p *prevPieces) find(text string) ([]uint32, bool) {
+	if !p.listed {
+		p.listed = true
+		p.list = p.pieces()
+	}
+	for k := range p.list {
+		i := (p.next + k) % len(p.list)
+		c := p.list[i]
+		if c.end-c.start == len(text) && p.text[c.start:c.end] == text {
+			p.next = i + 1
+			return p.prev.IDs[c.ids:c.idsEnd], true
+		}
+	}
+	return nil, false
+}
+
+// pieces lists prev's pieces after from of at least minPiece bytes: each between an added token
+// whose boundary prev records, with that token's id just before the piece's ids, and the next
+// added token (likewise checked) or the end of the text.
+func (p *prevPieces) pieces() []piece {
+	spans := p.enc.addedSpans(p.text[p.from:])
+	// tokenAt is the index in prev.IDs of the added token starting at offset o, -1 if prev's
+	// boundaries do not place one there.
+	tokenAt := func(o int, id uint32) int {
+		i := sort.Search(len(p.prev.Boundaries), func(i int) bool { return p.prev.Boundaries[i].Offset >= o })
+		if i == len(p.prev.Boundaries) || p.prev.Boundaries[i].Offset != o {
+			return -1
+		}
+		if at := p.prev.Boundaries[i].Index; at >= 0 && at < len(p.prev.IDs) && p.prev.IDs[at] == id {
+			return at
+		}
+		return -1
+	}
+	var out []piece
+	for i, s := range spans {
+		start, end := p.from+s.End, len(p.text)
+		if i+1 < len(spans) {
+			end = p.from + spans[i+1].Start
+		}
+		if end-start < minPiece || p.from+s.Start == 0 {
+			continue
+		}
+		at := tokenAt(p.from+s.Start, s.ID)
+		if at < 0 {
+			continue
+		}
+		idsEnd := len(p.prev.IDs)
+		if i+1 < len(spans) {
+			if idsEnd = tokenAt(end, spans[i+1].ID); idsEnd < 0 {
+				continue
+			}
+		} else if end != len(p.text) {
+			continue
+		}
+		if at+1 <= idsEnd {
+			out = append(out, piece{start: start, end: end, ids: at + 1, idsEnd: idsEnd})
+		}
+	}
+	return out
 }
 
 // idRoom is the least room, in ids, a copied encoding gets for the turns after it (a few turns

@@ -290,3 +290,65 @@ func TestBoundaryDigest(t *testing.T) {
 		t.Errorf("boundary offsets = %v, want %v", offsets, want)
 	}
 }
+
+// countingEncoder counts the bytes a certified suffix hands the tokenizer.
+type countingEncoder struct {
+	segmentEncoder
+	bytes int
+}
+
+func (c *countingEncoder) AppendEncode(dst []uint32, text string) []uint32 {
+	c.bytes += len(text)
+	return c.segmentEncoder.AppendEncode(dst, text)
+}
+
+func (c *countingEncoder) AppendEncodeTail(dst []uint32, text string) []uint32 {
+	c.bytes += len(text)
+	return c.segmentEncoder.AppendEncodeTail(dst, text)
+}
+
+// TestExtendTextShiftedPieces: a previous prompt that differs from the new one early (a message
+// changed, as Qwen3 drops earlier turns' reasoning after a new user query) gives exactly the
+// oracle's ids, and the pieces after the change that it holds unchanged (shifted) are copied, not
+// tokenized again.
+func TestExtendTextShiftedPieces(t *testing.T) {
+	m := qwen3(t)
+	cases := loadGolden(t, "qwen3")
+	inserts := []string{"<think>\nweighing the call\n</think>\n\n", "x", "<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n", "<tool_call>"}
+	copied, tried := 0, 0
+	for i, c := range cases {
+		if c.err != "" {
+			continue
+		}
+		spans := m.seg.addedSpans(c.text)
+		if len(spans) < 4 {
+			continue
+		}
+		for k, ins := range inserts {
+			// The change goes after an added token in the first half: P = T with ins there
+			// (or with the next piece's first byte dropped).
+			at := spans[(k+i)%(len(spans)/2)].End
+			p := c.text[:at] + ins + c.text[at:]
+			if k == 1 && at < len(c.text) && c.text[at] < 0x80 {
+				p = c.text[:at] + c.text[at+1:]
+			}
+			prev := m.EncodeWithBoundaries(p)
+			enc := &countingEncoder{segmentEncoder: m.seg}
+			var scratch []uint32
+			got, reuse, fresh := extendText(enc, m.maxAdded, prev, p, c.text, 0, &scratch)
+			if !slices.Equal(got.IDs, c.ids) {
+				t.Fatalf("%s insert %d: ids differ from the oracle (reuse %+v)", c.name, k, reuse)
+			}
+			FillDigests(c.text, &got, fresh)
+			if want := m.EncodeWithBoundaries(c.text); !slices.Equal(want.Boundaries, got.Boundaries) {
+				t.Fatalf("%s insert %d: boundaries differ from EncodeWithBoundaries", c.name, k)
+			}
+			tried += len(c.text) - reuse.Offset
+			copied += len(c.text) - reuse.Offset - enc.bytes
+		}
+	}
+	if copied == 0 {
+		t.Fatalf("no piece was copied from the previous prompt (%d tail bytes)", tried)
+	}
+	t.Logf("%d of %d tail bytes copied as ids instead of tokenized", copied, tried)
+}

@@ -7,9 +7,10 @@ GO        ?= go
 # ten- to fifty-fold. Everything else runs with -race.
 MODULE      := github.com/stitchllm/stitch
 NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/...
-# render's golden sweeps are pure CPU (22 templates' renders tokenized in full) and take minutes
+# render's golden sweeps are pure CPU (22 templates' renders tokenized in full; every split of the
+# corpus resumed from an items prefix) and take minutes
 # under -race; they run without it, render's concurrency tests with it.
-RENDER_SWEEPS := ^(TestGoldenFamilies|TestExtendTextMatchesFullEncode)$$
+RENDER_SWEEPS := ^(TestGoldenFamilies|TestExtendTextMatchesFullEncode|TestItemsPrefixResume)$$
 RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e /e2e -e '^$(MODULE)$$')
 
 # staticcheck runs at a pinned version through the Go module proxy (go.mod stays free of it).

@@ -151,6 +151,21 @@ func BenchmarkPrepareSteps(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The stored-items form: the previous turn's conversation kept its prefix, which this one
+	// resumes (the hot path), against the same items looked up by name in the cache.
+	stored := render.ResponsesInput{Instructions: s.in.Instructions, Items: s.in.Items, Tools: s.in.Tools, Cache: items,
+		StoredTenant: s.in.Tenant, StoredIDs: s.in.StoredIDs}
+	prevStored := stored
+	prevStored.Items, prevStored.StoredIDs, prevStored.KeepPrefix = prevIn.Items, s.in.StoredIDs[:min(len(s.in.StoredIDs), len(prevIn.Items))], true
+	prevStoredConv, err := render.FromResponses(prevStored)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resumed := stored
+	resumed.Resume, resumed.KeepPrefix = prevStoredConv.Prefix, true
+	if c, err := render.FromResponses(resumed); err != nil || c.Resumed == 0 {
+		b.Fatalf("resumed %d items (%v)", c.Resumed, err)
+	}
 	cachedReq := req
 	cachedReq.Messages = cached.Messages
 	prevEnc := m.EncodeWithBoundaries(prevText)
@@ -185,6 +200,8 @@ func BenchmarkPrepareSteps(b *testing.B) {
 			_, err := render.FromResponses(render.ResponsesInput{Instructions: s.in.Instructions, Items: s.in.Items, Tools: s.in.Tools, Cache: items})
 			return err
 		}},
+		{"items_to_messages_stored", func() error { _, err := render.FromResponses(stored); return err }},
+		{"items_to_messages_resumed", func() error { _, err := render.FromResponses(resumed); return err }},
 		{"template", func() error { _, err := m.RenderText(req); return err }},
 		{"template_memo", func() error { _, _, err := m.RenderTextMemo(cachedReq, memo); return err }},
 		{"encode", func() error { m.Encode(text); return nil }},

@@ -134,6 +134,7 @@ type pendingArtifact struct {
 	exactSuffix []uint32 // exact mode: the ids tokenized this turn
 	memo        *render.RenderMemo
 	messages    int
+	items       *render.ItemsPrefix // the conversation after its stored items (hotEntry.items)
 	// jsonPrefix is the previous turn's JSON of ids[:jsonPrefixIDs] this prompt reused, with the
 	// offsets of its first len(jsonPrefixAt) boundaries' ids: Commit encodes the rest for the
 	// next turn, after it in jsonArena when there is room (jsonPrefix is jsonBase's first bytes,
@@ -152,7 +153,7 @@ type pendingArtifact struct {
 
 // Prepare implements Engine.
 func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error) {
-	conv, err := conversation(in, a.opts.Items)
+	conv, err := a.conversation(in)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error
 	if err != nil {
 		return nil, err
 	}
-	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), tenant: in.Tenant, previousID: in.PreviousID}
+	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), items: conv.Prefix, tenant: in.Tenant, previousID: in.PreviousID}
 	p := &Prompt{Text: text, SkippedTools: conv.SkippedTools, ReasoningOpen: a.opts.Family.OpensReasoning(text), fingerprint: fp, pending: pending, engine: a}
 	if hot != nil && a.opts.Mode == store.ModeCanonical {
 		pending.base = hot.art
@@ -197,6 +198,20 @@ func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error
 	}
 	a.maybeAudit(in, text, enc.IDs, fp, false)
 	return p, nil
+}
+
+// conversation maps the turn's items to messages. With a hot cache it resumes from the previous
+// turn's conversation prefix, which render.FromResponses takes only where it covers this turn's
+// first stored items, and keeps this turn's for the next.
+func (a *ArtifactEngine) conversation(in *Input) (*render.Conversation, error) {
+	if a.opts.Hot == nil || a.opts.Items == nil {
+		return conversation(in, a.opts.Items)
+	}
+	var resume *render.ItemsPrefix
+	if in.PreviousID != "" {
+		resume = a.opts.Hot.itemsPrefix(in.Tenant, in.PreviousID)
+	}
+	return resumeConversation(in, a.opts.Items, resume, true)
 }
 
 // render applies the chat template. With a hot cache it records a memo for the next turn and
@@ -370,7 +385,7 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 		js, at, jsonArena := pending.promptJSON()
 		a.opts.Hot.put(&hotEntry{
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
-			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages,
+			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages, items: pending.items,
 		})
 		// The entry just continued holds nearly the same prompt and is rarely continued again (a
 		// branch): it is retired, unless another turn that continued it has not committed yet, so

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -498,6 +500,17 @@ func dropOldestTurn(items []json.RawMessage) []json.RawMessage {
 	return items
 }
 
+// contentIDs names items as a store would: the same bytes under the same id, other bytes under
+// another (store.Checkpoints).
+func contentIDs(items []json.RawMessage) []string {
+	ids := make([]string, len(items))
+	for i, it := range items {
+		sum := sha256.Sum256(it)
+		ids[i] = "item_" + hex.EncodeToString(sum[:8])
+	}
+	return ids
+}
+
 // convNode is a stored response of a simulated session.
 type convNode struct {
 	id    string
@@ -570,8 +583,11 @@ func TestArtifactProperty(t *testing.T) {
 		sessionLen--
 		base, items := nextInput(r, nodes, sp)
 		in := &prepare.Input{Tenant: sp.tenant, Items: items}
-		expect := prepare.Outcome("") // the outcome this turn must have, when determined
+		expect := prepare.Outcome("")         // the outcome this turn must have, when determined
+		named := base != nil && r.IntN(4) > 0 // the stored items come with their ids, as the server passes them
+		fresh := 0                            // items after the stored ones
 		if base != nil {
+			fresh = len(items) - len(base.items)
 			in.PreviousID = base.id
 			expect = prepare.OutcomeHitLocal
 			if r.IntN(20) == 0 {
@@ -610,6 +626,9 @@ func TestArtifactProperty(t *testing.T) {
 			expect = prepare.OutcomeNew
 		}
 		in.Instructions, in.Tools, in.Kwargs = sp.instructions, sp.tools, sp.kwargs
+		if named {
+			in.StoredIDs = contentIDs(in.Items[:len(in.Items)-fresh])
+		}
 		p := env.prepareBoth(ctx, in)
 		outcomes[p.Outcome]++
 		// Once an artifact of the session was deleted, any artifact whose stored chain goes

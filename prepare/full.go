@@ -49,9 +49,15 @@ func RenderConversation(m *render.Renderer, in *Input) (string, *render.Conversa
 // conversation maps a turn's Responses items to chat messages, with items parsed before taken
 // from cache (nil: none).
 func conversation(in *Input, cache *render.ItemCache) (*render.Conversation, error) {
+	return resumeConversation(in, cache, nil, false)
+}
+
+// resumeConversation is conversation resuming from an earlier turn's prefix where it fits
+// (render.ResponsesInput.Resume), and keeping this turn's when keep is set.
+func resumeConversation(in *Input, cache *render.ItemCache, resume *render.ItemsPrefix, keep bool) (*render.Conversation, error) {
 	return render.FromResponses(render.ResponsesInput{
 		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: cache,
-		StoredTenant: in.Tenant, StoredIDs: in.StoredIDs,
+		StoredTenant: in.Tenant, StoredIDs: in.StoredIDs, Resume: resume, KeepPrefix: keep,
 	})
 }
 

@@ -50,7 +50,10 @@ type hotEntry struct {
 	jsonAt     []int
 	jsonArena  *arena.Arena[byte] // where promptJSON lives, shared with the turns before and after
 	messages   int                // rendered messages, for the memo's share of size
-	size       int64
+	// items is the conversation's state after the turn's stored items, which the next turn
+	// resumes its own from (render.ResponsesInput.Resume); nil: none.
+	items *render.ItemsPrefix
+	size  int64
 	// uses counts the turns prepared from the entry, children those of them committed (both
 	// guarded by HotArtifacts.mu): it is retired once every use committed.
 	uses, children int
@@ -109,6 +112,17 @@ func (h *HotArtifacts) get(tenant, responseID string, now time.Time) *hotEntry {
 	return e
 }
 
+// itemsPrefix returns the conversation prefix of a tenant's response entry, if any, without
+// counting a use: the turn maps its items from it before it knows whether it may use the entry.
+func (h *HotArtifacts) itemsPrefix(tenant, responseID string) *render.ItemsPrefix {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
+		return el.Value.(*hotEntry).items
+	}
+	return nil
+}
+
 // put adds e, evicting the least recently used entries beyond the bound. An entry larger than
 // the whole bound is not kept.
 func (h *HotArtifacts) put(e *hotEntry) {
@@ -116,6 +130,9 @@ func (h *HotArtifacts) put(e *hotEntry) {
 	// text: count the text twice.
 	e.size = int64(2*len(e.text)+len(e.promptJSON)) + 4*int64(len(e.enc.IDs)+len(e.art.GeneratedIDs)) +
 		int64(len(e.enc.Boundaries))*(int64(render.DigestSize)+24+8) + 256*int64(e.messages) + 512
+	if e.items != nil {
+		e.size += int64(e.items.Bytes())
+	}
 	if e.size > h.maxBytes {
 		return
 	}

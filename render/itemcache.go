@@ -23,9 +23,11 @@ const entryOverhead = 256
 // order but giving entries used since the last pass a second chance (CLOCK). It is safe for
 // concurrent use.
 type ItemCache struct {
-	seed     maphash.Seed
-	hash     func(maphash.Seed, []byte) uint64 // sampledHash; tests force collisions
-	maxBytes int
+	seed maphash.Seed
+	hash func(maphash.Seed, []byte) uint64 // sampledHash; tests force collisions
+	// prefixSeed keys ItemsPrefix digests.
+	prefixSeed maphash.Seed
+	maxBytes   int
 
 	toolsMu    sync.Mutex
 	tools      map[string]*parsedTools // by the tools array's bytes
@@ -69,12 +71,13 @@ const storedOverhead = 96
 // cached.
 func NewItemCache(maxBytes int) *ItemCache {
 	return &ItemCache{
-		seed:     maphash.MakeSeed(),
-		hash:     sampledHash,
-		maxBytes: maxBytes,
-		entries:  make(map[uint64]*cacheEntry),
-		stored:   make(map[StoredItem]*cacheEntry),
-		tools:    make(map[string]*parsedTools),
+		seed:       maphash.MakeSeed(),
+		hash:       sampledHash,
+		prefixSeed: maphash.MakeSeed(),
+		maxBytes:   maxBytes,
+		entries:    make(map[uint64]*cacheEntry),
+		stored:     make(map[StoredItem]*cacheEntry),
+		tools:      make(map[string]*parsedTools),
 	}
 }
 

@@ -35,6 +35,12 @@ type ResponsesInput struct {
 	// "" leaves an item unnamed.
 	StoredTenant string
 	StoredIDs    []string
+	// Resume, with Cache and StoredIDs, is an earlier turn's Conversation.Prefix: when it covers
+	// this input's first stored items (the same instructions, tenant, ids and bytes), their
+	// messages are taken from it instead of being mapped again. Any other prefix is ignored.
+	Resume *ItemsPrefix
+	// KeepPrefix, with Cache and StoredIDs, asks for Conversation.Prefix.
+	KeepPrefix bool
 }
 
 // Conversation is the chat form of a Responses request.
@@ -45,7 +51,12 @@ type Conversation struct {
 	// SkippedTools names tools that are not functions (web_search, file_search, mcp, custom …):
 	// they are not shown to the model. The caller should log them.
 	SkippedTools []string
-	toolsDigest  string // ToolsDigest(Tools) when known
+	// Prefix is the state after the input's stored items, for the next turn's
+	// ResponsesInput.Resume (ResponsesInput.KeepPrefix); nil when not asked for or none.
+	Prefix *ItemsPrefix
+	// Resumed is the number of items taken from ResponsesInput.Resume.
+	Resumed     int
+	toolsDigest string // ToolsDigest(Tools) when known
 }
 
 // ToolsDigest returns ToolsDigest(c.Tools), computed once per tools array when FromResponses had
@@ -98,7 +109,16 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 		conv.Messages = append(conv.Messages, Message{Role: "system", Content: in.Instructions})
 	}
 	b := itemBuilder{conv: conv}
-	for i, raw := range in.Items {
+	var digest *itemsDigest
+	if in.Cache != nil && len(in.StoredIDs) > 0 && len(in.StoredIDs) <= len(in.Items) && (in.Resume != nil || in.KeepPrefix) {
+		digest = newItemsDigest(&in)
+		conv.Resumed = digest.resume(&b, in.Resume)
+	}
+	for i := conv.Resumed; i < len(in.Items); i++ {
+		raw := in.Items[i]
+		if digest != nil && in.KeepPrefix && i == len(in.StoredIDs) {
+			conv.Prefix = digest.prefixAfter(&b, in.Resume, conv.Resumed)
+		}
 		var name StoredItem
 		if i < len(in.StoredIDs) {
 			name = StoredItem{Tenant: in.StoredTenant, ID: in.StoredIDs[i]}
@@ -113,6 +133,9 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 			in.Cache.putStored(name, h, raw, p)
 		}
 		b.apply(p)
+	}
+	if digest != nil && in.KeepPrefix && len(in.StoredIDs) == len(in.Items) {
+		conv.Prefix = digest.prefixAfter(&b, in.Resume, conv.Resumed)
 	}
 	return conv, nil
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"hash"
 	"slices"
 	"sort"
@@ -65,7 +66,23 @@ type Encoding struct {
 	// arena is where IDs lives when ExtendText made it, so that the next turn's ExtendText can
 	// append to it in place; nil otherwise. Copies of the Encoding share it.
 	arena *arena.Arena[uint32]
+	// states are the SHA-256 states after the text up to a few of the last boundaries
+	// (fillDigests keeps them, ExtendText hands on those of the boundaries it reused), so that
+	// the next turn's fillDigests hashes from the boundary its ExtendText reused instead of from
+	// the start of the conversation. Immutable; copies share them.
+	states []hashState
 }
+
+// hashState is the marshaled SHA-256 state after text[:Boundaries[at].Offset].
+type hashState struct {
+	at    int
+	state []byte
+}
+
+// keptStates is how many of the last boundaries fillDigests keeps a hash state for: a
+// continuation's reused boundary is one of the previous prompt's last few (the generation
+// prompt's added tokens come after it), unless the template changed an earlier message.
+const keptStates = 4
 
 // Reuse reports how much of a previous Encoding an Extend kept.
 type Reuse struct {
@@ -216,6 +233,7 @@ func extendText(enc segmentEncoder, maxAdded int, prev Encoding, prevText, next 
 	}
 	out.Boundaries = make([]Boundary, 0, best+1+2*len(spans))
 	out.Boundaries = append(out.Boundaries, prev.Boundaries[:best+1]...)
+	out.states = statesUpTo(prev.states, best)
 	fresh = len(out.Boundaries)
 	// The tail's ids first, on their own: joinIDs then appends them to the reused ones, in place
 	// when prev's ids have room for them (see arena.Join).
@@ -349,16 +367,64 @@ func joinIDs(prev Encoding, keep int, tail []uint32) ([]uint32, *arena.Arena[uin
 }
 
 // fillDigests sets the prefix digests of e.Boundaries[from:] for text and returns the digest of
-// the whole text, hashing it once.
+// the whole text, hashing it once: from the hash state e keeps for boundary from-1 when it has
+// one (the reused boundary of a continuation), else from the start. It keeps the states of the
+// last keptStates boundaries in e for the next turn.
 func fillDigests(text string, e *Encoding, from int) [DigestSize]byte {
 	h := sha256.New()
-	pos := 0
-	for i := from; i < len(e.Boundaries); i++ {
+	pos, first := 0, 0
+	if st := stateAt(e.states, from-1); st != nil && from-1 < len(e.Boundaries) && e.Boundaries[from-1].Offset <= len(text) {
+		if h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st) == nil {
+			pos, first = e.Boundaries[from-1].Offset, from
+		} else {
+			h.Reset()
+		}
+	}
+	keepFrom := len(e.Boundaries) - keptStates
+	var states []hashState
+	for _, st := range e.states {
+		if st.at >= keepFrom && st.at < first {
+			states = append(states, st)
+		}
+	}
+	for i := first; i < len(e.Boundaries); i++ {
+		if i < from && i < keepFrom {
+			continue // neither a digest nor a state wanted: hashed with the next one's bytes
+		}
 		b := &e.Boundaries[i]
 		writeString(h, text[pos:b.Offset])
 		pos = b.Offset
-		b.Digest = prefixDigest(h)
+		if i >= from {
+			b.Digest = prefixDigest(h)
+		}
+		if i >= keepFrom {
+			if st, err := h.(encoding.BinaryMarshaler).MarshalBinary(); err == nil {
+				states = append(states, hashState{at: i, state: st})
+			}
+		}
 	}
 	writeString(h, text[pos:])
+	e.states = states
 	return prefixDigest(h)
+}
+
+// stateAt returns the state kept for boundary i, nil if none.
+func stateAt(states []hashState, i int) []byte {
+	for _, st := range states {
+		if st.at == i {
+			return st.state
+		}
+	}
+	return nil
+}
+
+// statesUpTo returns the states of boundaries up to i (a new slice: states are shared).
+func statesUpTo(states []hashState, i int) []hashState {
+	var out []hashState
+	for _, st := range states {
+		if st.at <= i {
+			out = append(out, st)
+		}
+	}
+	return out
 }

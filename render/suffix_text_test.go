@@ -2,6 +2,7 @@ package render
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -171,5 +172,84 @@ func TestExtendTextConcurrentBranches(t *testing.T) {
 	}
 	if diff := cmp.Diff(enc.encodeAll(base), prev.IDs, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("the shared encoding changed (-want +got):\n%s", diff)
+	}
+}
+
+// TestFillDigestsResumesHashState: a conversation extended turn after turn (with branches and
+// rewritten ends), each turn's digests filled as a commit fills them, gets the boundary digests
+// and text digest a from-scratch encoding has, while most turns hash from the state kept at the
+// reused boundary rather than from the start.
+func TestFillDigestsResumesHashState(t *testing.T) {
+	t.Parallel()
+	scratch := new([]uint32)
+	enc := newFakeEncoder()
+	r := rand.New(rand.NewPCG(9, 10))
+	type turn struct {
+		text string
+		enc  Encoding
+	}
+	resumed, fills := 0, 0
+	for range 40 {
+		first := randomText(r, 5+r.IntN(20))
+		e, _, fresh := extendText(enc, enc.maxAdded(), Encoding{}, "", first, 0, scratch)
+		fillDigests(first, &e, fresh)
+		turns := []turn{{first, e}}
+		for range 30 {
+			from := len(turns) - 1
+			if r.IntN(4) == 0 {
+				from = r.IntN(len(turns))
+			}
+			p := turns[from]
+			next := p.text + randomText(r, 1+r.IntN(12))
+			if r.IntN(5) == 0 && len(p.text) > 0 {
+				next = p.text[:r.IntN(len(p.text))] + randomText(r, 1+r.IntN(12))
+			}
+			got, _, fresh := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0, scratch)
+			if fresh > 0 && stateAt(got.states, fresh-1) != nil {
+				resumed++
+			}
+			fills++
+			total := fillDigests(next, &got, fresh)
+			want := encodeWithBoundaries(enc, next)
+			if total != textDigest(next) {
+				t.Fatalf("%q → %q: text digest differs", p.text, next)
+			}
+			if diff := cmp.Diff(want.Boundaries, got.Boundaries, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%q → %q: boundaries differ (-want +got):\n%s", p.text, next, diff)
+			}
+			turns = append(turns, turn{next, got})
+		}
+	}
+	if resumed*2 < fills {
+		t.Fatalf("%d of %d fills resumed a hash state: the resumed path is not exercised", resumed, fills)
+	}
+	t.Logf("%d of %d fills resumed a hash state", resumed, fills)
+}
+
+// BenchmarkFillDigests fills a commit's digests for a ~400 KB prompt (a 100k-token conversation)
+// whose last ~10 KB are new: from the start of the text, as before hash states were kept, and
+// from the state kept at the reused boundary.
+func BenchmarkFillDigests(b *testing.B) {
+	enc := newFakeEncoder()
+	r := rand.New(rand.NewPCG(11, 12))
+	prevText := randomText(r, 40000)
+	prev, _, fresh := extendText(enc, enc.maxAdded(), Encoding{}, "", prevText, 0, new([]uint32))
+	fillDigests(prevText, &prev, fresh)
+	next := prevText + randomText(r, 1000)
+	got, _, fresh := extendText(enc, enc.maxAdded(), prev, prevText, next, 0, new([]uint32))
+	if stateAt(got.states, fresh-1) == nil {
+		b.Fatal("no hash state at the reused boundary")
+	}
+	for _, resume := range []bool{false, true} {
+		b.Run(fmt.Sprintf("resume=%v", resume), func(b *testing.B) {
+			b.SetBytes(int64(len(next)))
+			for b.Loop() {
+				e := got
+				if !resume {
+					e.states = nil
+				}
+				fillDigests(next, &e, fresh)
+			}
+		})
 	}
 }

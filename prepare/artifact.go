@@ -135,6 +135,9 @@ type pendingArtifact struct {
 	memo        *render.RenderMemo
 	messages    int
 	items       *render.ItemsPrefix // the conversation after its stored items (hotEntry.items)
+	// msgDigests are the digests of each rendered message's own script (Harmony canonical;
+	// hotEntry.msgDigests).
+	msgDigests [][render.DigestSize]byte
 	// jsonPrefix is the previous turn's JSON of ids[:jsonPrefixIDs] this prompt reused, with the
 	// offsets of its first len(jsonPrefixAt) boundaries' ids: Commit encodes the rest for the
 	// next turn, after it in jsonArena when there is room (jsonPrefix is jsonBase's first bytes,
@@ -386,6 +389,7 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 		a.opts.Hot.put(&hotEntry{
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages, items: pending.items,
+			msgDigests: pending.msgDigests,
 		})
 		// The entry just continued holds nearly the same prompt and is rarely continued again (a
 		// branch): it is retired, unless another turn that continued it has not committed yet, so

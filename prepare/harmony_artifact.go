@@ -71,13 +71,18 @@ func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, err
 		return nil, err
 	}
 	t := &harmonyTurn{conv: conv, plan: e.h.h.Encoder.Plan(conv.Messages, harmony.RenderOptions{})}
-	if t.digests, err = t.plan.Digests(); err != nil {
+	if e.a.opts.Hot != nil && e.a.opts.Mode == store.ModeCanonical {
+		t.digests, t.each, err = t.plan.MessageDigests()
+	} else {
+		t.digests, err = t.plan.Digests()
+	}
+	if err != nil {
 		return nil, err
 	}
 	a := e.a
 	fp := e.fingerprint(in)
 	hot := a.hotEntry(in, fp)
-	pending := &pendingArtifact{fingerprint: fp, messages: t.plan.Len(), tenant: in.Tenant, previousID: in.PreviousID}
+	pending := &pendingArtifact{fingerprint: fp, messages: t.plan.Len(), msgDigests: t.each, tenant: in.Tenant, previousID: in.PreviousID}
 	p := &Prompt{SkippedTools: conv.SkippedTools, fingerprint: fp, pending: pending, engine: a}
 	var prev *store.Artifact
 	if hot != nil {
@@ -97,11 +102,13 @@ func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, err
 	return p, nil
 }
 
-// harmonyTurn is a turn's Harmony conversation, its plan and the plan's digests.
+// harmonyTurn is a turn's Harmony conversation, its plan and the plan's digests: of the
+// messages so far, and (canonical mode with a hot cache) of each message on its own.
 type harmonyTurn struct {
 	conv    *harmony.Conversation
 	plan    *harmony.Plan
 	digests [][render.DigestSize]byte
+	each    [][render.DigestSize]byte
 }
 
 // extend sets p's ids to the canonical render of t: prev's prompt ids up to the last message
@@ -126,9 +133,12 @@ func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifac
 			enc.Boundaries[i] = render.Boundary{Index: b.TokenIndex, Digest: b.PrefixDigest}
 		}
 	}
+	shifted := shiftedMessages(t, prev, hot)
 	var err error
 	for i := keep; i < len(digests); i++ {
-		if enc.IDs, err = plan.AppendMessage(enc.IDs, i); err != nil {
+		if ids, ok := shifted.find(t.each, i); ok {
+			enc.IDs = append(enc.IDs, ids...)
+		} else if enc.IDs, err = plan.AppendMessage(enc.IDs, i); err != nil {
 			return err
 		}
 		enc.Boundaries[i] = render.Boundary{Index: len(enc.IDs), Digest: digests[i]}
@@ -149,6 +159,50 @@ func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifac
 	}
 	e.maybeAudit(t, enc.IDs, p.fingerprint)
 	return nil
+}
+
+// prevMessages finds a message's ids in the previous prompt by the digest of its own render
+// script: once a final answer follows, auto_drop_analysis drops the analysis messages before it,
+// and every later message of the previous prompt is unchanged but shifted, so its ids are copied
+// instead of encoded again (equal scripts encode to equal ids wherever they sit, see
+// harmony.Plan.MessageDigests). A nil *prevMessages finds nothing.
+type prevMessages struct {
+	digests [][render.DigestSize]byte // of the previous prompt's messages, one per boundary
+	art     *store.Artifact
+	next    int // where the next lookup starts: messages recur in order
+}
+
+// shiftedMessages returns the previous prompt's messages when the hot entry has their digests
+// for prev's prompt and the turn has its own.
+func shiftedMessages(t *harmonyTurn, prev *store.Artifact, hot *hotEntry) *prevMessages {
+	if hot == nil || prev != hot.art || len(t.each) != len(t.digests) || len(hot.msgDigests) != len(prev.Boundaries) {
+		return nil
+	}
+	return &prevMessages{digests: hot.msgDigests, art: prev}
+}
+
+// find returns the previous prompt's ids of a message whose digest is each[i].
+func (pm *prevMessages) find(each [][render.DigestSize]byte, i int) ([]uint32, bool) {
+	if pm == nil {
+		return nil, false
+	}
+	n := len(pm.digests)
+	for k := range n {
+		j := (pm.next + k) % n
+		if pm.digests[j] != each[i] {
+			continue
+		}
+		start, end := 0, pm.art.Boundaries[j].TokenIndex
+		if j > 0 {
+			start = pm.art.Boundaries[j-1].TokenIndex
+		}
+		if start < 0 || start > end || end > len(pm.art.PromptIDs) {
+			return nil, false
+		}
+		pm.next = j + 1
+		return pm.art.PromptIDs[start:end], true
+	}
+	return nil, false
 }
 
 // prepareExact builds the exact-mode prompt of a continuation: the frozen history (prev's

@@ -53,7 +53,10 @@ type hotEntry struct {
 	// items is the conversation's state after the turn's stored items, which the next turn
 	// resumes its own from (render.ResponsesInput.Resume); nil: none.
 	items *render.ItemsPrefix
-	size  int64
+	// msgDigests are the digests of the prompt's messages on their own, one per boundary of art
+	// (Harmony canonical: prevMessages); nil otherwise.
+	msgDigests [][render.DigestSize]byte
+	size       int64
 	// uses counts the turns prepared from the entry, children those of them committed (both
 	// guarded by HotArtifacts.mu): it is retired once every use committed.
 	uses, children int
@@ -133,6 +136,7 @@ func (h *HotArtifacts) put(e *hotEntry) {
 	if e.items != nil {
 		e.size += int64(e.items.Bytes())
 	}
+	e.size += int64(len(e.msgDigests) * render.DigestSize)
 	if e.size > h.maxBytes {
 		return
 	}

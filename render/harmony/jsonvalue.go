@@ -44,15 +44,114 @@ func field(obj gjson.Result, key string) (gjson.Result, bool) {
 	if !obj.IsObject() {
 		return gjson.Result{}, false
 	}
-	var found gjson.Result
+	// The members are walked on the raw bytes and only the value taken is parsed: gjson's
+	// ForEach parses every value, unescaping a tool output's whole text once per field read.
+	raw := obj.Raw
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return gjson.Result{}, false
+	}
+	var found string
 	ok := false
-	obj.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == key {
-			found, ok = v, true
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+		if raw[i] != '"' {
+			return gjson.Result{}, false
 		}
-		return true
-	})
-	return found, ok
+		end := stringEnd(raw, i)
+		if end < 0 {
+			return gjson.Result{}, false
+		}
+		k := raw[i+1 : end-1]
+		if strings.IndexByte(k, '\\') >= 0 {
+			k = gjson.Parse(raw[i:end]).Str
+		}
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return gjson.Result{}, false
+		}
+		vs := skipSpace(raw, i+1)
+		ve := valueEnd(raw, vs)
+		if ve < 0 {
+			return gjson.Result{}, false
+		}
+		if k == key {
+			found, ok = raw[vs:ve], true
+		}
+		i = skipSpace(raw, ve)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	if !ok {
+		return gjson.Result{}, false
+	}
+	return gjson.Parse(found), true
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the offset after the JSON string starting at s[i] ('"'), -1 if unterminated.
+// A quote ends it unless an odd number of backslashes precedes it.
+func stringEnd(s string, i int) int {
+	for j := i + 1; j < len(s); {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		bs := 0
+		for b := j - 1; b > i && s[b] == '\\'; b-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+	return -1
+}
+
+// valueEnd returns the offset after the JSON value starting at s[i], -1 if malformed.
+func valueEnd(s string, i int) int {
+	if i >= len(s) {
+		return -1
+	}
+	switch s[i] {
+	case '"':
+		return stringEnd(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				e := stringEnd(s, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(s) && !strings.ContainsRune(",}] \t\n\r", rune(s[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // fieldString returns obj[key] when it is a string.

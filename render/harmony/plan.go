@@ -3,6 +3,8 @@ package harmony
 import (
 	"crypto/sha256"
 	"fmt"
+	"hash"
+	"io"
 
 	"github.com/stitchllm/stitch/render"
 )
@@ -44,17 +46,58 @@ func (p *Plan) Index(i int) int { return p.keep[i] }
 // mean equal ids (each piece encodes on its own); computing them encodes nothing. An error is a
 // message Render refuses.
 func (p *Plan) Digests() ([][render.DigestSize]byte, error) {
+	prefix, _, err := p.digests(false)
+	return prefix, err
+}
+
+// MessageDigests returns Digests and, for each rendered message, the digest of its own render
+// script: two messages with equal digests have equal ids wherever they sit, so a continuation
+// whose history shifted (auto_drop_analysis dropping the analysis before a final answer) copies
+// a message's ids from the previous prompt instead of encoding it again.
+func (p *Plan) MessageDigests() (prefix, each [][render.DigestSize]byte, err error) {
+	return p.digests(true)
+}
+
+func (p *Plan) digests(withEach bool) (prefix, each [][render.DigestSize]byte, err error) {
 	h := sha256.New()
 	w := writer{enc: p.enc, h: h}
-	out := make([][render.DigestSize]byte, len(p.keep))
+	var m hash.Hash
+	if withEach {
+		m = sha256.New()
+		w.h = teeHash{Hash: h, each: m}
+		each = make([][render.DigestSize]byte, len(p.keep))
+	}
+	prefix = make([][render.DigestSize]byte, len(p.keep))
 	var sum [sha256.Size]byte
 	for i, k := range p.keep {
-		if err := w.message(&p.msgs[k], p.fnTools); err != nil {
-			return nil, fmt.Errorf("harmony: message %d: %w", k, err)
+		if m != nil {
+			m.Reset()
 		}
-		copy(out[i][:], h.Sum(sum[:0]))
+		if err := w.message(&p.msgs[k], p.fnTools); err != nil {
+			return nil, nil, fmt.Errorf("harmony: message %d: %w", k, err)
+		}
+		copy(prefix[i][:], h.Sum(sum[:0]))
+		if m != nil {
+			copy(each[i][:], m.Sum(sum[:0]))
+		}
 	}
-	return out, nil
+	return prefix, each, nil
+}
+
+// teeHash writes to the conversation's hash and to the current message's.
+type teeHash struct {
+	hash.Hash
+	each hash.Hash
+}
+
+func (t teeHash) Write(b []byte) (int, error) {
+	t.each.Write(b)
+	return t.Hash.Write(b)
+}
+
+func (t teeHash) WriteString(s string) (int, error) {
+	io.WriteString(t.each, s)
+	return io.WriteString(t.Hash, s)
 }
 
 // AppendMessage appends the ids of rendered message i to dst, exactly as Render encodes it.

@@ -147,8 +147,9 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 		conv.Messages = append(conv.Messages, Message{Role: RoleDeveloper, Developer: dev})
 		conv.MessageItems = append(conv.MessageItems, -1)
 	}
+	calls := newCallIndex(items)
 	for i := first; i < len(items); i++ {
-		m, ok, err := itemMessage(req, opts, items, i)
+		m, ok, err := itemMessage(req, opts, items, calls, i)
 		if err != nil {
 			return nil, err
 		}
@@ -267,9 +268,9 @@ func flattenText(c gjson.Result) *string {
 }
 
 // itemMessage maps items[i]; ok is false for an item vLLM skips.
-func itemMessage(req Request, opts Options, items []gjson.Result, i int) (Message, bool, error) {
+func itemMessage(req Request, opts Options, items []gjson.Result, calls *callIndex, i int) (Message, bool, error) {
 	it, param := items[i], itemParam(req, i)
-	switch typ := itemType(it); typ {
+	switch typ := calls.types[i]; typ {
 	case "message":
 		return messageItem(it, param, opts)
 	case "reasoning":
@@ -301,7 +302,7 @@ func itemMessage(req Request, opts Options, items []gjson.Result, i int) (Messag
 		if !ok {
 			return Message{}, false, invalid(param+".call_id", "must be a string")
 		}
-		name, found := callName(items[:i], id)
+		name, found := calls.name(i, id)
 		if !found {
 			return Message{}, false, invalid(param+".call_id", "no function_call with call_id %q precedes this output", id)
 		}
@@ -315,15 +316,32 @@ func itemMessage(req Request, opts Options, items []gjson.Result, i int) (Messag
 	}
 }
 
-// callName is the name of the latest function_call among items with call_id id.
-func callName(items []gjson.Result, id string) (string, bool) {
-	for j := len(items) - 1; j >= 0; j-- {
-		if itemType(items[j]) != "function_call" {
-			continue
+// callIndex holds each item's type and, for function calls, call_id and name, read once: an
+// output's call is looked up among the items before it, and reading an item's fields walks all
+// of them (a tool output's text unescaped each time), so looking them up again per output made
+// a 100k-token history cost ~6 ms a turn.
+type callIndex struct {
+	types        []string
+	callIDs, fns []string // function_call items only
+}
+
+func newCallIndex(items []gjson.Result) *callIndex {
+	c := &callIndex{types: make([]string, len(items)), callIDs: make([]string, len(items)), fns: make([]string, len(items))}
+	for j, it := range items {
+		c.types[j] = itemType(it)
+		if c.types[j] == "function_call" {
+			c.callIDs[j], _ = fieldString(it, "call_id")
+			c.fns[j], _ = fieldString(it, "name")
 		}
-		if cid, _ := fieldString(items[j], "call_id"); cid == id {
-			name, _ := fieldString(items[j], "name")
-			return name, true
+	}
+	return c
+}
+
+// name is the name of the latest function_call before item i with call_id id.
+func (c *callIndex) name(i int, id string) (string, bool) {
+	for j := i - 1; j >= 0; j-- {
+		if c.types[j] == "function_call" && c.callIDs[j] == id {
+			return c.fns[j], true
 		}
 	}
 	return "", false

@@ -40,6 +40,9 @@ type HarmonyArtifacts struct {
 	h    HarmonyRender
 	a    *ArtifactEngine
 	tmpl string // the fingerprint's template digest: the Harmony renderer and its settings
+	// items keeps the conversations' items mapped to messages across turns (with a hot cache:
+	// a third of its bound, the share the parsed-item cache gets, NewHotCaches); nil: none.
+	items *harmony.ItemCache
 }
 
 var _ Engine = (*HarmonyArtifacts)(nil)
@@ -55,7 +58,11 @@ func NewHarmonyArtifacts(opts ArtifactOptions) *HarmonyArtifacts {
 	h := NewHarmonyRender(*opts.Harmony)
 	o := h.h.Options
 	tmpl := render.DigestString("harmony/" + harmonyVersion + "\x00" + o.ModelIdentity + "\x00" + o.KnowledgeCutoff + "\x00" + strconv.FormatBool(o.InstructionsInSystem))
-	return &HarmonyArtifacts{h: h, a: &ArtifactEngine{opts: opts}, tmpl: tmpl}
+	e := &HarmonyArtifacts{h: h, a: &ArtifactEngine{opts: opts}, tmpl: tmpl}
+	if opts.Hot != nil {
+		e.items = harmony.NewItemCache(int(opts.Hot.maxBytes / 3))
+	}
+	return e
 }
 
 // harmonyVersion names the layout of Harmony artifacts (boundaries at message ends, script
@@ -66,7 +73,9 @@ const harmonyVersion = "1"
 func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, error) {
 	opts := e.h.h.Options
 	opts.StartDate = harmony.StartDate(opts.StartDate, e.h.h.Now())
-	conv, err := harmony.FromResponses(harmonyRequest(in), opts)
+	req := harmonyRequest(in)
+	req.Cache = e.items
+	conv, err := harmony.FromResponses(req, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,9 @@ type Request struct {
 	ItemParam func(i int) string
 	// Tools is the raw `tools` array; nil or null means none.
 	Tools json.RawMessage
+	// Cache, when set, keeps items mapped across calls (an item repeated byte for byte is not
+	// read again); the result is the same. Nil reads every item.
+	Cache *ItemCache
 }
 
 // Options are the deployment's Harmony settings (vLLM's environment).
@@ -120,7 +123,12 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	}
 
 	items := make([]gjson.Result, len(req.Items))
+	cached := make([]*cachedItem, len(req.Items))
 	for i, raw := range req.Items {
+		if cached[i] = req.Cache.get(raw); cached[i] != nil {
+			items[i] = gjson.ParseBytes(raw) // valid: it was when cached
+			continue
+		}
 		if depth(raw) >= maxDepth || !gjson.ValidBytes(raw) {
 			return nil, invalid(itemParam(req, i), "not a valid JSON object")
 		}
@@ -147,11 +155,18 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 		conv.Messages = append(conv.Messages, Message{Role: RoleDeveloper, Developer: dev})
 		conv.MessageItems = append(conv.MessageItems, -1)
 	}
-	calls := newCallIndex(items)
+	calls := newCallIndex(items, cached)
 	for i := first; i < len(items); i++ {
-		m, ok, err := itemMessage(req, opts, items, calls, i)
-		if err != nil {
-			return nil, err
+		m, ok, err := cachedMessage(cached[i], calls, i)
+		if cached[i] == nil || err != nil {
+			// Not cached, or an output whose call this conversation lacks: read the item (its
+			// error names it).
+			if m, ok, err = itemMessage(req, opts, items, calls, i); err != nil {
+				return nil, err
+			}
+			if cached[i] == nil {
+				req.Cache.put(req.Items[i], cacheable(calls, i, m, ok))
+			}
 		}
 		if ok {
 			conv.Messages = append(conv.Messages, m)
@@ -316,25 +331,78 @@ func itemMessage(req Request, opts Options, items []gjson.Result, calls *callInd
 	}
 }
 
-// callIndex holds each item's type and, for function calls, call_id and name, read once: an
-// output's call is looked up among the items before it, and reading an item's fields walks all
-// of them (a tool output's text unescaped each time), so looking them up again per output made
-// a 100k-token history cost ~6 ms a turn.
+// callIndex holds each item's type and call_id, and a function call's name, read once: an
+// output's call is looked up among the items before it, and reading them again per output made
+// the mapping cost outputs × items field reads.
 type callIndex struct {
-	types        []string
-	callIDs, fns []string // function_call items only
+	types   []string
+	callIDs []string // function_call and function_call_output items
+	fns     []string // function_call items
 }
 
-func newCallIndex(items []gjson.Result) *callIndex {
+func newCallIndex(items []gjson.Result, cached []*cachedItem) *callIndex {
 	c := &callIndex{types: make([]string, len(items)), callIDs: make([]string, len(items)), fns: make([]string, len(items))}
 	for j, it := range items {
+		if ci := cached[j]; ci != nil {
+			c.types[j], c.callIDs[j], c.fns[j] = ci.typ, ci.callID, ci.name
+			continue
+		}
 		c.types[j] = itemType(it)
-		if c.types[j] == "function_call" {
+		switch c.types[j] {
+		case "function_call":
 			c.callIDs[j], _ = fieldString(it, "call_id")
 			c.fns[j], _ = fieldString(it, "name")
+		case "function_call_output":
+			c.callIDs[j], _ = fieldString(it, "call_id")
 		}
 	}
 	return c
+}
+
+// cachedMessage is item i's message from its cache entry (nil: none, reported as an error): an
+// output's takes the name of its call, an error when the conversation has none before it.
+func cachedMessage(ci *cachedItem, calls *callIndex, i int) (Message, bool, error) {
+	if ci == nil {
+		return Message{}, false, errNotCached
+	}
+	if ci.typ != "function_call_output" {
+		return ci.msg, ci.ok, nil
+	}
+	name, found := calls.name(i, ci.callID)
+	if !found {
+		return Message{}, false, errNotCached
+	}
+	m := ci.msg
+	m.Name = "functions." + name
+	return m, true, nil
+}
+
+// errNotCached makes FromResponses read an item itself.
+var errNotCached = fmt.Errorf("harmony: item not cached")
+
+// cacheable is the cache entry of item i, mapped to m (ok: it made one), or nil when the
+// mapping depends on more than the item's bytes: a system or developer message (the
+// deployment's InstructionsInSystem), or a message item that made none.
+func cacheable(calls *callIndex, i int, m Message, ok bool) *cachedItem {
+	ci := &cachedItem{typ: calls.types[i], msg: m, ok: ok}
+	switch ci.typ {
+	case "message":
+		if !ok || m.Role == RoleSystem || m.Role == RoleDeveloper {
+			return nil
+		}
+	case "function_call":
+		ci.callID, ci.name = calls.callIDs[i], calls.fns[i]
+	case "function_call_output":
+		if !ok {
+			return nil
+		}
+		ci.msg.Name = ""
+		ci.callID = calls.callIDs[i]
+	case "reasoning":
+	default:
+		return nil
+	}
+	return ci
 }
 
 // name is the name of the latest function_call before item i with call_id id.

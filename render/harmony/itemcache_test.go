@@ -1,0 +1,110 @@
+package harmony
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stitchllm/stitch/render"
+)
+
+// cacheBodies are request bodies the cache is checked on: the golden cases, error cases, and
+// conversations whose items recur in another order or without the call an output names.
+func cacheBodies(t testing.TB) []string {
+	var cases []goldenCase
+	readJSON(t, "cases.json", &cases)
+	var out []string
+	for _, c := range cases {
+		out = append(out, c.Request)
+	}
+	call := `{"type":"function_call","name":"f","arguments":"{\"a\":1}","call_id":"c"}`
+	call2 := `{"type":"function_call","name":"g","arguments":"{}","call_id":"c"}`
+	output := `{"type":"function_call_output","call_id":"c","output":"o\nk \"q\""}`
+	return append(out,
+		`{"input":[{"role":"user","content":"q"},`+call+`,`+output+`]}`,
+		`{"input":[{"role":"user","content":"q"},`+call2+`,`+output+`]}`, // the same output, another call's name
+		`{"input":[{"role":"user","content":"q"},`+output+`]}`,            // the output without its call
+		`{"input":[`+output+`,`+call+`]}`,
+		`{"input":[{"role":"system","content":"s"},{"role":"developer","content":"d"},{"role":"user","content":"q"}]}`,
+		`{"input":[{"role":"developer","content":""},{"type":"reasoning","content":[{"type":"reasoning_text","text":"r"}]},{"role":"assistant","content":[{"type":"output_text","text":"A"}]}]}`,
+		`{"input":[{"role":"robot","content":"x"}]}`,
+		`{"input":[{"type":"reasoning","content":[]},{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]}`,
+	)
+}
+
+// checkCached maps body with and without a shared cache (the cache then warm for the next
+// body) and requires the same conversation or the same error.
+func checkCached(t *testing.T, c *ItemCache, body string, opts Options) {
+	t.Helper()
+	req, err := RequestFromBody([]byte(body))
+	if err != nil {
+		return
+	}
+	want, wantErr := FromResponses(req, opts)
+	for pass := range 2 {
+		req.Cache = c
+		got, err := FromResponses(req, opts)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("pass %d, %s: error %v, want %v", pass, body, err, wantErr)
+		}
+		if err != nil {
+			var ie, wie *render.InputError
+			if errors.As(err, &ie) != errors.As(wantErr, &wie) || ie != nil && *ie != *wie {
+				t.Fatalf("pass %d, %s: error %v, want %v", pass, body, err, wantErr)
+			}
+			continue
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("pass %d, %s: conversation differs (-want +got):\n%s", pass, body, d)
+		}
+	}
+}
+
+// TestItemCacheMatchesUncached: with a cache shared by every body, in both orders and both
+// instruction settings, each maps as it does without one.
+func TestItemCacheMatchesUncached(t *testing.T) {
+	bodies := cacheBodies(t)
+	for _, inSystem := range []bool{false, true} {
+		opts := Options{StartDate: "2025-01-01", InstructionsInSystem: inSystem}
+		c := NewItemCache(1 << 20)
+		for _, b := range bodies {
+			checkCached(t, c, b, opts)
+		}
+		for i := len(bodies) - 1; i >= 0; i-- {
+			checkCached(t, c, bodies[i], opts)
+		}
+		if c.Len() == 0 {
+			t.Fatal("nothing cached")
+		}
+	}
+}
+
+// TestItemCacheBound: the cache holds at most its bound, evicting the oldest items.
+func TestItemCacheBound(t *testing.T) {
+	c := NewItemCache(4 * (cachedOverhead + 200))
+	opts := Options{StartDate: "2025-01-01"}
+	for i := range 50 {
+		checkCached(t, c, fmt.Sprintf(`{"input":[{"role":"user","content":%q}]}`, strings.Repeat("x", i)), opts)
+		c.mu.Lock()
+		if c.bytes > c.maxBytes || len(c.m) != len(c.order)-c.head {
+			t.Fatalf("after %d items: %d bytes of %d, %d entries, %d queued", i+1, c.bytes, c.maxBytes, len(c.m), len(c.order)-c.head)
+		}
+		c.mu.Unlock()
+	}
+}
+
+func FuzzItemCache(f *testing.F) {
+	for _, b := range cacheBodies(f) {
+		f.Add(b)
+	}
+	c := NewItemCache(1 << 20)
+	f.Fuzz(func(t *testing.T, body string) {
+		if len(body) > 1<<16 {
+			return
+		}
+		checkCached(t, c, body, Options{StartDate: "2025-01-01"})
+	})
+}

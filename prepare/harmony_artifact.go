@@ -132,17 +132,21 @@ func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifac
 		}
 	}
 	enc := render.Encoding{Boundaries: make([]render.Boundary, len(digests))}
+	shifted := shiftedMessages(t, prev, hot)
 	reused := 0
 	if keep > 0 {
 		reused = prev.Boundaries[keep-1].TokenIndex
-		enc.IDs = make([]uint32, 0, reused+64*(len(digests)-keep)+2)
+		room := reused + 64*(len(digests)-keep) + 2
+		if shifted != nil {
+			room = max(room, len(prev.PromptIDs)+64) // most of prev's messages come back
+		}
+		enc.IDs = make([]uint32, 0, room)
 		enc.IDs = append(enc.IDs, prev.PromptIDs[:reused]...)
 		for i := range keep {
 			b := prev.Boundaries[i]
 			enc.Boundaries[i] = render.Boundary{Index: b.TokenIndex, Digest: b.PrefixDigest}
 		}
 	}
-	shifted := shiftedMessages(t, prev, hot)
 	var err error
 	for i := keep; i < len(digests); i++ {
 		if ids, ok := shifted.find(t.each, i); ok {

@@ -26,7 +26,7 @@ func cacheBodies(t testing.TB) []string {
 	return append(out,
 		`{"input":[{"role":"user","content":"q"},`+call+`,`+output+`]}`,
 		`{"input":[{"role":"user","content":"q"},`+call2+`,`+output+`]}`, // the same output, another call's name
-		`{"input":[{"role":"user","content":"q"},`+output+`]}`,            // the output without its call
+		`{"input":[{"role":"user","content":"q"},`+output+`]}`,           // the output without its call
 		`{"input":[`+output+`,`+call+`]}`,
 		`{"input":[{"role":"system","content":"s"},{"role":"developer","content":"d"},{"role":"user","content":"q"}]}`,
 		`{"input":[{"role":"developer","content":""},{"type":"reasoning","content":[{"type":"reasoning_text","text":"r"}]},{"role":"assistant","content":[{"type":"output_text","text":"A"}]}]}`,

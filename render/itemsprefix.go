@@ -53,10 +53,9 @@ func (p *ItemsPrefix) Bytes() int {
 // depends only on the bytes written, however they are split): its buffered small writes cost
 // more than the bytes.
 type itemsDigest struct {
-	cache   *ItemCache
 	buf     []byte
-	resumeK int // the items of the prefix to resume (0: none)
-	resumeN int // len(buf) after resumeK items
+	resume  *ItemsPrefix // the prefix to resume (ResponsesInput.Resume), nil: none
+	resumeN int          // len(buf) after its items, when it covers no more than the stored ones
 	h       maphash.Hash
 	hashed  int // buf[:hashed] has been written to h
 	items   int // stored items
@@ -68,21 +67,18 @@ func newItemsDigest(in *ResponsesInput) *itemsDigest {
 	for _, id := range in.StoredIDs {
 		size += len(id)
 	}
-	d := &itemsDigest{cache: in.Cache, buf: make([]byte, 0, size), items: n}
+	d := &itemsDigest{buf: make([]byte, 0, size), resume: in.Resume, items: n}
 	d.h.SetSeed(in.Cache.prefixSeed)
-	if in.Resume != nil {
-		d.resumeK = in.Resume.items
-	}
 	d.buf = appendString(d.buf, in.Instructions)
 	d.buf = appendString(d.buf, in.StoredTenant)
 	for i, id := range in.StoredIDs {
-		if i == d.resumeK {
+		if d.resume != nil && i == d.resume.items {
 			d.resumeN = len(d.buf)
 		}
 		d.buf = appendString(d.buf, id)
 		d.buf = binary.LittleEndian.AppendUint64(d.buf, uint64(len(in.Items[i])))
 	}
-	if d.resumeK == n {
+	if d.resume != nil && d.resume.items == n {
 		d.resumeN = len(d.buf)
 	}
 	return d
@@ -99,10 +95,12 @@ func (d *itemsDigest) sumTo(n int) uint64 {
 	return d.h.Sum64()
 }
 
-// resume starts b from p when p covers the first stored items of in (same cache, digest equal
-// over its items), returning the index of the first item still to apply; 0 when p does not fit.
-func (d *itemsDigest) resume(b *itemBuilder, p *ItemsPrefix) int {
-	if p == nil || p.items == 0 || p.items > d.items || p.items != d.resumeK || d.sumTo(d.resumeN) != p.digest {
+// resumeInto starts b from the prefix to resume when it covers the first stored items of the
+// input (same cache, digest equal over its items), returning the index of the first item still
+// to apply; 0 when it does not fit.
+func (d *itemsDigest) resumeInto(b *itemBuilder) int {
+	p := d.resume
+	if p == nil || p.items == 0 || p.items > d.items || d.sumTo(d.resumeN) != p.digest {
 		return 0
 	}
 	b.conv.Messages = append(b.conv.Messages[:0], p.messages...)
@@ -115,14 +113,14 @@ func (d *itemsDigest) resume(b *itemBuilder, p *ItemsPrefix) int {
 }
 
 // prefixAfter records b's state after the stored items as an ItemsPrefix (nil without any):
-// resumed itself when b resumed from it at that very item (a retried request).
-func (d *itemsDigest) prefixAfter(b *itemBuilder, resumed *ItemsPrefix, resumedItems int) *ItemsPrefix {
+// the resumed prefix itself when b resumed from it at that very item (a retried request).
+func (d *itemsDigest) prefixAfter(b *itemBuilder, resumedItems int) *ItemsPrefix {
 	k := d.items
 	if k == 0 {
 		return nil
 	}
 	if resumedItems == k {
-		return resumed
+		return d.resume
 	}
 	p := &ItemsPrefix{
 		digest: d.sumTo(len(d.buf)), items: k, messages: slices.Clip(b.conv.Messages),

@@ -112,12 +112,12 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 	var digest *itemsDigest
 	if in.Cache != nil && len(in.StoredIDs) > 0 && len(in.StoredIDs) <= len(in.Items) && (in.Resume != nil || in.KeepPrefix) {
 		digest = newItemsDigest(&in)
-		conv.Resumed = digest.resume(&b, in.Resume)
+		conv.Resumed = digest.resumeInto(&b)
 	}
 	for i := conv.Resumed; i < len(in.Items); i++ {
 		raw := in.Items[i]
 		if digest != nil && in.KeepPrefix && i == len(in.StoredIDs) {
-			conv.Prefix = digest.prefixAfter(&b, in.Resume, conv.Resumed)
+			conv.Prefix = digest.prefixAfter(&b, conv.Resumed)
 		}
 		var name StoredItem
 		if i < len(in.StoredIDs) {
@@ -135,7 +135,7 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 		b.apply(p)
 	}
 	if digest != nil && in.KeepPrefix && len(in.StoredIDs) == len(in.Items) {
-		conv.Prefix = digest.prefixAfter(&b, in.Resume, conv.Resumed)
+		conv.Prefix = digest.prefixAfter(&b, conv.Resumed)
 	}
 	return conv, nil
 }

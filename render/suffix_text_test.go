@@ -86,6 +86,22 @@ func textDigest(text string) (d [DigestSize]byte) {
 	return d
 }
 
+// nextTurn picks the turn of n a test conversation continues and the text it continues with:
+// mostly the latest turn grown by up to grow words; sometimes a branch from an earlier turn, or
+// the turn's end rewritten.
+func nextTurn(r *rand.Rand, n int, text func(int) string, grow int) (int, string) {
+	from := n - 1
+	if r.IntN(4) == 0 {
+		from = r.IntN(n)
+	}
+	prev := text(from)
+	next := prev + randomText(r, 1+r.IntN(grow))
+	if r.IntN(5) == 0 && len(prev) > 0 {
+		next = prev[:r.IntN(len(prev))] + randomText(r, 1+r.IntN(grow))
+	}
+	return from, next
+}
+
 // TestExtendTextChainInPlace: a conversation extended turn after turn, with branches from earlier
 // turns, gives every turn the full encoding's ids; extensions that keep all of the previous ids
 // share its array (no copy), and no extension ever changes an earlier turn's ids.
@@ -105,16 +121,8 @@ func TestExtendTextChainInPlace(t *testing.T) {
 		turns := []turn{{first, e, append([]uint32(nil), e.IDs...)}}
 		shared := 0
 		for range 30 {
-			// Mostly grow the latest turn; sometimes branch from an earlier one or rewrite its end.
-			from := len(turns) - 1
-			if r.IntN(4) == 0 {
-				from = r.IntN(len(turns))
-			}
+			from, next := nextTurn(r, len(turns), func(i int) string { return turns[i].text }, 8)
 			p := turns[from]
-			next := p.text + randomText(r, 1+r.IntN(8))
-			if r.IntN(5) == 0 && len(p.text) > 0 {
-				next = p.text[:r.IntN(len(p.text))] + randomText(r, 1+r.IntN(8))
-			}
 			got, _, _ := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0, scratch)
 			if diff := cmp.Diff(enc.encodeAll(next), got.IDs, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("%q → %q: ids differ (-want +got):\n%s", p.text, next, diff)
@@ -195,15 +203,8 @@ func TestFillDigestsResumesHashState(t *testing.T) {
 		fillDigests(first, &e, fresh)
 		turns := []turn{{first, e}}
 		for range 30 {
-			from := len(turns) - 1
-			if r.IntN(4) == 0 {
-				from = r.IntN(len(turns))
-			}
+			from, next := nextTurn(r, len(turns), func(i int) string { return turns[i].text }, 12)
 			p := turns[from]
-			next := p.text + randomText(r, 1+r.IntN(12))
-			if r.IntN(5) == 0 && len(p.text) > 0 {
-				next = p.text[:r.IntN(len(p.text))] + randomText(r, 1+r.IntN(12))
-			}
 			got, _, fresh := extendText(enc, enc.maxAdded(), p.enc, p.text, next, 0, scratch)
 			if fresh > 0 && stateAt(got.states, fresh-1) != nil {
 				resumed++

@@ -157,10 +157,11 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	}
 	calls := newCallIndex(items, cached)
 	for i := first; i < len(items); i++ {
-		m, ok, err := cachedMessage(cached[i], calls, i)
-		if cached[i] == nil || err != nil {
+		m, ok, hit := cachedMessage(cached[i], calls, i)
+		if !hit {
 			// Not cached, or an output whose call this conversation lacks: read the item (its
 			// error names it).
+			var err error
 			if m, ok, err = itemMessage(req, opts, items, calls, i); err != nil {
 				return nil, err
 			}
@@ -359,26 +360,24 @@ func newCallIndex(items []gjson.Result, cached []*cachedItem) *callIndex {
 	return c
 }
 
-// cachedMessage is item i's message from its cache entry (nil: none, reported as an error): an
-// output's takes the name of its call, an error when the conversation has none before it.
-func cachedMessage(ci *cachedItem, calls *callIndex, i int) (Message, bool, error) {
+// cachedMessage is item i's message from its cache entry (ok: it makes one); hit is false
+// without an entry, and for an output whose call the conversation lacks before it (reading the
+// item then gives the error): an output's message takes the name of its call.
+func cachedMessage(ci *cachedItem, calls *callIndex, i int) (m Message, ok, hit bool) {
 	if ci == nil {
-		return Message{}, false, errNotCached
+		return Message{}, false, false
 	}
 	if ci.typ != "function_call_output" {
-		return ci.msg, ci.ok, nil
+		return ci.msg, ci.ok, true
 	}
 	name, found := calls.name(i, ci.callID)
 	if !found {
-		return Message{}, false, errNotCached
+		return Message{}, false, false
 	}
-	m := ci.msg
+	m = ci.msg
 	m.Name = "functions." + name
-	return m, true, nil
+	return m, true, true
 }
-
-// errNotCached makes FromResponses read an item itself.
-var errNotCached = fmt.Errorf("harmony: item not cached")
 
 // cacheable is the cache entry of item i, mapped to m (ok: it made one), or nil when the
 // mapping depends on more than the item's bytes: a system or developer message (the

@@ -154,7 +154,7 @@ func BenchmarkPrepareSteps(b *testing.B) {
 	// The stored-items form: the previous turn's conversation kept its prefix, which this one
 	// resumes (the hot path), against the same items looked up by name in the cache.
 	stored := render.ResponsesInput{Instructions: s.in.Instructions, Items: s.in.Items, Tools: s.in.Tools, Cache: items,
-		StoredTenant: s.in.Tenant, StoredIDs: s.in.StoredIDs}
+		Tenant: s.in.Tenant, StoredIDs: s.in.StoredIDs}
 	prevStored := stored
 	prevStored.Items, prevStored.StoredIDs, prevStored.KeepPrefix = prevIn.Items, s.in.StoredIDs[:min(len(s.in.StoredIDs), len(prevIn.Items))], true
 	prevStoredConv, err := render.FromResponses(prevStored)

@@ -57,14 +57,14 @@ func conversation(in *Input, cache *render.ItemCache) (*render.Conversation, err
 func resumeConversation(in *Input, cache *render.ItemCache, resume *render.ItemsPrefix, keep bool) (*render.Conversation, error) {
 	return render.FromResponses(render.ResponsesInput{
 		Instructions: in.Instructions, Items: in.Items, ItemParam: in.ItemParam, Tools: in.Tools, Cache: cache,
-		StoredTenant: in.Tenant, StoredIDs: in.StoredIDs, Resume: resume, KeepPrefix: keep,
+		Tenant: in.Tenant, StoredIDs: in.StoredIDs, Resume: resume, KeepPrefix: keep,
 	})
 }
 
 // chatRequest is the render of a turn's conversation: the generation prompt added, the turn's
 // chat_template_kwargs applied.
 func chatRequest(in *Input, conv *render.Conversation) render.ChatRequest {
-	return render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs}
+	return render.ChatRequest{Messages: conv.Messages, Tools: conv.Tools, AddGenerationPrompt: true, ChatTemplateKwargs: in.Kwargs, Tenant: in.Tenant}
 }
 
 // New returns the engine opts describe. For gpt-oss (opts.Harmony set): [HarmonyArtifacts] when

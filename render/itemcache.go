@@ -18,20 +18,23 @@ const entryOverhead = 256
 // since errors name the item's position.
 //
 // Entries are found by a seeded hash of the item's bytes and returned only when the bytes equal
-// the stored copy, so a hash collision costs a parse, never a wrong item. The cache holds at
+// the stored copy, so a hash collision costs a parse, never a wrong item. Every entry belongs to
+// the tenant whose request made it and is found only by that tenant's requests: a hit skips a
+// parse, and another tenant must not be able to time whether an item was seen. The cache holds at
 // most maxBytes (item bytes, parsed strings and a per-entry overhead), evicting in insertion
 // order but giving entries used since the last pass a second chance (CLOCK). It is safe for
 // concurrent use.
 type ItemCache struct {
-	seed maphash.Seed
-	hash func(maphash.Seed, []byte) uint64 // sampledHash; tests force collisions
+	seed       maphash.Seed
+	hash       func(maphash.Seed, []byte) uint64 // sampledHash; tests force collisions
+	tenantSeed maphash.Seed                      // mixes the tenant into an entry's hash
 	// prefixSeed keys ItemsPrefix digests.
 	prefixSeed maphash.Seed
 	maxBytes   int
 
 	toolsMu    sync.Mutex
-	tools      map[string]*parsedTools // by the tools array's bytes
-	toolsOrder []string                // insertion order, for eviction
+	tools      map[toolsKey]*parsedTools // by tenant and the tools array's bytes
+	toolsOrder []toolsKey                // insertion order, for eviction
 
 	mu      sync.Mutex
 	entries map[uint64]*cacheEntry
@@ -41,10 +44,11 @@ type ItemCache struct {
 	bytes   int
 }
 
-// cacheEntry is one cached item. hash, raw and item are immutable once the entry is in the map,
-// so hits read them without the lock; size and stored change under ItemCache.mu.
+// cacheEntry is one cached item. hash, tenant, raw and item are immutable once the entry is in
+// the map, so hits read them without the lock; size and stored change under ItemCache.mu.
 type cacheEntry struct {
 	hash       uint64
+	tenant     string // whose requests find the entry
 	raw        string // the item's bytes, compared on every hit but those by a stored item
 	item       parsedItem
 	size       int
@@ -77,7 +81,8 @@ func NewItemCache(maxBytes int) *ItemCache {
 		maxBytes:   maxBytes,
 		entries:    make(map[uint64]*cacheEntry),
 		stored:     make(map[StoredItem]*cacheEntry),
-		tools:      make(map[string]*parsedTools),
+		tenantSeed: maphash.MakeSeed(),
+		tools:      make(map[toolsKey]*parsedTools),
 	}
 }
 
@@ -95,12 +100,25 @@ func (c *ItemCache) Bytes() int {
 	return c.bytes
 }
 
-// get returns the cached parse of raw, and raw's hash for put after a miss. A nil cache always
-// misses. Small items are cached too: a hit on a 65-byte item costs ~40 ns, its parse ~400 ns
-// (BenchmarkItemCacheHit).
-func (c *ItemCache) get(raw []byte) (uint64, parsedItem, bool) { return c.getStored(StoredItem{}, raw) }
+// get returns the cached parse of raw for requests without a tenant, and raw's hash for put
+// after a miss. A nil cache always misses. Small items are cached too: a hit on a 65-byte item
+// costs ~40 ns, its parse ~400 ns (BenchmarkItemCacheHit).
+func (c *ItemCache) get(raw []byte) (uint64, parsedItem, bool) {
+	return c.getStored(StoredItem{}, 0, raw)
+}
 
-// getStored is get for an item read from the store under name (a zero name: get). An entry
+// tenantHash is what an entry's hash mixes in for tenant's items (0 for none), computed once per
+// request.
+func (c *ItemCache) tenantHash(tenant string) uint64 {
+	if c == nil || tenant == "" {
+		return 0
+	}
+	return maphash.String(c.tenantSeed, tenant)
+}
+
+// getStored is get for an item of name.Tenant's request (tenantHash its tenantHash), read from
+// the store under name.ID ("": an item of the request's own input, found by its bytes alone). An
+// entry
 // already verified for the name is returned after checking only raw's length and sampled hash
 // (issue 20: a 100k-token conversation's history is ~330 KB, compared on every turn otherwise,
 // most of a continuation's cache misses); otherwise the bytes are compared as by get and, on a
@@ -108,11 +126,11 @@ func (c *ItemCache) get(raw []byte) (uint64, parsedItem, bool) { return c.getSto
 // item the store let expire and then took other bytes for under the same id, which the length
 // and sampled hash tell apart unless they agree on both (then the tenant's own earlier parse is
 // used until the entry is evicted; no other tenant's entry is ever reached by a name).
-func (c *ItemCache) getStored(name StoredItem, raw []byte) (uint64, parsedItem, bool) {
+func (c *ItemCache) getStored(name StoredItem, tenantHash uint64, raw []byte) (uint64, parsedItem, bool) {
 	if c == nil {
 		return 0, parsedItem{}, false
 	}
-	h := c.hash(c.seed, raw)
+	h := c.hash(c.seed, raw) ^ tenantHash
 	c.mu.Lock()
 	// The entry the hash names, and whether name is one of its verified names (the stored map
 	// holds the same pairs; a short slice is cheaper to search than two strings to hash).
@@ -120,7 +138,7 @@ func (c *ItemCache) getStored(name StoredItem, raw []byte) (uint64, parsedItem, 
 	named := e != nil && name.ID != "" && slices.Contains(e.stored, name)
 	c.mu.Unlock()
 	switch {
-	case e == nil || e.hash != h || len(e.raw) != len(raw):
+	case e == nil || e.hash != h || len(e.raw) != len(raw) || e.tenant != name.Tenant:
 		return h, parsedItem{}, false
 	case !named:
 		// The hash only names a candidate: a different item with the same hash must miss.
@@ -163,25 +181,31 @@ func (c *ItemCache) name(e *cacheEntry, name StoredItem) {
 	c.stored[name] = e
 }
 
-// putStored is put that also records name (when set) for the new entry: raw was just read
-// under it.
+// putStored is put for name.Tenant's item that also records name.ID (when set) for the new
+// entry: raw was just read under it.
 func (c *ItemCache) putStored(name StoredItem, h uint64, raw []byte, p parsedItem) {
-	if e := c.put(h, raw, p); e != nil && name.ID != "" {
+	if e := c.putTenant(name.Tenant, h, raw, p); e != nil && name.ID != "" {
 		c.name(e, name)
 	}
 }
 
-// put caches p, the parse of raw, whose hash get returned, and returns the new entry (nil when
-// nothing was added). The copy of raw is made outside the lock; parsing was too.
+// put caches p, the parse of raw, whose hash get returned, for requests without a tenant.
 func (c *ItemCache) put(h uint64, raw []byte, p parsedItem) *cacheEntry {
+	return c.putTenant("", h, raw, p)
+}
+
+// putTenant caches p, the parse of tenant's item raw, whose hash getStored returned, and
+// returns the new entry (nil when nothing was added). The copy of raw is made outside the lock;
+// parsing was too.
+func (c *ItemCache) putTenant(tenant string, h uint64, raw []byte, p parsedItem) *cacheEntry {
 	if c == nil {
 		return nil
 	}
-	size := len(raw) + p.stringBytes() + entryOverhead
+	size := len(raw) + len(tenant) + p.stringBytes() + entryOverhead
 	if size > c.maxBytes {
 		return nil
 	}
-	e := &cacheEntry{hash: h, raw: string(raw), item: p, size: size}
+	e := &cacheEntry{hash: h, tenant: tenant, raw: string(raw), item: p, size: size}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries[h] != nil {
@@ -267,26 +291,30 @@ type parsedTools struct {
 	digest  string
 }
 
-// getTools returns the parse of a tools array seen before.
-func (c *ItemCache) getTools(raw []byte) (*parsedTools, bool) {
+// toolsKey names a tools array a tenant's request sent; like items, another tenant's requests do
+// not find it.
+type toolsKey struct{ tenant, raw string }
+
+// getTools returns the parse of a tools array tenant sent before.
+func (c *ItemCache) getTools(tenant string, raw []byte) (*parsedTools, bool) {
 	if c == nil || len(raw) == 0 {
 		return nil, false
 	}
 	c.toolsMu.Lock()
 	defer c.toolsMu.Unlock()
-	p, ok := c.tools[string(raw)]
+	p, ok := c.tools[toolsKey{tenant, string(raw)}]
 	return p, ok
 }
 
-// putTools keeps the parse of a tools array, evicting the oldest beyond toolsCacheEntries.
-// Arrays larger than a tenth of the cache are not kept.
-func (c *ItemCache) putTools(raw []byte, p *parsedTools) {
+// putTools keeps the parse of a tools array tenant sent, evicting the oldest beyond
+// toolsCacheEntries. Arrays larger than a tenth of the cache are not kept.
+func (c *ItemCache) putTools(tenant string, raw []byte, p *parsedTools) {
 	if c == nil || len(raw) == 0 || len(raw) > c.maxBytes/10 {
 		return
 	}
 	c.toolsMu.Lock()
 	defer c.toolsMu.Unlock()
-	key := string(raw)
+	key := toolsKey{tenant, string(raw)}
 	if _, ok := c.tools[key]; ok {
 		return
 	}

@@ -15,7 +15,7 @@ import (
 // it.
 type ItemsPrefix struct {
 	// digest identifies what the messages were built from (itemsDigest): the instructions, the
-	// stored tenant, and each item's stored id and length, hashed under the ItemCache's secret
+	// tenant, and each item's stored id and length, hashed under the ItemCache's secret
 	// seed, so a prefix only ever resumes a conversation of the same cache. The bytes themselves are not
 	// read: the store keeps an item's bytes under its id (store.Checkpoints: other bytes get a
 	// derived id) and keeps a checkpoint's items as long as the checkpoint, which this turn
@@ -63,14 +63,14 @@ type itemsDigest struct {
 
 func newItemsDigest(in *ResponsesInput) *itemsDigest {
 	n := len(in.StoredIDs)
-	size := 16 + len(in.Instructions) + len(in.StoredTenant) + 16*n
+	size := 16 + len(in.Instructions) + len(in.Tenant) + 16*n
 	for _, id := range in.StoredIDs {
 		size += len(id)
 	}
 	d := &itemsDigest{buf: make([]byte, 0, size), resume: in.Resume, items: n}
 	d.h.SetSeed(in.Cache.prefixSeed)
 	d.buf = appendString(d.buf, in.Instructions)
-	d.buf = appendString(d.buf, in.StoredTenant)
+	d.buf = appendString(d.buf, in.Tenant)
 	for i, id := range in.StoredIDs {
 		if d.resume != nil && i == d.resume.items {
 			d.resumeN = len(d.buf)

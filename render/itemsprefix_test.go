@@ -56,7 +56,7 @@ func TestItemsPrefixResume(t *testing.T) {
 			c := NewItemCache(1 << 20)
 			// Turn A: k stored items, the rest its own input.
 			a := base
-			a.Cache, a.StoredTenant, a.StoredIDs, a.KeepPrefix = c, "t", ids[:k], true
+			a.Cache, a.Tenant, a.StoredIDs, a.KeepPrefix = c, "t", ids[:k], true
 			convA, err := FromResponses(a)
 			if err != nil || convA.Prefix == nil || convA.Prefix.Items() != k {
 				t.Fatalf("corpus %d k=%d: prefix %v, err %v", ci, k, convA.Prefix, err)
@@ -99,7 +99,7 @@ func TestItemsPrefixResume(t *testing.T) {
 			// What the prefix must not be taken for.
 			other := map[string]func(*ResponsesInput){
 				"instructions": func(in *ResponsesInput) { in.Instructions += "x" },
-				"tenant":       func(in *ResponsesInput) { in.StoredTenant = "u" },
+				"tenant":       func(in *ResponsesInput) { in.Tenant = "u" },
 				"an id":        func(in *ResponsesInput) { in.StoredIDs = slices.Clone(in.StoredIDs); in.StoredIDs[k-1] += "x" },
 				"a length": func(in *ResponsesInput) {
 					in.Items = slices.Clone(in.Items)
@@ -148,7 +148,7 @@ func splits(lo, hi int) []int {
 func TestItemsPrefixRetry(t *testing.T) {
 	t.Parallel()
 	c := NewItemCache(1 << 20)
-	in := ResponsesInput{Items: parallelCalls, Cache: c, StoredTenant: "t", StoredIDs: storedIDs(5), KeepPrefix: true}
+	in := ResponsesInput{Items: parallelCalls, Cache: c, Tenant: "t", StoredIDs: storedIDs(5), KeepPrefix: true}
 	first, err := FromResponses(in)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestItemsPrefixConcurrent(t *testing.T) {
 	t.Parallel()
 	c := NewItemCache(1 << 20)
 	ids := storedIDs(len(parallelCalls))
-	first, err := FromResponses(ResponsesInput{Items: parallelCalls[:4], Cache: c, StoredTenant: "t", StoredIDs: ids[:3], KeepPrefix: true})
+	first, err := FromResponses(ResponsesInput{Items: parallelCalls[:4], Cache: c, Tenant: "t", StoredIDs: ids[:3], KeepPrefix: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestItemsPrefixConcurrent(t *testing.T) {
 	errs := make(chan error, 8)
 	for g := range 8 {
 		go func() {
-			in := ResponsesInput{Items: parallelCalls, Cache: c, StoredTenant: "t", StoredIDs: ids[:3+g%3], Resume: first.Prefix, KeepPrefix: true}
+			in := ResponsesInput{Items: parallelCalls, Cache: c, Tenant: "t", StoredIDs: ids[:3+g%3], Resume: first.Prefix, KeepPrefix: true}
 			conv, err := FromResponses(in)
 			switch {
 			case err != nil:

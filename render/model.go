@@ -343,6 +343,9 @@ type ChatRequest struct {
 	ChatTemplateKwargs json.RawMessage
 	// Documents is a JSON array passed as `documents` (RAG templates); nil means None.
 	Documents json.RawMessage
+	// Tenant scopes what the renderer keeps between renders (decoded tools lists): one tenant's
+	// render never reuses, nor can time, what another's left. "" for a single-tenant caller.
+	Tenant string
 }
 
 // reservedKwarg reports whether chat_template_kwargs may not set the variable k.
@@ -356,6 +359,7 @@ func reservedKwarg(k string) bool {
 
 // templateVars is a render's input in template-engine-neutral form (raw JSON for client values).
 type templateVars struct {
+	tenant              string
 	messages            []Message
 	toolList            []Tool // nil: None
 	documents           []byte // nil: None
@@ -372,6 +376,7 @@ type kwarg struct {
 
 func (m *Renderer) vars(req *ChatRequest) (*templateVars, error) {
 	v := &templateVars{
+		tenant:              req.Tenant,
 		messages:            req.Messages,
 		addGenerationPrompt: req.AddGenerationPrompt,
 		specials:            m.specials,

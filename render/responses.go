@@ -29,12 +29,15 @@ type ResponsesInput struct {
 	// then share their strings with the cache and with other Conversations built from the same
 	// items. Nil parses every item.
 	Cache *ItemCache
+	// Tenant is the request's tenant: the Cache's entries are the tenant's own (another tenant's
+	// request neither finds them nor can time whether an item was seen), and the stored items
+	// are read for it.
+	Tenant string
 	// StoredIDs, when set, are the ids under which Items[:len(StoredIDs)] were read from the
-	// response store for StoredTenant (a previous response's conversation): the Cache then
-	// compares such an item's bytes with its entry only the first time (ItemCache.getStored).
-	// "" leaves an item unnamed.
-	StoredTenant string
-	StoredIDs    []string
+	// response store for Tenant (a previous response's conversation): the Cache then compares
+	// such an item's bytes with its entry only the first time (ItemCache.getStored). "" leaves
+	// an item unnamed.
+	StoredIDs []string
 	// Resume, with Cache and StoredIDs, is an earlier turn's Conversation.Prefix: when it covers
 	// this input's first stored items (the same instructions, tenant, ids and bytes), their
 	// messages are taken from it instead of being mapped again. Any other prefix is ignored.
@@ -92,7 +95,7 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 	// Every item makes at most one message (most make one): sized once, not grown by doubling
 	// (a 100k-token history's ~120 messages were ~30 KB copied per turn, issue 20).
 	conv := &Conversation{Messages: make([]Message, 0, len(in.Items)+1)}
-	pt, ok := in.Cache.getTools(in.Tools)
+	pt, ok := in.Cache.getTools(in.Tenant, in.Tools)
 	if !ok {
 		tools, skipped, err := ParseResponsesTools(in.Tools)
 		if err != nil {
@@ -101,7 +104,7 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 		pt = &parsedTools{tools: tools, skipped: skipped}
 		if in.Cache != nil {
 			pt.digest = ToolsDigest(tools)
-			in.Cache.putTools(in.Tools, pt)
+			in.Cache.putTools(in.Tenant, in.Tools, pt)
 		}
 	}
 	conv.Tools, conv.SkippedTools, conv.toolsDigest = pt.tools, pt.skipped, pt.digest
@@ -114,16 +117,17 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 		digest = newItemsDigest(&in)
 		conv.Resumed = digest.resumeInto(&b)
 	}
+	th := in.Cache.tenantHash(in.Tenant)
 	for i := conv.Resumed; i < len(in.Items); i++ {
 		raw := in.Items[i]
 		if digest != nil && in.KeepPrefix && i == len(in.StoredIDs) {
 			conv.Prefix = digest.prefixAfter(&b, conv.Resumed)
 		}
-		var name StoredItem
+		name := StoredItem{Tenant: in.Tenant}
 		if i < len(in.StoredIDs) {
-			name = StoredItem{Tenant: in.StoredTenant, ID: in.StoredIDs[i]}
+			name.ID = in.StoredIDs[i]
 		}
-		h, p, ok := in.Cache.getStored(name, raw)
+		h, p, ok := in.Cache.getStored(name, th, raw)
 		if !ok {
 			// The param path is built only here: a cache hit never needs it.
 			var err error

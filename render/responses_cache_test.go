@@ -158,9 +158,9 @@ func checkAllWays(t *testing.T, in ResponsesInput) {
 		names int
 	}{{"cache", NewItemCache(1 << 20), 0}, {"colliding cache", collidingCache(), 0}, {"small cache", NewItemCache(700), 0},
 		{"cache, stored names", NewItemCache(1 << 20), 3}, {"colliding cache, stored names", collidingCache(), 1 << 30}} {
-		in.Cache, in.StoredTenant, in.StoredIDs = c.cache, "", nil
+		in.Cache, in.Tenant, in.StoredIDs = c.cache, "", nil
 		if c.names > 0 {
-			in.StoredTenant = "t"
+			in.Tenant = "t"
 			for i := range in.Items {
 				in.StoredIDs = append(in.StoredIDs, fmt.Sprint("item_", i%c.names))
 			}
@@ -196,7 +196,7 @@ func checkCacheInvariants(t *testing.T, c *ItemCache) {
 	defer c.mu.Unlock()
 	sum, names := 0, 0
 	for h, e := range c.entries {
-		size := len(e.raw) + e.item.stringBytes() + entryOverhead
+		size := len(e.raw) + len(e.tenant) + e.item.stringBytes() + entryOverhead
 		for _, n := range e.stored {
 			if c.stored[n] != e {
 				t.Fatalf("entry %x lists stored item %v, which names another entry", h, n)
@@ -317,7 +317,7 @@ func TestItemCacheStoredNames(t *testing.T) {
 	c := NewItemCache(1 << 20)
 	readAs := func(tenant, id string, raw json.RawMessage) string {
 		t.Helper()
-		conv, err := FromResponses(ResponsesInput{Items: []json.RawMessage{raw}, Cache: c, StoredTenant: tenant, StoredIDs: []string{id}})
+		conv, err := FromResponses(ResponsesInput{Items: []json.RawMessage{raw}, Cache: c, Tenant: tenant, StoredIDs: []string{id}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,6 +359,58 @@ func TestItemCacheStoredNames(t *testing.T) {
 	}
 	if readAs("A", "msg_1", a) != wantA {
 		t.Fatal("tenant A's first item read wrong after its name moved")
+	}
+}
+
+// TestItemCacheTenantScoped: an entry is found only by requests of the tenant that made it, for
+// items by their bytes, stored items by name, and tools arrays: another tenant's identical
+// request parses again (its strings are its own), so it cannot time what the first one sent.
+func TestItemCacheTenantScoped(t *testing.T) {
+	t.Parallel()
+	c := NewItemCache(1 << 20)
+	items := agentItems(t, 2)
+	tools := json.RawMessage(`[{"type":"function","name":"f","parameters":{"type":"object"}}]`)
+	read := func(tenant string, ids []string) *Conversation {
+		t.Helper()
+		conv, err := FromResponses(ResponsesInput{Items: items, Tools: tools, Cache: c, Tenant: tenant, StoredIDs: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCacheInvariants(t, c)
+		return conv
+	}
+	ids := make([]string, len(items))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("msg_%d", i)
+	}
+	for _, stored := range []bool{false, true} {
+		var names []string
+		if stored {
+			names = ids
+		}
+		a := read("A", names)
+		again := read("A", names)
+		b := read("B", names)
+		if diff := cmp.Diff(a.Messages, b.Messages); diff != "" {
+			t.Fatalf("stored=%v: tenants' conversations differ (-A +B):\n%s", stored, diff)
+		}
+		for i, m := range a.Messages {
+			if m.Content == "" {
+				continue
+			}
+			if unsafe.StringData(again.Messages[i].Content) != unsafe.StringData(m.Content) {
+				t.Errorf("stored=%v: message %d: tenant A's second read missed its own entry", stored, i)
+			}
+			if unsafe.StringData(b.Messages[i].Content) == unsafe.StringData(m.Content) {
+				t.Errorf("stored=%v: message %d: tenant B's read hit tenant A's entry", stored, i)
+			}
+		}
+		if len(a.Tools) == 0 || &again.Tools[0] != &a.Tools[0] {
+			t.Errorf("stored=%v: tenant A's tools were parsed again", stored)
+		}
+		if len(b.Tools) == 0 || &b.Tools[0] == &a.Tools[0] {
+			t.Errorf("stored=%v: tenant B's tools came from tenant A's entry", stored)
+		}
 	}
 }
 

@@ -73,22 +73,26 @@ func compileTemplate(name, source string, opts Options) (compiledTemplate, error
 // every turn (Codex: tens of KB), and decoding them is the largest part of a render's input work.
 const toolsCacheSize = 32
 
-// valueCache keeps decoded JSON values by their text. jinja Values are immutable, so one value is
-// safely shared by concurrent renders. Eviction is FIFO; safe for concurrent use.
+// valueCache keeps decoded JSON values by their text, per tenant (ChatRequest.Tenant): a hit
+// skips the decoding, and one tenant must not be able to time what another sent. jinja Values
+// are immutable, so one value is safely shared by concurrent renders. Eviction is FIFO over all
+// tenants' entries; safe for concurrent use.
 type valueCache struct {
 	mu    sync.Mutex
-	m     map[string]jinja.Value
-	order []string
+	m     map[string]map[string]jinja.Value // by tenant, then text
+	order []valueKey
 	max   int
 }
 
+type valueKey struct{ tenant, text string }
+
 func newValueCache(max int) *valueCache {
-	return &valueCache{m: make(map[string]jinja.Value, max), max: max}
+	return &valueCache{m: make(map[string]map[string]jinja.Value), max: max}
 }
 
-func (c *valueCache) get(text []byte) (jinja.Value, error) {
+func (c *valueCache) get(tenant string, text []byte) (jinja.Value, error) {
 	c.mu.Lock()
-	v, ok := c.m[string(text)]
+	v, ok := c.m[tenant][string(text)]
 	c.mu.Unlock()
 	if ok {
 		return v, nil
@@ -97,15 +101,22 @@ func (c *valueCache) get(text []byte) (jinja.Value, error) {
 	if err != nil {
 		return jinja.Value{}, err
 	}
-	key := string(text)
+	key := valueKey{tenant, string(text)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[key]; !ok {
+	if _, ok := c.m[tenant][key.text]; !ok {
 		if len(c.order) == c.max {
-			delete(c.m, c.order[0])
+			old := c.order[0]
+			delete(c.m[old.tenant], old.text)
+			if len(c.m[old.tenant]) == 0 {
+				delete(c.m, old.tenant)
+			}
 			c.order = c.order[1:]
 		}
-		c.m[key] = v
+		if c.m[tenant] == nil {
+			c.m[tenant] = make(map[string]jinja.Value)
+		}
+		c.m[tenant][key.text] = v
 		c.order = append(c.order, key)
 	}
 	return v, nil
@@ -148,7 +159,7 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 		if prev != nil && prev.hasTools && sameTools(prev.toolList, v.toolList) {
 			// The same parsed tools as last turn (the item cache shares them): no JSON again.
 			toolsValue = prev.toolsValue
-		} else if toolsValue, err = j.tools.get(appendToolsJSON(nil, v.toolList)); err != nil {
+		} else if toolsValue, err = j.tools.get(v.tenant, appendToolsJSON(nil, v.toolList)); err != nil {
 			return "", fmt.Errorf("tools: %w", err)
 		}
 		vars["tools"] = toolsValue

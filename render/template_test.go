@@ -146,3 +146,26 @@ func TestRenderTextMemoTools(t *testing.T) {
 		memo = next
 	}
 }
+
+// TestValueCacheTenantScoped: a decoded tools list is kept per tenant, so one tenant's render
+// never finds (and cannot time) what another's decoded; the bound holds over all tenants.
+func TestValueCacheTenantScoped(t *testing.T) {
+	c := newValueCache(3)
+	text := []byte(`[{"type":"function","function":{"name":"f"}}]`)
+	for _, tenant := range []string{"A", "A", "B"} {
+		if _, err := c.get(tenant, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.order) != 2 || len(c.m) != 2 || len(c.m["A"]) != 1 || len(c.m["B"]) != 1 {
+		t.Fatalf("after A, A, B: %d entries in order, tenants %d", len(c.order), len(c.m))
+	}
+	for _, tenant := range []string{"C", "D"} {
+		if _, err := c.get(tenant, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.order) != 3 || c.m["A"] != nil || len(c.m["D"]) != 1 {
+		t.Fatalf("bound 3 after five tenants' gets: %d in order, A kept: %v", len(c.order), c.m["A"] != nil)
+	}
+}

@@ -89,10 +89,47 @@ func TestItemCacheBound(t *testing.T) {
 	for i := range 50 {
 		checkCached(t, c, fmt.Sprintf(`{"input":[{"role":"user","content":%q}]}`, strings.Repeat("x", i)), opts)
 		c.mu.Lock()
-		if c.bytes > c.maxBytes || len(c.m) != len(c.order)-c.head {
-			t.Fatalf("after %d items: %d bytes of %d, %d entries, %d queued", i+1, c.bytes, c.maxBytes, len(c.m), len(c.order)-c.head)
+		if n := len(c.m[""]); c.bytes > c.maxBytes || n != len(c.order)-c.head {
+			t.Fatalf("after %d items: %d bytes of %d, %d entries, %d queued", i+1, c.bytes, c.maxBytes, n, len(c.order)-c.head)
 		}
 		c.mu.Unlock()
+	}
+}
+
+// TestItemCacheTenantScoped: an item one tenant's request cached is found by that tenant's
+// requests only; another tenant's identical request maps its items again, to the same messages.
+func TestItemCacheTenantScoped(t *testing.T) {
+	c := NewItemCache(1 << 20)
+	opts := Options{StartDate: "2025-01-01"}
+	req, err := RequestFromBody([]byte(`{"input":[{"role":"user","content":"q"},{"type":"function_call","name":"f","arguments":"{}","call_id":"c"},{"type":"function_call_output","call_id":"c","output":"o"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Cache = c
+	var convs []*Conversation
+	for _, tenant := range []string{"A", "B"} {
+		req.Tenant = tenant
+		conv, err := FromResponses(req, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		convs = append(convs, conv)
+		for _, raw := range req.Items {
+			if c.get(tenant, raw) == nil {
+				t.Fatalf("tenant %s: item %s not cached for it", tenant, raw)
+			}
+		}
+	}
+	if d := cmp.Diff(convs[0], convs[1]); d != "" {
+		t.Fatalf("tenants' conversations differ (-A +B):\n%s", d)
+	}
+	for _, raw := range req.Items {
+		if a, b := c.get("A", raw), c.get("B", raw); a == b {
+			t.Fatalf("item %s: one entry serves both tenants", raw)
+		}
+	}
+	if c.get("C", req.Items[0]) != nil {
+		t.Fatal("a third tenant found another tenant's entry")
 	}
 }
 

@@ -29,6 +29,8 @@ type Request struct {
 	// Cache, when set, keeps items mapped across calls (an item repeated byte for byte is not
 	// read again); the result is the same. Nil reads every item.
 	Cache *ItemCache
+	// Tenant is the request's tenant: Cache entries are found only by its own requests.
+	Tenant string
 }
 
 // Options are the deployment's Harmony settings (vLLM's environment).
@@ -125,7 +127,7 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	items := make([]gjson.Result, len(req.Items))
 	cached := make([]*cachedItem, len(req.Items))
 	for i, raw := range req.Items {
-		if cached[i] = req.Cache.get(raw); cached[i] != nil {
+		if cached[i] = req.Cache.get(req.Tenant, raw); cached[i] != nil {
 			items[i] = gjson.ParseBytes(raw) // valid: it was when cached
 			continue
 		}
@@ -166,7 +168,7 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 				return nil, err
 			}
 			if cached[i] == nil {
-				req.Cache.put(req.Items[i], cacheable(calls, i, m, ok))
+				req.Cache.put(req.Tenant, req.Items[i], cacheable(calls, i, m, ok))
 			}
 		}
 		if ok {

@@ -102,3 +102,43 @@ func TestRecoverWritesOpenAIError(t *testing.T) {
 		t.Error("no X-Request-Id")
 	}
 }
+
+// deadlineRecorder is a ResponseWriter with write deadlines (as net/http's own), recording them.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	set []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.set = append(d.set, t)
+	return nil
+}
+
+// TestWriteDeadlinesRenewLazily: a stream's many writes move the deadline once, not once each
+// (it is moved again only after an eighth of the timeout), every write having at least 7/8 of it
+// left; the handler's return moves it once more for net/http's final flush.
+func TestWriteDeadlinesRenewLazily(t *testing.T) {
+	const timeout = time.Hour // no write here comes an eighth of it after the first
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	var during int
+	h := WriteDeadlines(timeout)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		rc := http.NewResponseController(w)
+		for range 1000 {
+			start := time.Now()
+			if _, err := w.Write([]byte("data: x\n\n")); err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if left := rec.set[len(rec.set)-1].Sub(start); left < timeout-timeout/8 {
+				t.Fatalf("a write had %v left of %v", left, timeout)
+			}
+		}
+		during = len(rec.set)
+	}))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+	if during != 1 || len(rec.set) != 2 {
+		t.Fatalf("deadline moved %d times for 2,000 writes and flushes, %d in all; want 1 and 2", during, len(rec.set))
+	}
+}

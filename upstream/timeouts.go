@@ -99,38 +99,33 @@ func (c *Client) withTimeouts(ctx context.Context, send func(ctx context.Context
 }
 
 // watchedBody is a generation's body under the timers: the first byte stops the first-byte timer
-// and starts the idle one, which every later byte resets.
+// and starts the idle one. Later bytes only record when they came: the idle timer, when it fires,
+// waits again for what is left of the bound since the last byte, instead of every read moving it
+// (a stream reads many times a second, and each move of a timer costs a lock and the timer heap;
+// issue 20).
 type watchedBody struct {
 	rc       io.ReadCloser
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	progress *progress
 	idle     time.Duration
+	started  bool         // a byte came (read by the reading goroutine only)
+	last     atomic.Int64 // unix nanoseconds of the last read that returned bytes
 
-	mu      sync.Mutex // guards timer against the AfterFunc goroutine's view via stop
-	timer   *time.Timer
-	started bool
+	mu    sync.Mutex // guards timer against the AfterFunc goroutine's view via stop
+	timer *time.Timer
 }
 
 func (wb *watchedBody) Read(p []byte) (int, error) {
 	n, err := wb.rc.Read(p)
 	if n > 0 {
-		wb.progress.sawByte()
-		wb.mu.Lock()
-		switch {
-		case !wb.started && wb.idle > 0:
-			if wb.timer != nil {
-				wb.timer.Stop()
-			}
-			wb.timer = time.AfterFunc(wb.idle, func() { wb.cancel(errIdle) })
-		case wb.idle > 0:
-			wb.timer.Reset(wb.idle)
-		case !wb.started && wb.timer != nil:
-			wb.timer.Stop() // first byte in; no idle bound
-			wb.timer = nil
+		now := time.Now().UnixNano()
+		wb.progress.lastByte.Store(now)
+		wb.last.Store(now)
+		if !wb.started {
+			wb.started = true
+			wb.firstByte()
 		}
-		wb.started = true
-		wb.mu.Unlock()
 	}
 	if err != nil && err != io.EOF {
 		if cause := context.Cause(wb.ctx); errors.Is(cause, ErrTimeout) {
@@ -141,11 +136,40 @@ func (wb *watchedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// firstByte stops the first-byte timer and starts the idle one, if there is an idle bound.
+func (wb *watchedBody) firstByte() {
+	wb.mu.Lock()
+	defer wb.mu.Unlock()
+	if wb.timer != nil {
+		wb.timer.Stop()
+		wb.timer = nil
+	}
+	if wb.idle > 0 {
+		wb.timer = time.AfterFunc(wb.idle, wb.checkIdle)
+	}
+}
+
+// checkIdle runs when the idle bound may have passed: it fails the stream if no byte came for
+// that long, and otherwise waits for the rest of the bound after the last byte.
+func (wb *watchedBody) checkIdle() {
+	wb.mu.Lock()
+	defer wb.mu.Unlock()
+	if wb.timer == nil {
+		return // stopped meanwhile
+	}
+	if since := time.Duration(time.Now().UnixNano() - wb.last.Load()); since < wb.idle {
+		wb.timer.Reset(wb.idle - since)
+		return
+	}
+	wb.cancel(errIdle)
+}
+
 func (wb *watchedBody) stop() {
 	wb.mu.Lock()
 	defer wb.mu.Unlock()
 	if wb.timer != nil {
 		wb.timer.Stop()
+		wb.timer = nil
 	}
 }
 

@@ -279,6 +279,9 @@ func TestMeasureStreamingTiny(t *testing.T) {
 	if res.ProxyReads < 1 || res.ReverseProxyReads < 1 {
 		t.Errorf("client reads %d / %d", res.ProxyReads, res.ReverseProxyReads)
 	}
+	if res.ProxyStreamTokens < 1 || res.ProxyStreamTokens != res.ReverseProxyStreamTokens {
+		t.Errorf("stream tokens %d through stitch, %d through the reverse proxy: not the same stream", res.ProxyStreamTokens, res.ReverseProxyStreamTokens)
+	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,12 @@ type countingUpstream struct {
 	sent  atomic.Int64
 	grpc  *grpcCapture // nil on HTTP
 	close func()
+
+	// keepLast, set before the first request, keeps the last body sent on HTTP in last, for the
+	// streaming comparison's reverse proxy (the workloads' bodies are not copied).
+	keepLast bool
+	lastMu   sync.Mutex
+	last     []byte
 }
 
 func (c *countingUpstream) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
@@ -68,7 +75,19 @@ func (c *countingUpstream) Completions(ctx context.Context, body [][]byte) (io.R
 	for _, p := range body {
 		c.sent.Add(int64(len(p)))
 	}
+	if c.keepLast {
+		c.lastMu.Lock()
+		c.last = bytes.Join(body, nil)
+		c.lastMu.Unlock()
+	}
 	return c.Upstream.Completions(ctx, body)
+}
+
+// lastBody returns the last completions body sent on HTTP (nil: none yet).
+func (c *countingUpstream) lastBody() []byte {
+	c.lastMu.Lock()
+	defer c.lastMu.Unlock()
+	return c.last
 }
 
 var _ server.Upstream = (*countingUpstream)(nil)

@@ -86,9 +86,14 @@ type StreamingResult struct {
 	CPUReps                   int     `json:"cpu_reps"`
 	// ProxyReads and ReverseProxyReads are the client's reads that returned data, median per
 	// stream: about one per flush of the proxy.
-	ProxyReads        int  `json:"proxy_client_reads"`
-	ReverseProxyReads int  `json:"reverse_proxy_client_reads"`
-	SimInProcess      bool `json:"sim_in_process,omitempty"`
+	ProxyReads        int `json:"proxy_client_reads"`
+	ReverseProxyReads int `json:"reverse_proxy_client_reads"`
+	// ProxyStreamTokens and ReverseProxyStreamTokens are the tokens of a compared stream, as
+	// each stream's usage counts them (median): equal, the reverse proxy forwarding the
+	// completions request stitch sent.
+	ProxyStreamTokens        int  `json:"proxy_stream_tokens"`
+	ReverseProxyStreamTokens int  `json:"reverse_proxy_stream_tokens"`
+	SimInProcess             bool `json:"sim_in_process,omitempty"`
 }
 
 // StreamLevel is one concurrency level of the sweep.
@@ -136,7 +141,8 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 
 	w := o.Workload
 	w.TTFTBase, w.PrefillPerToken, w.DecodePerToken, w.Drift, w.OutputLen = 0, 0, 0, 0, o.Tokens
-	err := withStack(ctx, o, w, func(simURL, proxyURL string, client *http.Client) error {
+	err := withStack(ctx, o, w, func(st *stack) error {
+		simURL, proxyURL, client := st.simURL, st.proxyURL, st.client
 		var direct, proxied []float64
 		for range o.Reps {
 			d, n, err := streamOnce(ctx, client, simURL+"/v1/completions",
@@ -160,15 +166,14 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	}
 	cw := w
 	cw.OutputLen = o.CPUTokens
-	err = withStack(ctx, o, cw, func(simURL, proxyURL string, client *http.Client) error {
-		return compareCPU(ctx, o, cw, simURL, proxyURL, client, res)
-	})
+	err = withStack(ctx, o, cw, func(st *stack) error { return compareCPU(ctx, o, cw, st, res) })
 	if err != nil {
 		return nil, err
 	}
 
 	w.DecodePerToken, w.OutputLen = o.Decode, o.SweepTokens
-	err = withStack(ctx, o, w, func(_, proxyURL string, client *http.Client) error {
+	err = withStack(ctx, o, w, func(st *stack) error {
+		proxyURL, client := st.proxyURL, st.client
 		for _, n := range o.Levels {
 			gaps, err := sweepLevel(ctx, client, proxyURL, w.Model, n, o.SweepTokens)
 			if err != nil {
@@ -188,10 +193,11 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	return res, nil
 }
 
-// compareCPU streams the same answer through stitch (proxyURL) and through a plain reverse proxy
-// in front of the simulator, in turn, and fills res's CPU fields.
-func compareCPU(ctx context.Context, o StreamingOptions, w Workload, simURL, proxyURL string, client *http.Client, res *StreamingResult) error {
-	target, err := url.Parse(simURL)
+// compareCPU streams the same answer through stitch (st's proxy) and through a plain reverse
+// proxy in front of the simulator, in turn, and fills res's CPU fields.
+func compareCPU(ctx context.Context, o StreamingOptions, w Workload, st *stack, res *StreamingResult) error {
+	proxyURL, client := st.proxyURL, st.client
+	target, err := url.Parse(st.simURL)
 	if err != nil {
 		return fmt.Errorf("simulator URL: %w", err)
 	}
@@ -221,24 +227,31 @@ func compareCPU(ctx context.Context, o StreamingOptions, w Workload, simURL, pro
 	rpURL := "http://" + ln.Addr().String()
 	_, res.SimInProcess = o.Sim.(InProcessSim)
 
-	// The completions body stitch sends (token ids returned) so both proxies carry the same
-	// simulator stream.
-	completions := fmt.Sprintf(`{"model":%q,"prompt":"Tell me a long story.","max_tokens":%d,"ignore_eos":true,"return_token_ids":true,"stream":true,"stream_options":{"include_usage":true}}`, w.Model, o.CPUTokens)
+	// The reverse proxy forwards the very completions request stitch sent upstream (its prompt
+	// ids, limits and stop ids), taken from an untimed first stream: both proxies then carry the
+	// same simulator stream, token for token.
+	if _, _, err := drainStream(ctx, client, proxyURL+"/v1/responses", responsesBody(w.Model, o.CPUTokens)); err != nil {
+		return fmt.Errorf("proxied stream: %w", err)
+	}
+	completions := string(st.up.lastBody())
+	if completions == "" {
+		return fmt.Errorf("%w: stitch sent no completions request to capture", ErrSimUnavailable)
+	}
 	var stitchCPU, rpCPU []float64
-	var stitchReads, rpReads []float64
+	var stitchReads, rpReads, stitchTokens, rpTokens []float64
 	for range o.CPUReps {
 		cpu, n, reads, err := streamCPU(ctx, client, proxyURL+"/v1/responses", responsesBody(w.Model, o.CPUTokens))
 		if err != nil {
 			return fmt.Errorf("proxied stream: %w", err)
 		}
 		stitchCPU = append(stitchCPU, float64(cpu.Nanoseconds())/1000/float64(max(n, 1)))
-		stitchReads = append(stitchReads, float64(reads))
+		stitchReads, stitchTokens = append(stitchReads, float64(reads)), append(stitchTokens, float64(n))
 		cpu, n, reads, err = streamCPU(ctx, client, rpURL+"/v1/completions", completions)
 		if err != nil {
 			return fmt.Errorf("reverse-proxied stream (pair %d, %d reads): %w", len(rpCPU), reads, err)
 		}
 		rpCPU = append(rpCPU, float64(cpu.Nanoseconds())/1000/float64(max(n, 1)))
-		rpReads = append(rpReads, float64(reads))
+		rpReads, rpTokens = append(rpReads, float64(reads)), append(rpTokens, float64(n))
 	}
 	res.CPUReps = o.CPUReps
 	res.ProxyCPUUSPerToken, res.ReverseProxyCPUUSPerToken = percentile(stitchCPU, 50), percentile(rpCPU, 50)
@@ -250,6 +263,7 @@ func compareCPU(ctx context.Context, o StreamingOptions, w Workload, simURL, pro
 	}
 	res.ProxyCPURatio = percentile(ratios, 50)
 	res.ProxyReads, res.ReverseProxyReads = int(percentile(stitchReads, 50)), int(percentile(rpReads, 50))
+	res.ProxyStreamTokens, res.ReverseProxyStreamTokens = int(percentile(stitchTokens, 50)), int(percentile(rpTokens, 50))
 	return nil
 }
 
@@ -343,9 +357,16 @@ func responsesBody(model string, maxTokens int) string {
 		model, maxTokens*2)
 }
 
+// stack is a simulator and a canonical-mode proxy in front of it, with a client for both.
+type stack struct {
+	simURL, proxyURL string
+	client           *http.Client
+	up               *countingUpstream // the proxy's upstream, keeping its last body
+}
+
 // withStack starts a simulator for w and a canonical-mode proxy in front of it, runs f, and stops
 // both.
-func withStack(ctx context.Context, o StreamingOptions, w Workload, f func(simURL, proxyURL string, c *http.Client) error) error {
+func withStack(ctx context.Context, o StreamingOptions, w Workload, f func(st *stack) error) error {
 	simi, err := o.Sim.Start(ctx, w)
 	if err != nil {
 		return err
@@ -356,9 +377,10 @@ func withStack(ctx context.Context, o StreamingOptions, w Workload, f func(simUR
 		return err
 	}
 	defer p.close()
+	p.up.keepLast = true
 	tr := &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0, DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	return f(simi.URL(), p.url, &http.Client{Transport: tr})
+	return f(&stack{simURL: simi.URL(), proxyURL: p.url, client: &http.Client{Transport: tr}, up: p.up})
 }
 
 // streamOnce posts body and reads the SSE stream to its end. It returns the wall time, the number

@@ -17,6 +17,7 @@ import (
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/internal/arena"
 	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/store"
 )
 
@@ -136,8 +137,9 @@ type pendingArtifact struct {
 	messages    int
 	items       *render.ItemsPrefix // the conversation after its stored items (hotEntry.items)
 	// msgDigests are the digests of each rendered message's own script (Harmony canonical;
-	// hotEntry.msgDigests).
-	msgDigests [][render.DigestSize]byte
+	// hotEntry.msgDigests), harmonyDigests their plan's digest state.
+	msgDigests     [][render.DigestSize]byte
+	harmonyDigests *harmony.DigestState
 	// jsonPrefix is the previous turn's JSON of ids[:jsonPrefixIDs] this prompt reused, with the
 	// offsets of its first len(jsonPrefixAt) boundaries' ids: Commit encodes the rest for the
 	// next turn, after it in jsonArena when there is room (jsonPrefix is jsonBase's first bytes,
@@ -389,7 +391,7 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 		a.opts.Hot.put(&hotEntry{
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages, items: pending.items,
-			msgDigests: pending.msgDigests,
+			msgDigests: pending.msgDigests, harmonyDigests: pending.harmonyDigests,
 		})
 		// The entry just continued holds nearly the same prompt and is rarely continued again (a
 		// branch): it is retired, unless another turn that continued it has not committed yet, so

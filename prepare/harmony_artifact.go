@@ -80,18 +80,23 @@ func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, err
 		return nil, err
 	}
 	t := &harmonyTurn{conv: conv, plan: e.h.h.Encoder.Plan(conv.Messages, harmony.RenderOptions{})}
-	if e.a.opts.Hot != nil && e.a.opts.Mode == store.ModeCanonical {
-		t.digests, t.each, err = t.plan.MessageDigests()
+	a := e.a
+	var state *harmony.DigestState
+	if a.opts.Hot != nil && a.opts.Mode == store.ModeCanonical {
+		// Hashing resumes from the previous turn's digest state (its encoder and messages are
+		// compared, so the tenant's previous response's entry serves whether or not the turn
+		// then uses its ids).
+		t.digests, t.each, state, err = t.plan.MessageDigestsFrom(a.opts.Hot.harmonyDigests(in.Tenant, in.PreviousID))
 	} else {
 		t.digests, err = t.plan.Digests()
 	}
 	if err != nil {
 		return nil, err
 	}
-	a := e.a
 	fp := e.fingerprint(in)
 	hot := a.hotEntry(in, fp)
-	pending := &pendingArtifact{fingerprint: fp, messages: t.plan.Len(), msgDigests: t.each, tenant: in.Tenant, previousID: in.PreviousID}
+	pending := &pendingArtifact{fingerprint: fp, messages: t.plan.Len(), msgDigests: t.each, harmonyDigests: state,
+		tenant: in.Tenant, previousID: in.PreviousID}
 	p := &Prompt{SkippedTools: conv.SkippedTools, fingerprint: fp, pending: pending, engine: a}
 	var prev *store.Artifact
 	if hot != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stitchllm/stitch/internal/arena"
 	"github.com/stitchllm/stitch/internal/jsonappend"
 	"github.com/stitchllm/stitch/render"
+	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/store"
 )
 
@@ -54,9 +55,11 @@ type hotEntry struct {
 	// resumes its own from (render.ResponsesInput.Resume); nil: none.
 	items *render.ItemsPrefix
 	// msgDigests are the digests of the prompt's messages on their own, one per boundary of art
-	// (Harmony canonical: prevMessages); nil otherwise.
-	msgDigests [][render.DigestSize]byte
-	size       int64
+	// (Harmony canonical: prevMessages); nil otherwise. harmonyDigests is the plan's digest
+	// state they come from, which the next turn resumes hashing from.
+	msgDigests     [][render.DigestSize]byte
+	harmonyDigests *harmony.DigestState
+	size           int64
 	// uses counts the turns prepared from the entry, children those of them committed (both
 	// guarded by HotArtifacts.mu): it is retired once every use committed.
 	uses, children int
@@ -126,6 +129,20 @@ func (h *HotArtifacts) itemsPrefix(tenant, responseID string) *render.ItemsPrefi
 	return nil
 }
 
+// harmonyDigests returns the Harmony digest state of a tenant's response entry, if any, without
+// counting a use (as itemsPrefix).
+func (h *HotArtifacts) harmonyDigests(tenant, responseID string) *harmony.DigestState {
+	if responseID == "" {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
+		return el.Value.(*hotEntry).harmonyDigests
+	}
+	return nil
+}
+
 // put adds e, evicting the least recently used entries beyond the bound. An entry larger than
 // the whole bound is not kept.
 func (h *HotArtifacts) put(e *hotEntry) {
@@ -136,7 +153,11 @@ func (h *HotArtifacts) put(e *hotEntry) {
 	if e.items != nil {
 		e.size += int64(e.items.Bytes())
 	}
-	e.size += int64(len(e.msgDigests) * render.DigestSize)
+	if e.harmonyDigests != nil {
+		e.size += int64(e.harmonyDigests.Bytes()) // msgDigests included
+	} else {
+		e.size += int64(len(e.msgDigests) * render.DigestSize)
+	}
 	if e.size > h.maxBytes {
 		return
 	}

@@ -1,7 +1,11 @@
 package harmony
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +69,81 @@ func TestPlanGolden(t *testing.T) {
 			}
 		}
 		prev, prevIDs = p, per
+	}
+}
+
+// TestMessageDigestsFrom: turn after turn of a growing agent conversation (tool rounds, a final
+// answer that drops the analysis before it, a new question, a change of effort), with and
+// without an item cache, MessageDigestsFrom(previous turn's state) gives MessageDigests'
+// digests, and resumes (hashes less than the whole history) on the turns that only append.
+func TestMessageDigestsFrom(t *testing.T) {
+	enc := testEncoder(t)
+	var items []string
+	for r := range 4 {
+		items = append(items,
+			fmt.Sprintf(`{"type":"reasoning","content":[{"type":"reasoning_text","text":"think %d"}]}`, r),
+			fmt.Sprintf(`{"type":"function_call","name":"f","arguments":"{\"n\":%d}","call_id":"c%d"}`, r, r),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":"result %d\nwith \"quotes\""}`, r, r))
+		if r%2 == 1 {
+			items = append(items, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}`,
+				fmt.Sprintf(`{"role":"user","content":"next question %d"}`, r))
+		}
+	}
+	for _, cached := range []bool{false, true} {
+		var cache *ItemCache
+		if cached {
+			cache = NewItemCache(1 << 20)
+		}
+		var prev *DigestState
+		resumed := 0
+		for n := 1; n <= len(items); n++ {
+			effort := "low"
+			if n > len(items)-3 {
+				effort = "high" // the system message changes: nothing resumes
+			}
+			body := fmt.Sprintf(`{"input":[{"role":"user","content":"q"},%s],"reasoning":{"effort":%q},"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}`,
+				strings.Join(items[:n], ","), effort)
+			req, err := RequestFromBody([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Cache = cache
+			conv, err := FromResponses(req, Options{StartDate: "2025-01-01"})
+			if err != nil {
+				t.Fatalf("turn %d: %v", n, err)
+			}
+			p := enc.Plan(conv.Messages, RenderOptions{})
+			wantPrefix, wantEach, err := p.MessageDigests()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.resume(sha256.New(), prev) > 0 {
+				resumed++
+			}
+			prefix, each, next, err := p.MessageDigestsFrom(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(prefix, wantPrefix) || !slices.Equal(each, wantEach) {
+				t.Fatalf("cached=%v turn %d: digests resumed from the previous turn differ from a full pass", cached, n)
+			}
+			prev = next
+		}
+		if resumed < len(items)/2 {
+			t.Errorf("cached=%v: %d of %d turns resumed", cached, resumed, len(items))
+		}
+	}
+}
+
+// TestSameMessageCoversEveryField guards sameMessage: a field added to a message type must be
+// compared there too (the counts below are the fields it compares).
+func TestSameMessageCoversEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int
+	}{{Message{}, 8}, {SystemContent{}, 6}, {DeveloperContent{}, 2}, {ToolDescription{}, 3}} {
+		if n := reflect.TypeOf(c.v).NumField(); n != c.want {
+			t.Errorf("%T has %d fields, sameMessage compares %d", c.v, n, c.want)
+		}
 	}
 }

@@ -128,7 +128,8 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	cached := make([]*cachedItem, len(req.Items))
 	for i, raw := range req.Items {
 		if cached[i] = req.Cache.get(req.Tenant, raw); cached[i] != nil {
-			items[i] = gjson.ParseBytes(raw) // valid: it was when cached
+			// Not parsed (gjson.ParseBytes copies the item): the entry has what the mapping
+			// reads, and the one case that reads the item again parses it then.
 			continue
 		}
 		if depth(raw) >= maxDepth || !gjson.ValidBytes(raw) {
@@ -141,7 +142,8 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	}
 	instructions := req.Instructions
 	first := 0
-	if instructions == nil && len(items) > 0 && isInstructionItem(items[0]) {
+	// A cached item is no system or developer message (those are not cached).
+	if instructions == nil && len(items) > 0 && cached[0] == nil && isInstructionItem(items[0]) {
 		c, _ := field(items[0], "content")
 		instructions = flattenText(c)
 		first = 1
@@ -163,6 +165,9 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 		if !hit {
 			// Not cached, or an output whose call this conversation lacks: read the item (its
 			// error names it).
+			if cached[i] != nil {
+				items[i] = gjson.ParseBytes(req.Items[i]) // valid: it was when cached
+			}
 			var err error
 			if m, ok, err = itemMessage(req, opts, items, calls, i); err != nil {
 				return nil, err

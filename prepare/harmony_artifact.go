@@ -136,32 +136,43 @@ func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifac
 			keep++
 		}
 	}
-	enc := render.Encoding{Boundaries: make([]render.Boundary, len(digests))}
+	boundaries := make([]render.Boundary, len(digests))
 	shifted := shiftedMessages(t, prev, hot)
 	reused := 0
 	if keep > 0 {
 		reused = prev.Boundaries[keep-1].TokenIndex
-		room := reused + 64*(len(digests)-keep) + 2
-		if shifted != nil {
-			room = max(room, len(prev.PromptIDs)+64) // most of prev's messages come back
-		}
-		enc.IDs = make([]uint32, 0, room)
-		enc.IDs = append(enc.IDs, prev.PromptIDs[:reused]...)
 		for i := range keep {
 			b := prev.Boundaries[i]
-			enc.Boundaries[i] = render.Boundary{Index: b.TokenIndex, Digest: b.PrefixDigest}
+			boundaries[i] = render.Boundary{Index: b.TokenIndex, Digest: b.PrefixDigest}
 		}
 	}
+	// The ids after the reused ones first, on their own: then joined to prev's, in place when the
+	// hot entry's ids have room after them (no copy of the history; render.JoinIDs).
+	room := 1024 * (len(digests) - keep)
+	if shifted != nil {
+		room = max(room, len(prev.PromptIDs)-reused+64) // most of prev's messages come back
+	}
+	tail := make([]uint32, 0, room)
 	var err error
 	for i := keep; i < len(digests); i++ {
 		if ids, ok := shifted.find(t.each, i); ok {
-			enc.IDs = append(enc.IDs, ids...)
-		} else if enc.IDs, err = plan.AppendMessage(enc.IDs, i); err != nil {
+			tail = append(tail, ids...)
+		} else if tail, err = plan.AppendMessage(tail, i); err != nil {
 			return err
 		}
-		enc.Boundaries[i] = render.Boundary{Index: len(enc.IDs), Digest: digests[i]}
+		boundaries[i] = render.Boundary{Index: reused + len(tail), Digest: digests[i]}
 	}
-	enc.IDs = e.h.h.Encoder.AppendGenerationPrompt(enc.IDs)
+	tail = e.h.h.Encoder.AppendGenerationPrompt(tail)
+	var enc render.Encoding
+	switch {
+	case keep > 0 && hot != nil && prev == hot.art:
+		enc = render.JoinIDs(hot.enc, reused, tail) // hot.enc.IDs are prev's prompt ids
+	case keep > 0:
+		enc.IDs = append(slices.Clip(prev.PromptIDs[:reused]), tail...)
+	default:
+		enc.IDs = tail
+	}
+	enc.Boundaries = boundaries
 	pending := p.pending
 	pending.enc, pending.fresh = enc, len(enc.Boundaries) // every digest is set
 	p.IDs, p.Reused = enc.IDs, reused

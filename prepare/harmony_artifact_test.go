@@ -15,6 +15,7 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -527,5 +528,49 @@ func TestHarmonyArtifactHistory(t *testing.T) {
 				prev, var0 = resp.id, cp
 			}
 		})
+	}
+}
+
+// TestHarmonyContinuationAppendsInPlace: a gpt-oss continuation that keeps all of the previous
+// prompt writes its own ids after the previous prompt's, in the room the hot entry's ids have
+// (render.JoinIDs), instead of copying the history; the ids are still the full render's.
+func TestHarmonyContinuationAppendsInPlace(t *testing.T) {
+	ctx := context.Background()
+	e := newHEnv(t, store.ModeCanonical, harmony.Options{StartDate: "2025-01-01"}, true)
+	r := rand.New(rand.NewPCG(3, 4))
+	tools := hTools[1]
+	items := []json.RawMessage{userItem("What is the weather?")}
+	prevID := ""
+	var prev []uint32
+	inPlace := 0
+	for turn := range 8 {
+		in := &prepare.Input{Tenant: "t1", ReasoningEffort: "low", Items: slices.Clone(items), Tools: tools, PreviousID: prevID}
+		p, err := e.eng.Prepare(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := e.full.Prepare(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := firstDifference(p.IDs, full.IDs); d >= 0 {
+			t.Fatalf("turn %d: ids differ from the full render at %d", turn, d)
+		}
+		if prev != nil && p.Reused > 0 && unsafe.SliceData(p.IDs) == unsafe.SliceData(prev) {
+			inPlace++
+		}
+		var resp *hResp
+		for resp == nil || len(resp.calls) == 0 || resp.status != "completed" {
+			resp = e.respond(inventHarmony(r, tools))
+		}
+		p.Commit(ctx, resp.id, stubOutput{resp.generated})
+		items = append(items, resp.items...)
+		for _, c := range resp.calls {
+			items = append(items, callOutputItem(c.CallID, strings.Repeat("sunny ", 200)))
+		}
+		prevID, prev = resp.id, p.IDs
+	}
+	if inPlace < 5 {
+		t.Errorf("%d of 7 continuations appended in place", inPlace)
 	}
 }

@@ -360,6 +360,16 @@ func (p *prevPieces) pieces() []piece {
 // memory for copies).
 const idRoom = 16 << 10
 
+// JoinIDs returns the Encoding (without boundaries) of prev.IDs[:keep] followed by tail: written
+// after prev's ids in the arena they share when it has room and holds nothing else there (a
+// continuation that keeps all of the previous prompt costs only its own ids), else copied with
+// room for later turns (arena.Join). prev is not changed. For a caller that builds its prompt's
+// ids itself (Harmony).
+func JoinIDs(prev Encoding, keep int, tail []uint32) Encoding {
+	ids, a := joinIDs(prev, keep, tail)
+	return Encoding{IDs: ids, arena: a}
+}
+
 // joinIDs returns prev.IDs[:keep] followed by tail, and the arena it lives in, appended in place
 // when prev's ids have room for them (arena.Join).
 func joinIDs(prev Encoding, keep int, tail []uint32) ([]uint32, *arena.Arena[uint32]) {

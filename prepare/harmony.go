@@ -72,7 +72,7 @@ func (e HarmonyRender) Render(in *Input) (startDate string, p harmony.Prompt, co
 // (OpenAI's semantics on a continuation; vLLM's own gpt-oss path keeps the first turn's system
 // and developer messages instead, docs/operator-guide.md).
 func harmonyRequest(in *Input) harmony.Request {
-	req := harmony.Request{Effort: in.ReasoningEffort, Items: in.Items, ItemParam: in.ItemParam, Tenant: in.Tenant}
+	req := harmony.Request{Effort: in.ReasoningEffort, Items: in.Items, ItemParam: in.ItemParam, Tenant: in.Tenant, StoredIDs: in.StoredIDs}
 	if in.Instructions != "" || in.EmptyInstructions {
 		s := in.Instructions
 		req.Instructions = &s

@@ -3,6 +3,7 @@ package harmony
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestItemCacheTenantScoped(t *testing.T) {
 		}
 		convs = append(convs, conv)
 		for _, raw := range req.Items {
-			if c.get(tenant, raw) == nil {
+			if c.get(tenant, "", raw) == nil {
 				t.Fatalf("tenant %s: item %s not cached for it", tenant, raw)
 			}
 		}
@@ -124,12 +125,96 @@ func TestItemCacheTenantScoped(t *testing.T) {
 		t.Fatalf("tenants' conversations differ (-A +B):\n%s", d)
 	}
 	for _, raw := range req.Items {
-		if a, b := c.get("A", raw), c.get("B", raw); a == b {
+		if a, b := c.get("A", "", raw), c.get("B", "", raw); a == b {
 			t.Fatalf("item %s: one entry serves both tenants", raw)
 		}
 	}
-	if c.get("C", req.Items[0]) != nil {
+	if c.get("C", "", req.Items[0]) != nil {
 		t.Fatal("a third tenant found another tenant's entry")
+	}
+}
+
+// TestItemCacheStoredNames: a stored item is found by its id once its bytes matched, checking
+// length and samples only; other bytes under the id (another length, or other samples) are
+// mapped again and take the id over; ids are per tenant and go with their entry on eviction; the
+// mapping is the uncached one throughout.
+func TestItemCacheStoredNames(t *testing.T) {
+	opts := Options{StartDate: "2025-01-01"}
+	long := func(c byte) string { return `{"role":"user","content":"` + strings.Repeat(string(c), 2000) + `"}` }
+	body := func(item string) string {
+		return `{"input":[` + item + `]}`
+	}
+	c := NewItemCache(1 << 20)
+	read := func(tenant, id, item string) *cachedItem {
+		t.Helper()
+		req, err := RequestFromBody([]byte(body(item)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := FromResponses(req, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Cache, req.Tenant, req.StoredIDs = c, tenant, []string{id}
+		got, err := FromResponses(req, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("%s/%s: mapping differs from the uncached one (-want +got):\n%s", tenant, id, d)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		checkNames(t, c)
+		return c.named[storedName{tenant, id}]
+	}
+	a := long('a')
+	first := read("A", "msg_1", a)
+	if first == nil || first.raw != a {
+		t.Fatal("the stored id was not recorded for the entry its bytes matched")
+	}
+	if read("A", "msg_1", a) != first {
+		t.Fatal("a second read under the id did not find the entry by it")
+	}
+	if read("B", "msg_1", a) == first {
+		t.Fatal("tenant B's id reached tenant A's entry")
+	}
+	other := long('b') // same length, other samples
+	if e := read("A", "msg_1", other); e == nil || e == first || e.raw != other {
+		t.Fatal("other bytes under the id did not move it to their own entry")
+	}
+	if e := read("A", "msg_1", `{"role":"user","content":"short"}`); e == nil || e.raw == other {
+		t.Fatal("bytes of another length under the id did not move it")
+	}
+	small := NewItemCache(3 * (2*len(a) + cachedOverhead + 400))
+	c = small
+	for i := range 10 {
+		read("A", fmt.Sprintf("msg_%d", i), long(byte('a'+i)))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.named) > 3 || c.bytes > c.maxBytes {
+		t.Fatalf("after eviction: %d ids named, %d bytes of %d", len(c.named), c.bytes, c.maxBytes)
+	}
+}
+
+// checkNames checks, under c.mu, that every named entry is cached and lists its id, and that the
+// accounting adds up.
+func checkNames(t *testing.T, c *ItemCache) {
+	t.Helper()
+	for n, it := range c.named {
+		if c.m[n.tenant][it.raw] != it || !slices.Contains(it.ids, n.id) {
+			t.Fatalf("id %v names an entry that is not cached or does not list it", n)
+		}
+	}
+	sum := 0
+	for _, byTenant := range c.m {
+		for _, it := range byTenant {
+			sum += it.size
+		}
+	}
+	if sum != c.bytes {
+		t.Fatalf("entries hold %d bytes, the cache accounts %d", sum, c.bytes)
 	}
 }
 

@@ -31,6 +31,19 @@ type Request struct {
 	Cache *ItemCache
 	// Tenant is the request's tenant: Cache entries are found only by its own requests.
 	Tenant string
+	// StoredIDs, when set, are the ids under which Items[:len(StoredIDs)] were read from the
+	// response store for Tenant: the Cache then finds such an item by its id, checking only its
+	// length and samples of its bytes, once its bytes matched an entry (ItemCache). "" leaves an
+	// item unnamed.
+	StoredIDs []string
+}
+
+// storedID is the store id Items[i] was read under, "" if none.
+func (req *Request) storedID(i int) string {
+	if i < len(req.StoredIDs) {
+		return req.StoredIDs[i]
+	}
+	return ""
 }
 
 // Options are the deployment's Harmony settings (vLLM's environment).
@@ -127,7 +140,7 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 	items := make([]gjson.Result, len(req.Items))
 	cached := make([]*cachedItem, len(req.Items))
 	for i, raw := range req.Items {
-		if cached[i] = req.Cache.get(req.Tenant, raw); cached[i] != nil {
+		if cached[i] = req.Cache.get(req.Tenant, req.storedID(i), raw); cached[i] != nil {
 			// Not parsed (gjson.ParseBytes copies the item): the entry has what the mapping
 			// reads, and the one case that reads the item again parses it then.
 			continue
@@ -173,7 +186,7 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 				return nil, err
 			}
 			if cached[i] == nil {
-				req.Cache.put(req.Tenant, req.Items[i], cacheable(calls, i, m, ok))
+				req.Cache.put(req.Tenant, req.storedID(i), req.Items[i], cacheable(calls, i, m, ok))
 			}
 		}
 		if ok {

@@ -165,8 +165,8 @@ func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifac
 	tail = e.h.h.Encoder.AppendGenerationPrompt(tail)
 	var enc render.Encoding
 	switch {
-	case keep > 0 && hot != nil && prev == hot.art:
-		enc = render.JoinIDs(hot.enc, reused, tail) // hot.enc.IDs are prev's prompt ids
+	case keep > 0 && hot != nil && prev == hot.art && sameIDs(hot.enc.IDs, prev.PromptIDs):
+		enc = render.JoinIDs(hot.enc, reused, tail)
 	case keep > 0:
 		enc.IDs = append(slices.Clip(prev.PromptIDs[:reused]), tail...)
 	default:
@@ -189,6 +189,10 @@ func (e *HarmonyArtifacts) extend(p *Prompt, t *harmonyTurn, prev *store.Artifac
 	e.maybeAudit(t, enc.IDs, p.fingerprint)
 	return nil
 }
+
+// sameIDs reports whether a and b are the same slice (the hot entry's ids are its artifact's
+// prompt ids, so its arena holds them).
+func sameIDs(a, b []uint32) bool { return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] }
 
 // prevMessages finds a message's ids in the previous prompt by the digest of its own render
 // script: once a final answer follows, auto_drop_analysis drops the analysis messages before it,

@@ -97,7 +97,7 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 			if err != nil {
 				return Value{}, err
 			}
-			if _, ok := hashKey(k); !ok {
+			if !hashable(k) {
 				return Value{}, errf(KindType, "unhashable type: '%s'", k.typeName())
 			}
 			v, err := ev.eval(x.values[i], f)
@@ -519,7 +519,7 @@ func getItem(obj, key Value) (Value, error) {
 	case kUndefined:
 		return Value{}, undefinedError(obj)
 	case kMap:
-		if _, ok := hashKey(key); ok {
+		if hashable(key) {
 			if v, ok := obj.mapv().get(key); ok {
 				return v, nil
 			}

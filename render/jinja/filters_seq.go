@@ -488,7 +488,7 @@ func filterUnique(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, erro
 		if err != nil {
 			return Value{}, err
 		}
-		if _, ok := hashKey(k); !ok {
+		if !hashable(k) {
 			return Value{}, errf(KindType, "unhashable type: '%s'", k.typeName())
 		}
 		if _, ok := seen.get(k); ok {

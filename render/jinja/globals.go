@@ -97,7 +97,7 @@ func dictFromArgs(ev *evaluator, fname string, args []Value, kw []kwArg) (*Map, 
 				if len(pair) != 2 {
 					return nil, errf(KindValue, "dictionary update sequence element #%d has length %d; 2 is required", i, len(pair))
 				}
-				if _, ok := hashKey(pair[0]); !ok {
+				if !hashable(pair[0]) {
 					return nil, errf(KindType, "unhashable type: '%s'", pair[0].typeName())
 				}
 				m.set(pair[0], pair[1])

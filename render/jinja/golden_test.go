@@ -188,3 +188,16 @@ func TestTemplates(t *testing.T) {
 		}
 	}
 }
+
+// TestHashableMatchesHashKey: hashable accepts exactly the keys hashKey does.
+func TestHashableMatchesHashKey(t *testing.T) {
+	m := NewMap()
+	m.Set("a", Int(1))
+	for _, k := range []Value{String("x"), None(), Bool(true), Int(3), Float(2.5), Float(2), List(Int(1)), MapValue(m),
+		tuple(Int(1), String("y")), tuple(Int(1), List(Int(2))), tuple(tuple(None()), Bool(false)), undefined("u")} {
+		_, want := hashKey(k)
+		if got := hashable(k); got != want {
+			t.Errorf("%s: hashable %v, hashKey ok %v", k.repr(), got, want)
+		}
+	}
+}

@@ -398,7 +398,7 @@ func contains(container, item Value) (bool, error) {
 		}
 		return false, nil
 	case kMap:
-		if _, ok := hashKey(item); !ok {
+		if !hashable(item) {
 			return false, errf(KindType, "unhashable type: '%s'", item.typeName())
 		}
 		_, ok := container.mapv().get(item)

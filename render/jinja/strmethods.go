@@ -49,7 +49,7 @@ var dictMethods = map[string]methodFn{
 		if err := needArgs("get", args, kw, 1, 2); err != nil {
 			return Value{}, err
 		}
-		if _, ok := hashKey(args[0]); !ok {
+		if !hashable(args[0]) {
 			return Value{}, errf(KindType, "unhashable type: '%s'", args[0].typeName())
 		}
 		if v, ok := recv.mapv().get(args[0]); ok {

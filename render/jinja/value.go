@@ -161,6 +161,23 @@ func (m *Map) Len() int { return len(m.keys) }
 
 const mapIndexThreshold = 12
 
+// hashable reports whether k can be a dict key (what hashKey accepts), without building the key:
+// an attribute or subscript lookup asks this of every key, and hashKey allocates.
+func hashable(k Value) bool {
+	switch k.k {
+	case kString, kNone, kBool, kInt, kBig, kFloat:
+		return true
+	case kTuple:
+		for _, it := range k.list() {
+			if !hashable(it) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 func hashKey(k Value) (string, bool) {
 	switch k.k {
 	case kString:

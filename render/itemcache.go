@@ -184,20 +184,15 @@ func (c *ItemCache) name(e *cacheEntry, name StoredItem) {
 // putStored is put for name.Tenant's item that also records name.ID (when set) for the new
 // entry: raw was just read under it.
 func (c *ItemCache) putStored(name StoredItem, h uint64, raw []byte, p parsedItem) {
-	if e := c.putTenant(name.Tenant, h, raw, p); e != nil && name.ID != "" {
+	if e := c.put(name.Tenant, h, raw, p); e != nil && name.ID != "" {
 		c.name(e, name)
 	}
 }
 
-// put caches p, the parse of raw, whose hash get returned, for requests without a tenant.
-func (c *ItemCache) put(h uint64, raw []byte, p parsedItem) *cacheEntry {
-	return c.putTenant("", h, raw, p)
-}
-
-// putTenant caches p, the parse of tenant's item raw, whose hash getStored returned, and
+// put caches p, the parse of tenant's item raw, whose hash get or getStored returned, and
 // returns the new entry (nil when nothing was added). The copy of raw is made outside the lock;
 // parsing was too.
-func (c *ItemCache) putTenant(tenant string, h uint64, raw []byte, p parsedItem) *cacheEntry {
+func (c *ItemCache) put(tenant string, h uint64, raw []byte, p parsedItem) *cacheEntry {
 	if c == nil {
 		return nil
 	}

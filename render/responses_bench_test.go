@@ -125,7 +125,7 @@ func BenchmarkItemCacheHit(b *testing.B) {
 			b.Fatal(err)
 		}
 		h, _, _ := c.get(raw)
-		c.put(h, raw, p)
+		c.put("", h, raw, p)
 		b.Run(fmt.Sprintf("bytes=%d/op=hit", len(raw)), func(b *testing.B) {
 			for b.Loop() {
 				if _, _, ok := c.get(raw); !ok {

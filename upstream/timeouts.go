@@ -29,8 +29,9 @@ type progress struct {
 	lastTimeout atomic.Int64 // unix nanoseconds of the last timeout
 }
 
-func (p *progress) sawByte()    { p.lastByte.Store(time.Now().UnixNano()) }
-func (p *progress) sawTimeout() { p.lastTimeout.Store(time.Now().UnixNano()) }
+func (p *progress) sawByte()                 { p.sawByteAt(time.Now().UnixNano()) }
+func (p *progress) sawByteAt(unixNano int64) { p.lastByte.Store(unixNano) }
+func (p *progress) sawTimeout()              { p.lastTimeout.Store(time.Now().UnixNano()) }
 
 // Watchdog applies the first-byte and idle timeouts to generation streams and records their
 // progress for readiness. The HTTP Client holds one; another transport (vllmgrpc's engine client)
@@ -120,7 +121,7 @@ func (wb *watchedBody) Read(p []byte) (int, error) {
 	n, err := wb.rc.Read(p)
 	if n > 0 {
 		now := time.Now().UnixNano()
-		wb.progress.lastByte.Store(now)
+		wb.progress.sawByteAt(now)
 		wb.last.Store(now)
 		if !wb.started {
 			wb.started = true
@@ -140,10 +141,7 @@ func (wb *watchedBody) Read(p []byte) (int, error) {
 func (wb *watchedBody) firstByte() {
 	wb.mu.Lock()
 	defer wb.mu.Unlock()
-	if wb.timer != nil {
-		wb.timer.Stop()
-		wb.timer = nil
-	}
+	wb.stopLocked()
 	if wb.idle > 0 {
 		wb.timer = time.AfterFunc(wb.idle, wb.checkIdle)
 	}
@@ -167,6 +165,11 @@ func (wb *watchedBody) checkIdle() {
 func (wb *watchedBody) stop() {
 	wb.mu.Lock()
 	defer wb.mu.Unlock()
+	wb.stopLocked()
+}
+
+// stopLocked stops the running timer, if any (wb.mu held).
+func (wb *watchedBody) stopLocked() {
 	if wb.timer != nil {
 		wb.timer.Stop()
 		wb.timer = nil

@@ -96,7 +96,7 @@ func samplesEqual(a string, b []byte) bool {
 		a[len(a)-sampleLen:] == string(b[len(b)-sampleLen:])
 }
 
-// name records, under c.mu, that tenant's stored item id holds it's bytes, while there is room.
+// name records, under c.mu, that tenant's stored item id holds its bytes, while there is room.
 func (c *ItemCache) name(it *cachedItem, tenant, id string) {
 	key := storedName{tenant, id}
 	size := len(id) + nameOverhead

@@ -121,8 +121,10 @@ func (p *Plan) digestsFrom(withEach bool, prev *DigestState) (prefix, each [][re
 	}
 	prefix = make([][render.DigestSize]byte, len(p.keep))
 	first := p.resume(h, prev)
-	copy(prefix, prev.prefixes(first))
-	copy(each, prev.eaches(first))
+	if first > 0 {
+		copy(prefix, prev.prefix[:first])
+		copy(each, prev.each[:first])
+	}
 	keepFrom := len(p.keep) - keptDigestStates
 	var states []digestHashState
 	if withEach && prev != nil {
@@ -179,20 +181,6 @@ func (p *Plan) resume(h hash.Hash, prev *DigestState) int {
 		}
 	}
 	return 0
-}
-
-func (s *DigestState) prefixes(n int) [][render.DigestSize]byte {
-	if n == 0 {
-		return nil
-	}
-	return s.prefix[:n]
-}
-
-func (s *DigestState) eaches(n int) [][render.DigestSize]byte {
-	if n == 0 {
-		return nil
-	}
-	return s.each[:n]
 }
 
 // sameMessage reports whether a and b render the same script (given the same fnTools): equal in

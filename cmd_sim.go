@@ -29,6 +29,7 @@ import (
 type simFlags struct {
 	listen, modelDir, name, record, logLevel string
 	grpcListen                               string
+	kvEvents, kvEventsTopic                  string
 	layout                                   string
 	hybrid                                   bool
 	maxBatchedTokens                         int
@@ -83,6 +84,8 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.Float64Var(&f.dropRate, "drop-rate", 0, "`probability` that a generation is cut off after --drop-after tokens")
 	fs.DurationVar(&f.firstByteDelay, "first-byte-delay", 0, "delay before the response headers of every generation request (applies with --fast too)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running requests may finish after SIGTERM")
+	fs.StringVar(&f.kvEvents, "kv-events", "", "publish vLLM's KV cache events (BlockStored, BlockRemoved, AllBlocksCleared; msgpack over ZMQ PUB, as --kv-events-config's zmq publisher) on this `endpoint`: tcp://*:5557 binds, tcp://HOST:PORT connects; empty: none")
+	fs.StringVar(&f.kvEventsTopic, "kv-events-topic", "", "`topic` of every KV event message (default kv@<listen address>@<served model name>, the form llm-d's subscribers read the pod and model from)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error (logs go to stderr)")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
@@ -98,13 +101,28 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 		return err
 	}
 	defer closeRecord()
-	s, err := sim.New(opts)
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if f.kvEvents != "" {
+		topic := f.kvEventsTopic
+		if topic == "" {
+			topic = sim.KVEventsTopic(ln.Addr().String(), opts.ServedModelName)
+		}
+		pub, err := sim.NewZMQPublisher(ctx, sim.ZMQPublisherOptions{Endpoint: f.kvEvents, Topic: topic, Logger: logger})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer pub.Close()
+		opts.KVEvents = pub
+		logger.Info("publishing KV events", "endpoint", f.kvEvents, "bound", pub.Addr(), "topic", topic)
+	}
+	s, err := sim.New(opts)
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	logger.Info("vLLM simulator listening", "addr", ln.Addr().String(), "model", opts.ServedModelName,
 		"max_model_len", opts.MaxModelLen, "kv_blocks", opts.KVBlocks, "fast", opts.Fast, "chat", opts.Renderer != nil)

@@ -38,10 +38,13 @@ type prefixCache struct {
 	freeHead, freeTail *kvBlock
 	freeLen            int
 	queries, hits      uint64
+	// events receives the cache's block events (vLLM's KV events); nil: none are made.
+	events KVEventSink
 }
 
-func newPrefixCache(blockSize, capacity int, hybrid bool, prefillChunk int) *prefixCache {
+func newPrefixCache(blockSize, capacity int, hybrid bool, prefillChunk int, events KVEventSink) *prefixCache {
 	return &prefixCache{
+		events:      events,
 		blockSize:   blockSize,
 		capacity:    capacity,
 		hybrid:      hybrid,
@@ -128,7 +131,7 @@ func (c *prefixCache) acquire(key cacheKey, prompt []uint32, readCache bool) (*l
 	}
 	c.queries += uint64(len(prompt))
 	c.hits += uint64(hit * c.blockSize)
-	l.held = c.holdLocked(l.held, l.hashes)
+	l.held = c.holdLocked(l.held, l.hashes, 0, key, prompt)
 	if c.hybrid && len(l.held) > 0 && len(l.held) == len(l.hashes) {
 		// Align mode schedules the prefill in whole blocks and saves the state at the end of each
 		// chunk: every chunkBlocks blocks of the uncached part, and the prompt's last full block.
@@ -156,7 +159,7 @@ func (c *prefixCache) release(l *lease, tokens []uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	from := len(l.held)
-	l.held = c.holdLocked(l.held, l.hashes[n:])
+	l.held = c.holdLocked(l.held, l.hashes, n, l.key, tokens)
 	if c.hybrid && len(l.held) == len(l.hashes) {
 		// Decoding crosses each new block boundary one token at a time, saving the state there.
 		for _, b := range l.held[from:] {
@@ -176,9 +179,16 @@ func (c *prefixCache) release(l *lease, tokens []uint32) {
 // holdLocked references the blocks named by hashes, inserting missing ones while capacity allows
 // (evicting the least recently freed unreferenced block when full), and appends them to held.
 // A block that cannot be placed is skipped: later blocks of the chain can never be hit without it,
-// which is what vLLM sees when it runs out of free blocks to cache.
-func (c *prefixCache) holdLocked(held []*kvBlock, hashes []blockHash) []*kvBlock {
-	for _, h := range hashes {
+// which is what vLLM sees when it runs out of free blocks to cache. The blocks are chain[first:],
+// chain being the hashes of key over tokens (the sequence from position 0); the insertions and
+// evictions go to the event sink as one batch.
+func (c *prefixCache) holdLocked(held []*kvBlock, chain []blockHash, first int, key cacheKey, tokens []uint32) []*kvBlock {
+	hashes := chain[first:]
+	var ev kvEventBuilder
+	if c.events != nil {
+		ev = kvEventBuilder{on: true, blockSize: c.blockSize, key: key, tokens: tokens}
+	}
+	for i, h := range hashes {
 		b, ok := c.blocks[h]
 		if ok {
 			if b.refs == 0 {
@@ -195,10 +205,15 @@ func (c *prefixCache) holdLocked(held []*kvBlock, hashes []blockHash) []*kvBlock
 			}
 			c.unlinkFreeLocked(victim)
 			delete(c.blocks, victim.hash)
+			ev.removed(victim.hash)
 		}
 		b = &kvBlock{hash: h, refs: 1}
 		c.blocks[h] = b
 		held = append(held, b)
+		ev.stored(chain, first+i)
+	}
+	if evs := ev.events(); len(evs) > 0 {
+		c.events.Publish(evs)
 	}
 	return held
 }
@@ -239,4 +254,94 @@ func (c *prefixCache) stats() cacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return cacheStats{queries: c.queries, hits: c.hits, blocks: len(c.blocks), used: len(c.blocks) - c.freeLen}
+}
+
+// kvEventBuilder collects one cache operation's events in order: consecutive stored blocks of a
+// chain become one BlockStored, consecutive evictions one BlockRemoved. The zero value (on false)
+// records nothing.
+type kvEventBuilder struct {
+	on        bool
+	blockSize int
+	key       cacheKey
+	tokens    []uint32
+	evs       []KVEvent
+	lastIdx   int // chain index of the last block of a trailing BlockStored
+}
+
+// stored records that block idx of chain was cached.
+func (b *kvEventBuilder) stored(chain []blockHash, idx int) {
+	if !b.on {
+		return
+	}
+	if n := len(b.evs); n > 0 && b.lastIdx == idx-1 {
+		if s, ok := b.evs[n-1].(BlockStored); ok {
+			s.BlockHashes = append(s.BlockHashes, uint64(chain[idx]))
+			s.TokenIDs = append(s.TokenIDs, b.tokens[idx*b.blockSize:(idx+1)*b.blockSize]...)
+			if s.ExtraKeys != nil {
+				s.ExtraKeys = append(s.ExtraKeys, b.extraKeys(idx))
+			}
+			b.evs[n-1], b.lastIdx = s, idx
+			return
+		}
+	}
+	s := BlockStored{
+		BlockHashes: []uint64{uint64(chain[idx])},
+		TokenIDs:    append([]uint32(nil), b.tokens[idx*b.blockSize:(idx+1)*b.blockSize]...),
+		BlockSize:   b.blockSize,
+		LoRAName:    b.key.lora,
+	}
+	if idx > 0 {
+		s.ParentHash, s.HasParent = uint64(chain[idx-1]), true
+	}
+	if b.key.lora != "" || b.key.salt != "" {
+		s.ExtraKeys = [][]string{b.extraKeys(idx)}
+	}
+	b.evs, b.lastIdx = append(b.evs, s), idx
+}
+
+// extraKeys are vLLM's extra hash keys of block idx: the LoRA adapter's name on every block, then
+// cache_salt on the first (vllm/v1/core/kv_cache_utils.py, generate_block_hash_extra_keys).
+func (b *kvEventBuilder) extraKeys(idx int) []string {
+	var keys []string
+	if b.key.lora != "" {
+		keys = append(keys, b.key.lora)
+	}
+	if idx == 0 && b.key.salt != "" {
+		keys = append(keys, b.key.salt)
+	}
+	return keys
+}
+
+// removed records that the block h was evicted.
+func (b *kvEventBuilder) removed(h blockHash) {
+	if !b.on {
+		return
+	}
+	if n := len(b.evs); n > 0 {
+		if r, ok := b.evs[n-1].(BlockRemoved); ok {
+			r.BlockHashes = append(r.BlockHashes, uint64(h))
+			b.evs[n-1] = r
+			return
+		}
+	}
+	b.evs = append(b.evs, BlockRemoved{BlockHashes: []uint64{uint64(h)}})
+	b.lastIdx = -2
+}
+
+func (b *kvEventBuilder) events() []KVEvent { return b.evs }
+
+// reset drops every unreferenced block, as vLLM's POST /reset_prefix_cache, and reports whether
+// the cache is now empty: blocks held by running requests stay (vLLM refuses the reset then).
+func (c *prefixCache) reset() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freeLen != len(c.blocks) {
+		return false
+	}
+	clear(c.blocks)
+	c.freeHead, c.freeTail, c.freeLen = nil, nil, 0
+	if c.events != nil {
+		c.events.Publish([]KVEvent{AllBlocksCleared{}})
+	}
+	return true
 }

@@ -13,7 +13,7 @@ func seq(from, n int) []uint32 {
 // TestPrefixCacheFullOfHeldBlocks: when every block is held by a running request, new blocks are
 // not cached (nothing may be evicted), and the running request's blocks stay.
 func TestPrefixCacheFullOfHeldBlocks(t *testing.T) {
-	c := newPrefixCache(4, 3, false, 0)
+	c := newPrefixCache(4, 3, false, 0, nil)
 	key := cacheKey{salt: "s"}
 	la, hit := c.acquire(key, seq(0, 12), true) // 3 blocks: the cache is full and all held
 	if hit != 0 {
@@ -33,7 +33,7 @@ func TestPrefixCacheFullOfHeldBlocks(t *testing.T) {
 // TestPrefixCacheLookupRules checks vLLM's lookup rules on a warm cache: whole blocks only, stop
 // at the first miss, never the last prompt token.
 func TestPrefixCacheLookupRules(t *testing.T) {
-	c := newPrefixCache(4, 100, false, 0)
+	c := newPrefixCache(4, 100, false, 0, nil)
 	key := cacheKey{}
 	l, _ := c.acquire(key, seq(0, 16), true)
 	c.release(l, seq(0, 17)) // 16 prompt + 1 generated: blocks of the first 16 tokens are cached
@@ -73,7 +73,7 @@ func TestPrefixCacheLookupRules(t *testing.T) {
 // prompt that diverges inside a long cached prefix reuses less than with full attention.
 func TestPrefixCacheHybrid(t *testing.T) {
 	warm := func(hybrid bool) *prefixCache {
-		c := newPrefixCache(4, 100, hybrid, 0)
+		c := newPrefixCache(4, 100, hybrid, 0, nil)
 		l, _ := c.acquire(cacheKey{}, seq(0, 10), true) // blocks 0,1; state at block 1
 		c.release(l, seq(0, 17))                        // decode fills blocks 2,3 (tokens 8…15)
 		return c
@@ -111,7 +111,7 @@ func TestPrefixCacheHybridChunks(t *testing.T) {
 	for _, tt := range []struct {
 		chunk, want int
 	}{{0, 0}, {8, 8}, {12, 12}, {4, 12}} {
-		c := newPrefixCache(4, 100, true, tt.chunk)
+		c := newPrefixCache(4, 100, true, tt.chunk, nil)
 		l, _ := c.acquire(cacheKey{}, seq(0, 24), true) // 6 blocks
 		c.release(l, seq(0, 25))
 		p := append(seq(0, 14), seq(90, 6)...) // shares 3 blocks and a half

@@ -109,6 +109,10 @@ type Options struct {
 	// 0, max_tokens null on /v1/completions meaning 16, the input_tokens context-length error,
 	// cache_salt at most 128 characters without @ / \ or NUL); [Layout011] vLLM 0.11's.
 	Layout string
+	// KVEvents receives the prefix cache's block events as vLLM publishes them with
+	// --kv-events-config (BlockStored, BlockRemoved, AllBlocksCleared); a [*ZMQPublisher] sends
+	// them to a router's KV-block index. Nil: no events.
+	KVEvents KVEventSink
 	// KVBlocks is the KV cache capacity in blocks; unreferenced blocks are evicted LRU beyond it.
 	// Default 65536 (1 Mi tokens at block size 16). Lower it to test eviction.
 	KVBlocks int

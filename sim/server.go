@@ -55,7 +55,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:    opts,
 		tok:     opts.Tokenizer,
-		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks, opts.Hybrid, opts.PrefillChunk),
+		cache:   newPrefixCache(opts.BlockSize, opts.KVBlocks, opts.Hybrid, opts.PrefillChunk, opts.KVEvents),
 		created: time.Now().Unix(),
 		faults:  newFaultSource(opts.Seed),
 	}
@@ -71,6 +71,7 @@ func New(opts Options) (*Server, error) {
 	r.Post("/tokenize", s.handleTokenize)
 	r.Post("/detokenize", s.handleDetokenize)
 	r.Get("/v1/models", s.handleModels)
+	r.Post("/reset_prefix_cache", s.handleResetPrefixCache)
 	r.Get("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	r.Get("/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{"version":"`+Version+`"}`))
@@ -122,6 +123,16 @@ func (s *Server) selectFamily() error {
 	s.imEnd, _ = s.tok.TokenID(d.chatEnd)
 	s.endOfText, _ = s.tok.TokenID(d.textEnd)
 	return nil
+}
+
+// handleResetPrefixCache drops the prefix cache (vLLM's POST /reset_prefix_cache, a development
+// route there): 200 when it is empty afterwards, 400 while running requests hold blocks.
+func (s *Server) handleResetPrefixCache(w http.ResponseWriter, _ *http.Request) {
+	if !s.cache.reset() {
+		s.writeError(w, &apiError{status: http.StatusBadRequest, typ: "BadRequestError", message: "Failed to reset prefix cache: running requests hold blocks"})
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // Version is what GET /version reports.

@@ -138,6 +138,7 @@ func (s *Server) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Auth(s.opts.Auth))
 		r.Method(http.MethodPost, "/v1/responses", httpMetrics.Handler("POST /v1/responses", http.HandlerFunc(s.handleCreate)))
+		r.Method(http.MethodPost, "/v1/responses/render", httpMetrics.Handler("POST /v1/responses/render", http.HandlerFunc(s.handleRender))) // render_route.go
 		r.Method(http.MethodGet, "/v1/responses/{id}", httpMetrics.Handler("GET /v1/responses/{id}", http.HandlerFunc(s.handleRetrieve)))
 		r.Method(http.MethodDelete, "/v1/responses/{id}", httpMetrics.Handler("DELETE /v1/responses/{id}", http.HandlerFunc(s.handleDelete)))
 		r.Method(http.MethodGet, "/v1/responses/{id}/input_items", httpMetrics.Handler("GET /v1/responses/{id}/input_items", http.HandlerFunc(s.handleInputItems)))

@@ -31,6 +31,10 @@ type Server struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxInputItems caps the number of input items of one request. Default 10000.
 	MaxInputItems int `yaml:"max_input_items"`
+	// UpstreamMetricsPath serves vLLM's own GET /metrics (the vllm:* series) on this path of
+	// stitch's port, for a router that scrapes each endpoint's port (llm-d's EPP: set its
+	// metrics-data-source path to it). Default /vllm/metrics; "" turns it off.
+	UpstreamMetricsPath string `yaml:"upstream_metrics_path"`
 	// ShutdownTimeout is how long a graceful shutdown waits for streams to finish. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// BackgroundLease is how long a background response's owner lease lasts (renewed every third

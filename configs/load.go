@@ -22,12 +22,13 @@ import (
 func Default() *Config {
 	return &Config{
 		Server: Server{
-			Listen:          ":8080",
-			MaxBodyBytes:    32 << 20,
-			MaxInputItems:   10000,
-			ShutdownTimeout: 30 * time.Second,
-			BackgroundLease: 30 * time.Second,
-			MaxJSONDepth:    128,
+			Listen:              ":8080",
+			MaxBodyBytes:        32 << 20,
+			MaxInputItems:       10000,
+			UpstreamMetricsPath: "/vllm/metrics",
+			ShutdownTimeout:     30 * time.Second,
+			BackgroundLease:     30 * time.Second,
+			MaxJSONDepth:        128,
 			// A vLLM on one GPU runs a few hundred sequences at once (max_num_seqs); more only
 			// queue there, holding memory here.
 			MaxConcurrentResponses: 512,
@@ -78,6 +79,7 @@ func options(sm *singleModel) []option {
 		{"api-keys", "JSON file of tenants' API key digests; empty: dev mode, one tenant", func(c *Config) flag.Value { return (*stringValue)(&c.Auth.APIKeysFile) }},
 		{"seal-keys", "JSON file of sealing keys; empty: a random key per process", func(c *Config) flag.Value { return (*stringValue)(&c.Auth.SealKeysFile) }},
 		{"max-body-bytes", "largest accepted request body", func(c *Config) flag.Value { return (*int64Value)(&c.Server.MaxBodyBytes) }},
+		{"upstream-metrics-path", "path of stitch's port that serves vLLM's own /metrics (for a router's scraper); empty: off", func(c *Config) flag.Value { return (*stringValue)(&c.Server.UpstreamMetricsPath) }},
 		{"max-input-items", "most input items in one request", func(c *Config) flag.Value { return (*intValue)(&c.Server.MaxInputItems) }},
 		{"shutdown-timeout", "how long shutdown waits for open streams", func(c *Config) flag.Value { return (*durationValue)(&c.Server.ShutdownTimeout) }},
 		{"background-lease", "a background response's owner lease; past it, one whose replica died reads failed", func(c *Config) flag.Value { return (*durationValue)(&c.Server.BackgroundLease) }},
@@ -242,6 +244,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("max-body-bytes: must be positive"))
+	}
+	if p := c.Server.UpstreamMetricsPath; p != "" && (p[0] != '/' || p == "/metrics") {
+		errs = append(errs, errors.New("upstream-metrics-path: must start with / and not be /metrics"))
 	}
 	if c.Server.MaxInputItems <= 0 {
 		errs = append(errs, errors.New("max-input-items: must be positive"))

@@ -41,6 +41,10 @@ type Options struct {
 	// MaxBodyBytes caps request bodies (default 32 MiB); MaxInputItems caps input items (default 10000).
 	MaxBodyBytes  int64
 	MaxInputItems int
+	// UpstreamMetricsPath, when set, serves the model server's GET /metrics on this path of
+	// stitch's port (upstream_metrics.go), for routers that scrape each endpoint's port. Empty:
+	// not served.
+	UpstreamMetricsPath string
 	// Reseed, when set, seals reasoning items' encrypted_content for clients that ask for it and
 	// resolves artifacts from replayed histories (stateless clients). Nil: no encrypted_content.
 	Reseed *Reseeder
@@ -134,6 +138,9 @@ func (s *Server) routes() http.Handler {
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	r.Get("/readyz", s.handleReady)
 	r.Handle("/metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{}))
+	if p := s.opts.UpstreamMetricsPath; p != "" && p != "/metrics" {
+		r.Get(p, s.handleUpstreamMetrics)
+	}
 
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Auth(s.opts.Auth))

@@ -21,6 +21,8 @@ import (
 // workload's values only when given.
 type benchFlags struct {
 	quick, simInProcess, noStreaming bool
+	fleet                            int
+	fleetOnly                        bool
 	out, target, modelDir, modes     string
 	transports, toolCallParser       string
 	reasoningParser, chatTemplate    string
@@ -47,6 +49,8 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
 	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
 	fs.IntVar(&f.prepReps, "prep-reps", 5, "warm repetitions of each sampled turn's preparation, after one cold")
+	fs.IntVar(&f.fleet, "fleet", 0, "also run the fleet comparison on `N` simulated replicas behind a router scoring with llm-d-kv-cache's KV-block index fed by their KV events: policies round_robin, precise_prefix (gateway: stitch → router) and sidecar_render (router → stitch via /v1/responses/render), each in the modes given (0: no fleet run)")
+	fs.BoolVar(&f.fleetOnly, "fleet-only", false, "with --fleet: skip the single-replica comparison and the streaming measurement")
 	fs.IntVar(&f.w.Sessions, "sessions", def.Sessions, "conversations")
 	fs.IntVar(&f.w.Turns, "turns", def.Turns, "requests per conversation")
 	fs.IntVar(&f.w.Concurrency, "concurrency", def.Concurrency, "conversations run at once")
@@ -147,9 +151,28 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stderr, "stitch bench: %d sessions × %d turns, concurrency %d, seed %d, drift %g; %s\n",
 		w.Sessions, w.Turns, w.Concurrency, w.Seed, w.Drift, against)
-	res, err := bench.Run(ctx, opts)
-	if err != nil {
+	if f.fleet > 0 && (f.target != "" || f.fleet > 64) {
+		fmt.Fprintln(env.stderr, "stitch bench: --fleet needs in-process servers (no --target) and at most 64 replicas")
+		return errUsage
+	}
+	var res *bench.Result
+	var err error
+	if f.fleetOnly && f.fleet > 0 {
+		res = &bench.Result{Workload: w}
+		f.noStreaming = true
+	} else if res, err = bench.Run(ctx, opts); err != nil {
 		return err
+	}
+	if f.fleet > 0 {
+		fw := bench.FleetWorkload()
+		fw.Seed, fw.Drift, fw.Model = w.Seed, w.Drift, w.Model
+		fw.TTFTBase, fw.PrefillPerToken, fw.DecodePerToken = w.TTFTBase, w.PrefillPerToken, w.DecodePerToken
+		fw.ReasoningOffEvery = w.ReasoningOffEvery
+		fo := bench.FleetOptions{Replicas: f.fleet, Workload: fw, Model: opts.Model, Harmony: opts.Harmony, Family: opts.Family,
+			Modes: modes, Progress: env.stderr, Logger: opts.Logger}
+		if res.Fleet, err = bench.RunFleet(ctx, fo); err != nil {
+			return fmt.Errorf("fleet: %w", err)
+		}
 	}
 	if !f.noStreaming && f.target == "" {
 		so := bench.StreamingOptions{Model: opts.Model, Sim: opts.Sim, Workload: w}
@@ -161,15 +184,22 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 			return fmt.Errorf("streaming: %w", err)
 		}
 	}
-	if err := res.WriteTable(env.stdout); err != nil {
-		return err
+	if len(res.Modes) > 0 {
+		if err := res.WriteTable(env.stdout); err != nil {
+			return err
+		}
+	}
+	if res.Fleet != nil {
+		res.Fleet.WriteFleetTable(env.stdout)
 	}
 	if f.out != "" {
 		if err := res.WriteJSON(f.out); err != nil {
 			return err
 		}
-		if err := bench.WritePlots(res, f.out); err != nil {
-			return err
+		if len(res.Modes) > 0 {
+			if err := bench.WritePlots(res, f.out); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(env.stderr, "wrote %s/bench.json, prep.png, prep_cpu.png, hit_ratio.png\n", f.out)
 	}

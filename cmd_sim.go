@@ -85,7 +85,7 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.DurationVar(&f.firstByteDelay, "first-byte-delay", 0, "delay before the response headers of every generation request (applies with --fast too)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running requests may finish after SIGTERM")
 	fs.StringVar(&f.kvEvents, "kv-events", "", "publish vLLM's KV cache events (BlockStored, BlockRemoved, AllBlocksCleared; msgpack over ZMQ PUB, as --kv-events-config's zmq publisher) on this `endpoint`: tcp://*:5557 binds, tcp://HOST:PORT connects; empty: none")
-	fs.StringVar(&f.kvEventsTopic, "kv-events-topic", "", "`topic` of every KV event message (default kv@<listen address>@<served model name>, the form llm-d's subscribers read the pod and model from)")
+	fs.StringVar(&f.kvEventsTopic, "kv-events-topic", "", "`topic` of every KV event message; empty: kv@<listen address>@<served model name>, the form llm-d's subscribers read the pod and model from")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error (logs go to stderr)")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err

@@ -78,40 +78,58 @@ type call struct{ id, name string }
 // session runs one conversation: a user message naming a tool, the model's call, the tool's long
 // output (often with a nudge to the next tool), and so on for Turns requests.
 func (d *driver) session(ctx context.Context, s int) error {
-	sc := newScript(d.w, s)
-	var prev string
-	var pending []call
-	rounds := 0 // tool rounds answered so far
+	st := d.newSession(s)
 	for t := range d.w.Turns {
-		var input []json.RawMessage
-		if len(pending) == 0 {
-			input = append(input, userItem(sc.userMessage(t == 0)))
-		} else {
-			// An agent's first tool calls are usually small (list files, grep) before it reads
-			// whole files and logs; they also give the 1k-token preparation bucket its samples.
-			mean := d.w.ToolOutputTokens
-			if rounds < warmupRounds {
-				mean = max(1, mean/12)
-			}
-			rounds++
-			for _, c := range pending {
-				input = append(input, outputItem(c.id, sc.toolOutput(c.name, mean)))
-			}
-			if sc.r.Float64() < d.w.FollowUpRate {
-				input = append(input, userItem(sc.userMessage(false)))
-			}
+		if err := d.step(ctx, st, t); err != nil {
+			return err
 		}
-		body := d.body(prev, input, sc.reasoningOff)
-		res, id, calls, err := d.turn(ctx, s, t, body)
-		if err != nil {
-			return fmt.Errorf("%w: session %d turn %d: %w", ErrTurnFailed, s, t, err)
-		}
-		res.responseID = id
-		d.mu.Lock()
-		d.results = append(d.results, res)
-		d.mu.Unlock()
-		prev, pending = id, calls
 	}
+	return nil
+}
+
+// sessionState is one conversation between its turns: the script and what the last response left
+// to answer.
+type sessionState struct {
+	s       int
+	sc      *script
+	prev    string
+	pending []call
+	rounds  int // tool rounds answered so far
+}
+
+func (d *driver) newSession(s int) *sessionState { return &sessionState{s: s, sc: newScript(d.w, s)} }
+
+// step sends the session's turn t and records it.
+func (d *driver) step(ctx context.Context, st *sessionState, t int) error {
+	sc := st.sc
+	var input []json.RawMessage
+	if len(st.pending) == 0 {
+		input = append(input, userItem(sc.userMessage(t == 0)))
+	} else {
+		// An agent's first tool calls are usually small (list files, grep) before it reads
+		// whole files and logs; they also give the 1k-token preparation bucket its samples.
+		mean := d.w.ToolOutputTokens
+		if st.rounds < warmupRounds {
+			mean = max(1, mean/12)
+		}
+		st.rounds++
+		for _, c := range st.pending {
+			input = append(input, outputItem(c.id, sc.toolOutput(c.name, mean)))
+		}
+		if sc.r.Float64() < d.w.FollowUpRate {
+			input = append(input, userItem(sc.userMessage(false)))
+		}
+	}
+	body := d.body(st.prev, input, sc.reasoningOff)
+	res, id, calls, err := d.turn(ctx, st.s, t, body)
+	if err != nil {
+		return fmt.Errorf("%w: session %d turn %d: %w", ErrTurnFailed, st.s, t, err)
+	}
+	res.responseID = id
+	d.mu.Lock()
+	d.results = append(d.results, res)
+	d.mu.Unlock()
+	st.prev, st.pending = id, calls
 	return nil
 }
 
@@ -168,6 +186,7 @@ func (d *driver) turn(ctx context.Context, s, t int, body []byte) (turnResult, s
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer bench")
 	req.Header.Set(turnHeader, strconv.Itoa(s)+"/"+strconv.Itoa(t))
+	req.Header.Set(sessionHeader, "bench-session-"+strconv.Itoa(s))
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {

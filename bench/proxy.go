@@ -119,8 +119,15 @@ type proxyOptions struct {
 	w         Workload
 	auditRate float64
 	logger    *slog.Logger
-	// redis, when set, is the portable artifact tier (a key prefix per mode and transport).
-	redis redis.UniversalClient
+	// redis, when set, is the portable artifact tier (a key prefix per mode and transport, or
+	// redisPrefix when set).
+	redis       redis.UniversalClient
+	redisPrefix string
+	// checkpoints, when set, is the checkpoint store, shared by a fleet's replicas (default: one
+	// in-memory store of the proxy's own); sealSecret the artifact sealing key every replica of a
+	// fleet shares (default: a random one).
+	checkpoints store.Checkpoints
+	sealSecret  []byte
 }
 
 func newProxy(o proxyOptions) (*proxy, error) {
@@ -134,7 +141,10 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	}
 	reg := prometheus.NewRegistry()
 	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
-	checkpoints := store.NewMemory()
+	var checkpoints store.Checkpoints = store.NewMemory()
+	if o.checkpoints != nil {
+		checkpoints = o.checkpoints
+	}
 	mc := server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
 		Family: o.family}
 	if mc.Family == (family.Names{}) {
@@ -146,8 +156,11 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	timing := mc
 	var hotCopy, hotDrop func(tenant, id string)
 	if o.mode != ModeFull {
-		secret := make([]byte, 32)
-		_, _ = rand.Read(secret)
+		secret := o.sealSecret
+		if secret == nil {
+			secret = make([]byte, 32)
+			_, _ = rand.Read(secret)
+		}
 		var sealer *store.Sealer
 		sealer, err = store.NewSealer([]store.SealKey{{ID: "bench", Secret: secret}}, store.SealerOptions{})
 		if err != nil {
@@ -158,7 +171,11 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		}
 		var l2 store.PortableCache
 		if o.redis != nil {
-			l2 = store.NewRedisArtifacts(o.redis, store.RedisArtifactsOptions{Prefix: "bench-" + string(o.mode) + "-" + string(o.transport)})
+			prefix := o.redisPrefix
+			if prefix == "" {
+				prefix = "bench-" + string(o.mode) + "-" + string(o.transport)
+			}
+			l2 = store.NewRedisArtifacts(o.redis, store.RedisArtifactsOptions{Prefix: prefix})
 		}
 		// stitch serve's defaults: --artifact-cache-mb 256, --artifact-hot-mb 256, --artifact-ttl 1h.
 		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 256, HotMB: 256, TTL: time.Hour, L2: l2,

@@ -65,6 +65,8 @@ type Result struct {
 	Streaming *StreamingResult `json:"streaming,omitempty"`
 	// BodyDecode is the upstream's body decode cost, HTTP JSON vs gRPC protobuf (gRPC runs only).
 	BodyDecode *BodyDecodeResult `json:"body_decode,omitempty"`
+	// Fleet is the fleet comparison (stitch bench --fleet N; issue 30).
+	Fleet *FleetResult `json:"fleet,omitempty"`
 }
 
 // Machine describes where the run happened.

@@ -4,14 +4,17 @@ GO        ?= go
 # engine, the CLI wiring in the root package (its tests load the 11 MB tokenizer repeatedly; the
 # concurrency they start lives in sim/ and server/, which run with -race), and e2e (it drives
 # separate processes; compiling the OpenAI SDK under -race alone takes minutes). -race slows them
-# ten- to fifty-fold. Everything else runs with -race.
+# ten- to fifty-fold. bench and fleet drive the same servers and simulators from outside and link
+# llm-d-kv-cache (controller-runtime, client-go, otel: ~900 packages whose race build alone costs
+# minutes on two cores); the concurrency they start is sim's and server's, tested with -race there.
+# Everything else runs with -race.
 MODULE      := github.com/stitchllm/stitch
-NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/...
+NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/... ./bench/... ./fleet/...
 # render's golden sweeps are pure CPU (22 templates' renders tokenized in full; every split of the
 # corpus resumed from an items prefix) and take minutes
 # under -race; they run without it, render's concurrency tests with it.
 RENDER_SWEEPS := ^(TestGoldenFamilies|TestExtendTextMatchesFullEncode|TestItemsPrefixResume)$$
-RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e /e2e -e '^$(MODULE)$$')
+RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e /e2e -e /bench -e /fleet -e '^$(MODULE)$$')
 
 # staticcheck runs at a pinned version through the Go module proxy (go.mod stays free of it).
 STATICCHECK_VERSION ?= v0.8.2

@@ -23,6 +23,7 @@ type benchFlags struct {
 	quick, simInProcess, noStreaming bool
 	fleet                            int
 	fleetOnly                        bool
+	fleetPolicies                    string
 	out, target, modelDir, modes     string
 	transports, toolCallParser       string
 	reasoningParser, chatTemplate    string
@@ -49,7 +50,8 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
 	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
 	fs.IntVar(&f.prepReps, "prep-reps", 5, "warm repetitions of each sampled turn's preparation, after one cold")
-	fs.IntVar(&f.fleet, "fleet", 0, "also run the fleet comparison on `N` simulated replicas behind a router scoring with llm-d-kv-cache's KV-block index fed by their KV events: policies round_robin, precise_prefix (gateway: stitch → router) and sidecar_render (router → stitch via /v1/responses/render), each in the modes given (0: no fleet run)")
+	fs.IntVar(&f.fleet, "fleet", 0, "also run the fleet comparison on `N` simulated replicas behind a router scoring with llm-d-kv-cache's KV-block index fed by their KV events: policies round_robin, precise_prefix (gateway: stitch → router), sidecar_render (router → stitch via /v1/responses/render) and session_affinity, each in the modes given (0: no fleet run)")
+	fs.StringVar(&f.fleetPolicies, "fleet-policies", strings.Join(bench.FleetPolicies, ","), "with --fleet: comma-separated `policies` to compare")
 	fs.BoolVar(&f.fleetOnly, "fleet-only", false, "with --fleet: skip the single-replica comparison and the streaming measurement")
 	fs.IntVar(&f.w.Sessions, "sessions", def.Sessions, "conversations")
 	fs.IntVar(&f.w.Turns, "turns", def.Turns, "requests per conversation")
@@ -65,10 +67,10 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		return err
 	}
 	w := f.w
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if f.quick {
 		// Start from the quick workload and apply only the flags given.
-		set := map[string]bool{}
-		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 		w = bench.QuickWorkload()
 		apply := func(name string, dst, src any) {
 			if set[name] {
@@ -168,8 +170,21 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		fw.Seed, fw.Drift, fw.Model = w.Seed, w.Drift, w.Model
 		fw.TTFTBase, fw.PrefillPerToken, fw.DecodePerToken = w.TTFTBase, w.PrefillPerToken, w.DecodePerToken
 		fw.ReasoningOffEvery = w.ReasoningOffEvery
+		// The fleet's own shape (8 sessions × 12 requests), unless the size flags were given.
+		if set["sessions"] {
+			fw.Sessions = w.Sessions
+		}
+		if set["turns"] {
+			fw.Turns = w.Turns
+		}
+		if set["tool-output-tokens"] {
+			fw.ToolOutputTokens = w.ToolOutputTokens
+		}
+		if set["follow-up-rate"] {
+			fw.FollowUpRate = w.FollowUpRate
+		}
 		fo := bench.FleetOptions{Replicas: f.fleet, Workload: fw, Model: opts.Model, Harmony: opts.Harmony, Family: opts.Family,
-			Modes: modes, Progress: env.stderr, Logger: opts.Logger}
+			Modes: modes, Policies: strings.Split(f.fleetPolicies, ","), Progress: env.stderr, Logger: opts.Logger}
 		if res.Fleet, err = bench.RunFleet(ctx, fo); err != nil {
 			return fmt.Errorf("fleet: %w", err)
 		}

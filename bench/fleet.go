@@ -2,12 +2,16 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -93,6 +97,13 @@ type FleetPolicyResult struct {
 	// before all their requests arrived (placements then depend on arrival). Both 0 in a sound run.
 	ScoreErrors int `json:"score_errors"`
 	SplitWaves  int `json:"split_waves"`
+	// BlockKeys counts the llm-d block keys the router computed from the prompts it scored, and
+	// BlockKeyDigest is a SHA-256 over them in decision order (with each request's cache_salt
+	// folded in, as llm-d keys it): equal digests in full and canonical mode mean the router saw
+	// the same keys for every request (issue 30's block-key identity). Empty for policies that
+	// score no prompt.
+	BlockKeys      int    `json:"block_keys,omitempty"`
+	BlockKeyDigest string `json:"block_key_digest,omitempty"`
 }
 
 // RunFleet runs the workload through N replicas once per policy and mode, each run on fresh
@@ -109,6 +120,11 @@ func RunFleet(ctx context.Context, o FleetOptions) (*FleetResult, error) {
 	}
 	if len(o.Policies) == 0 {
 		o.Policies = FleetPolicies
+	}
+	for _, p := range o.Policies {
+		if !slices.Contains(FleetPolicies, p) {
+			return nil, fmt.Errorf("%w: fleet policy %q (known: %s)", ErrBadOptions, p, strings.Join(FleetPolicies, ", "))
+		}
 	}
 	if len(o.Modes) == 0 {
 		o.Modes = []Mode{ModeFull, ModeCanonical}
@@ -283,12 +299,14 @@ func runFleetPolicy(ctx context.Context, o FleetOptions, policy string, m Mode, 
 	}
 	routerURL := "http://" + routerLn.Addr().String()
 	po := proxyOptions{mode: m, model: o.Model, harmony: o.Harmony, family: o.Family, transport: TransportHTTP, w: w, logger: o.Logger}
+	// One seal key for every run, so a tenant's cache_salt (derived from it) is the same in each
+	// mode and the runs' block keys compare.
+	seal := sha256.Sum256([]byte("stitch bench fleet " + strconv.FormatInt(w.Seed, 10)))
+	po.sealSecret = seal[:]
 	if sidecar {
 		// One stitch per replica, sharing the checkpoint store, the seal key and Redis (the
 		// portable artifact tier), as pods behind one Service share them.
 		po.checkpoints = store.NewMemory()
-		po.sealSecret = make([]byte, 32)
-		_, _ = rand.Read(po.sealSecret)
 		if rs != nil {
 			po.redis, po.redisPrefix = rs.client, "fleet-"+policy+"-"+string(m)
 		}
@@ -347,6 +365,9 @@ func runFleetPolicy(ctx context.Context, o FleetOptions, policy string, m Mode, 
 		RouterCPUMSPerRequest: router.cpuMSPerRequest(), RequestsPerReplica: router.requestsPerPod()}
 	router.mu.Lock()
 	out.ScoreErrors, out.SplitWaves = router.scoreErrors, router.splitWaves
+	if router.blockKeys > 0 {
+		out.BlockKeys, out.BlockKeyDigest = router.blockKeys, hex.EncodeToString(router.keyDigest.Sum(nil))
+	}
 	router.mu.Unlock()
 	if sidecar {
 		out.Topology = "sidecar"

@@ -3,8 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -82,6 +85,8 @@ type fleetRouter struct {
 	renderMS    []float64
 	scoreErrors int
 	splitWaves  int
+	blockKeys   int
+	keyDigest   hash.Hash // SHA-256 over the block keys scored, in decision order
 }
 
 func newFleetRouter(policy string, pods []fleetPod, index *fleet.Index, model string, seed int64) *fleetRouter {
@@ -89,6 +94,7 @@ func newFleetRouter(policy string, pods []fleetPod, index *fleet.Index, model st
 		policy: policy, pods: pods, index: index, model: model,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
 		rng:    rand.New(rand.NewPCG(uint64(seed), 30)), counts: map[string]int{}, sessions: map[string]int{},
+		keyDigest: sha256.New(),
 	}
 }
 
@@ -254,12 +260,33 @@ func (r *fleetRouter) decideLocked(ctx context.Context, g *waveGate) {
 		if cpu1, ok1 := threadCPU(); ok0 && ok1 {
 			r.cpu = append(r.cpu, cpu1-cpu0)
 		}
+		if r.policy == PolicyPrecisePrefix || r.policy == PolicySidecarRender {
+			r.digestKeys(p)
+		}
 	}
 	// Released only once all are placed: a forwarded request's KV events reach the index while
 	// the loop runs and would move later decisions of the same wave.
 	for _, p := range g.pending {
 		close(p.ready)
 	}
+}
+
+// digestKeys folds the llm-d block keys of p's prompt into the run's key digest (outside the
+// decision's CPU time).
+func (r *fleetRouter) digestKeys(p *pendingRoute) {
+	keys, err := r.index.BlockKeys(p.ids, r.model, p.salt, "")
+	if err != nil {
+		r.scoreErrors++
+		return
+	}
+	var b [8]byte
+	for _, k := range keys {
+		binary.BigEndian.PutUint64(b[:], uint64(k))
+		r.keyDigest.Write(b[:])
+	}
+	binary.BigEndian.PutUint64(b[:], ^uint64(0)) // request boundary
+	r.keyDigest.Write(b[:])
+	r.blockKeys += len(keys)
 }
 
 // sessionOrderKey stands a session id in for the prompt ids in a wave's decision order.

@@ -355,7 +355,14 @@ func parseToolChoice(root gjson.Result, r *request) error {
 	r.ToolChoice.Raw = json.RawMessage(v.Raw)
 	if v.Type == gjson.String {
 		switch v.Str {
-		case "auto", "none", "required":
+		case "auto", "none":
+			r.ToolChoice.Mode = v.Str
+			return nil
+		case "required":
+			// Nothing could satisfy it: the model would answer text under a "required" contract.
+			if !hasFunctionTool(r.Tools, "") {
+				return badRequest("tool_choice", "Invalid value for 'tool_choice': 'required' needs at least one function tool in 'tools'.")
+			}
 			r.ToolChoice.Mode = v.Str
 			return nil
 		}
@@ -390,15 +397,16 @@ func parseToolChoice(root gjson.Result, r *request) error {
 	return badRequest("tool_choice.type", "Unsupported tool_choice type %q: this server supports 'function'.", v.Get("type").Str)
 }
 
+// hasFunctionTool reports whether tools declare the function name ("": any function).
 func hasFunctionTool(tools json.RawMessage, name string) bool {
 	found := false
 	gjson.ParseBytes(tools).ForEach(func(_, t gjson.Result) bool {
 		switch t.Get("type").Str {
 		case "function":
-			found = t.Get("name").Str == name
+			found = name == "" || t.Get("name").Str == name
 		case "namespace":
 			t.Get("tools").ForEach(func(_, f gjson.Result) bool {
-				found = f.Get("name").Str == name
+				found = name == "" || f.Get("name").Str == name
 				return !found
 			})
 		}

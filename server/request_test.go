@@ -40,6 +40,8 @@ func TestParseRequestErrors(t *testing.T) {
 		{"conversation without id", `{"model":"m","input":"x","conversation":{}}`, "conversation.id"},
 		{"conversation not a string", `{"model":"m","input":"x","conversation":3}`, "conversation"},
 		{"tool without name", `{"model":"m","input":"x","tools":[{"type":"function"}]}`, "tools[0].name"},
+		{"tool_choice required without tools", `{"model":"m","input":"x","tool_choice":"required"}`, "tool_choice"},
+		{"tool_choice required with empty tools", `{"model":"m","input":"x","tools":[],"tool_choice":"required"}`, "tool_choice"},
 		{"tool_choice unknown function", `{"model":"m","input":"x","tools":[{"type":"function","name":"a"}],"tool_choice":{"type":"function","name":"b"}}`, "tool_choice.name"},
 		{"effort", `{"model":"m","input":"x","reasoning":{"effort":"max"}}`, "reasoning.effort"},
 		{"schema", `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n"}}}`, "text.format.schema"},

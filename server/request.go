@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -331,11 +332,11 @@ func parseMetadata(root gjson.Result, r *request) error {
 		switch {
 		case n > 16:
 			err = badRequest("metadata", "Invalid 'metadata': too many keys (at most 16).")
-		case len(k.Str) > 64:
+		case len(k.Str) > 64 && utf8.RuneCountInString(k.Str) > 64: // OpenAI counts characters, not bytes
 			err = badRequest("metadata", "Invalid 'metadata': keys are at most 64 characters.")
 		case val.Type != gjson.String:
 			err = badRequest("metadata."+k.Str, "Invalid type for 'metadata.%s': expected a string.", k.Str)
-		case len(val.Str) > 512:
+		case len(val.Str) > 512 && utf8.RuneCountInString(val.Str) > 512:
 			err = badRequest("metadata."+k.Str, "Invalid 'metadata.%s': values are at most 512 characters.", k.Str)
 		}
 		return err == nil

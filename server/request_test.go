@@ -46,6 +46,8 @@ func TestParseRequestErrors(t *testing.T) {
 		{"effort", `{"model":"m","input":"x","reasoning":{"effort":"max"}}`, "reasoning.effort"},
 		{"schema", `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n"}}}`, "text.format.schema"},
 		{"metadata value", `{"model":"m","input":"x","metadata":{"k":1}}`, "metadata.k"},
+		{"metadata value of 513 characters", `{"model":"m","input":"x","metadata":{"k":"` + strings.Repeat("é", 513) + `"}}`, "metadata.k"},
+		{"metadata key of 65 characters", `{"model":"m","input":"x","metadata":{"` + strings.Repeat("é", 65) + `":"v"}}`, "metadata"},
 		{"truncation", `{"model":"m","input":"x","truncation":"middle"}`, "truncation"},
 		{"item_reference without id", `{"model":"m","input":[{"type":"item_reference"}]}`, "input[0].id"},
 	}
@@ -60,6 +62,15 @@ func TestParseRequestErrors(t *testing.T) {
 				t.Errorf("parseRequest(%s) = %d %q %q, want 400 param %q", tt.body, ae.Status, ae.Type, ae.Param, tt.param)
 			}
 		})
+	}
+}
+
+// TestParseRequestMetadataCountsCharacters: metadata's limits are characters, as OpenAI states
+// them: 512 two-byte characters (1,024 bytes) are accepted.
+func TestParseRequestMetadataCountsCharacters(t *testing.T) {
+	body := `{"model":"m","input":"x","metadata":{"` + strings.Repeat("é", 64) + `":"` + strings.Repeat("é", 512) + `"}}`
+	if _, err := parseRequest([]byte(body), limits{MaxInputItems: 10}, seqIDs()); err != nil {
+		t.Fatalf("64-character key and 512-character value refused: %v", err)
 	}
 }
 

@@ -226,8 +226,18 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		ready(ln.Addr().String())
 	}
 	logger.Info("stitch serving the Responses API", "addr", ln.Addr().String(), "upstream", upstreamURL,
-		"data_dir", cfg.Store.DataDir, "models", len(runtimes), "version", version)
+		"data_dir", cfg.Store.DataDir, "models", len(runtimes), "version", version,
+		"auth", map[bool]string{true: "api keys", false: "off (dev mode: any key is tenant default)"}[cfg.Auth.APIKeysFile != ""])
+	if cfg.Auth.APIKeysFile == "" && !loopbackOnly(ln.Addr()) {
+		logger.Warn("authentication is off and the listener accepts connections from other hosts: anyone who reaches it reads and continues every stored response; set --api-keys, or --listen 127.0.0.1:PORT", "addr", ln.Addr().String())
+	}
 	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout, srv.Shutdown)
+}
+
+// loopbackOnly reports whether a listener's address is reachable from this host only.
+func loopbackOnly(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // instanceName names this process as the owner of its background responses (in logs and the

@@ -362,6 +362,10 @@ func (env *abuseEnv) testAdmission(t *testing.T) {
 	status, hdr, b = env.pod.do(t, ctx, abuseKeyB, http.MethodPost, "/v1/chat/completions",
 		[]byte(`{"model":"`+modelName+`","messages":[{"role":"user","content":"hi"}]}`))
 	wantError(t, "pass-through generation beyond the bound", http.StatusTooManyRequests, hdr, b, status, "", "")
+	// Counting input tokens renders and tokenizes the conversation as a create prepares it: the
+	// same slots (issue 31: a flood of input_tokens calls took none).
+	status, hdr, b = env.pod.do(t, ctx, abuseKeyB, http.MethodPost, "/v1/responses/input_tokens", body)
+	wantError(t, "input_tokens beyond the bound", http.StatusTooManyRequests, hdr, b, status, "rate_limit_exceeded", "")
 	env.front.setMode(modeForward)
 	env.front.letGo()
 	for range 2 {

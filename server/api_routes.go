@@ -53,6 +53,13 @@ func (s *Server) handleInputTokens(w http.ResponseWriter, r *http.Request) {
 		body, err = s.inputTokensBody(body)
 	}
 	if err == nil {
+		// Planning renders and tokenizes the whole conversation, a create's preparation: it
+		// takes the same generation slots (429 with Retry-After when they are full).
+		release, ok := s.guards.tryAdmit(w)
+		if !ok {
+			return
+		}
+		defer release()
 		err = s.plan(ctx, t, body)
 	}
 	if err != nil {

@@ -341,21 +341,28 @@ func (p *fastParser) choice(c *Chunk) bool {
 			if raw := p.b[start:p.i]; string(raw) != "null" {
 				c.StopReason = append(c.StopReason, raw...)
 			}
-		case "token_ids", "prompt_token_ids":
-			dst := &c.TokenIDs
-			var echo []uint32 // the prompt echo is only counted (Chunk.PromptTokens)
-			if key == "prompt_token_ids" {
-				dst = &echo
-			}
+		case "token_ids":
 			if p.peek() == '[' {
-				if !p.ids(dst) {
+				if _, ok := p.ids(&c.TokenIDs); !ok {
 					return false
 				}
 			} else if !p.literal("null") {
 				return false
 			}
-			if key == "prompt_token_ids" {
-				c.PromptTokens = len(echo)
+		case "prompt_token_ids":
+			// The prompt echo (up to the whole 100k-id prompt, first chunk only) is validated and
+			// counted in place, never decoded into a slice: stitch sent these ids and only needs
+			// their number (Chunk.PromptTokens). Copying them was most of a turn's stream CPU
+			// (issue 32).
+			c.PromptTokens = 0
+			if p.peek() == '[' {
+				n, ok := p.ids(nil)
+				if !ok {
+					return false
+				}
+				c.PromptTokens = n
+			} else if !p.literal("null") {
+				return false
 			}
 		default:
 			if !p.scalar() {
@@ -375,36 +382,53 @@ func (p *fastParser) choice(c *Chunk) bool {
 }
 
 // ids reads an array of non-negative integers below 2³² written plainly (no sign, fraction or
-// exponent), appending them to dst.
-func (p *fastParser) ids(dst *[]uint32) bool {
+// exponent), appending them to dst, or only counting them when dst is nil; it returns how many
+// the array held. Whatever dst, it takes and refuses the same input.
+func (p *fastParser) ids(dst *[]uint32) (int, bool) {
 	p.i++ // '['
 	p.ws()
 	if p.byte(']') {
-		return true
+		return 0, true
 	}
+	b, i := p.b, p.i
+	count := 0
 	for {
-		start := p.i
-		var n uint64
-		for isDigit(p.peek()) {
-			n = n*10 + uint64(p.b[p.i]-'0')
-			p.i++
-			if p.i-start > 10 {
-				return false
+		// One id: 1–10 digits, no leading zero, at most 2³²-1.
+		start := i
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+		digits := i - start
+		if digits == 0 || digits > 10 || (digits > 1 && b[start] == '0') ||
+			(digits == 10 && string(b[start:i]) > "4294967295") {
+			return 0, false
+		}
+		count++
+		if dst != nil {
+			var n uint32
+			for _, d := range b[start:i] {
+				n = n*10 + uint32(d-'0')
 			}
+			*dst = append(*dst, n)
 		}
-		digits := p.i - start
-		if digits == 0 || (digits > 1 && p.b[start] == '0') || n > 1<<32-1 {
-			return false
+		for i < len(b) && isSpace(b[i]) {
+			i++
 		}
-		*dst = append(*dst, uint32(n))
-		p.ws()
-		switch p.next() {
+		if i == len(b) {
+			return 0, false
+		}
+		c := b[i]
+		i++
+		switch c {
 		case ',':
-			p.ws()
+			for i < len(b) && isSpace(b[i]) {
+				i++
+			}
 			continue
 		case ']':
-			return true
+			p.i = i
+			return count, true
 		}
-		return false
+		return 0, false
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/stitchllm/stitch/render"
 )
 
 // TestRendersTools: serve warns about a chat template that shows the model no tools. Llama 3.0's
@@ -33,6 +35,12 @@ func TestRendersTools(t *testing.T) {
 		}
 		if got := m.RendersTools(); got != tt.want {
 			t.Errorf("%s %s: RendersTools() = %v, want %v", tt.dir, tt.template, got, tt.want)
+		}
+		// The input budget's lower bound counts a tool's name only where the template shows it.
+		if tx := m.ToolTextRendered(); tx.Name != tt.want || (tt.want && !tx.Description) || (!tt.want && tx != render.ToolText{}) {
+			t.Errorf("%s %s: ToolTextRendered() = %+v", tt.dir, tt.template, tx)
+		} else {
+			t.Logf("%s %s: %+v", tt.dir, tt.template, tx)
 		}
 	}
 }

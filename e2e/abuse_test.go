@@ -483,6 +483,18 @@ func (env *abuseEnv) testBodies(t *testing.T) {
 	}
 	wantError(t, "6 MiB of function_call.arguments", http.StatusBadRequest, hdr, b, status, "context_length_exceeded", "input")
 
+	// The same for tools (issue 31: a 28 MB tools array cost 5.8 s of CPU before its 400).
+	body = mustJSON(t, map[string]any{"model": modelName, "input": "hi", "tools": []any{
+		map[string]any{"type": "function", "name": "f", "description": args, "parameters": map[string]any{"type": "object", "properties": map[string]any{}}},
+	}})
+	for {
+		status, hdr, b = env.slow.do(t, ctx, abuseKeyA, http.MethodPost, "/v1/responses", body)
+		if status != http.StatusTooManyRequests || ctx.Err() != nil {
+			break
+		}
+	}
+	wantError(t, "6 MiB of tools[0].description", http.StatusBadRequest, hdr, b, status, "context_length_exceeded", "tools")
+
 	if !strings.Contains(env.pod.proc.output(), "Go memory limit set") {
 		t.Errorf("--memory-limit-mb 1024: no \"Go memory limit set\" log line")
 	}

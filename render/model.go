@@ -260,6 +260,30 @@ func (m *Renderer) RendersTools() bool {
 	return err == nil && strings.Contains(text, name)
 }
 
+// ToolText names which strings of a function tool a chat template writes into the prompt, so a
+// caller can bound a request's prompt from below without rendering it (server's input budget).
+type ToolText struct {
+	Name, Description, PropertyNames, PropertyDescriptions bool
+}
+
+// HarmonyToolText is what Harmony's TypeScript tool section writes: every one of them.
+var HarmonyToolText = ToolText{Name: true, Description: true, PropertyNames: true, PropertyDescriptions: true}
+
+// ToolTextRendered probes the chat template with one tool whose strings are distinct markers and
+// reports which of them the prompt shows. A template that renders no tools reports none.
+func (m *Renderer) ToolTextRendered() ToolText {
+	const name, desc, prop, propDesc = "zqprobe_tool_name", "zqprobe tool summary", "zqprobe_arg", "zqprobe argument summary"
+	description := desc
+	tools := []Tool{{Name: name, Description: &description,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"` + prop + `":{"type":"string","description":"` + propDesc + `"}},"required":["` + prop + `"]}`)}}
+	text, err := m.RenderText(ChatRequest{Messages: []Message{{Role: "user", Content: "ping"}}, Tools: tools, AddGenerationPrompt: true})
+	if err != nil {
+		return ToolText{}
+	}
+	return ToolText{Name: strings.Contains(text, name), Description: strings.Contains(text, desc),
+		PropertyNames: strings.Contains(text, prop), PropertyDescriptions: strings.Contains(text, propDesc)}
+}
+
 // Tokenizer returns the model's tokenizer.
 func (m *Renderer) Tokenizer() *bpe.Tokenizer { return m.tok }
 

@@ -120,14 +120,69 @@ func (s *Server) checkInputBudget(t *turn) error {
 	if t.req.Instructions != nil {
 		n += int64(len(*t.req.Instructions))
 	}
+	tooLong := func(param string) error {
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: "context_length_exceeded",
+			Message: fmt.Sprintf("Your input exceeds the context window of this model: more than %d bytes of text cannot fit %d tokens.", limit, t.model.MaxModelLen)}
+	}
+	// Tools first: a huge tools array costs a whole template render before its 400 otherwise.
+	// (tool_choice none or allowed_tools keep tools from the template: not counted then.)
+	if t.req.ToolChoice.Mode != "none" && t.req.ToolChoice.Allowed == nil {
+		if n += toolTextBytes(gjson.ParseBytes(t.req.Tools), t.model.ToolText); n > limit {
+			return tooLong("tools")
+		}
+	}
 	for _, raw := range t.req.Input {
 		n += renderedTextBytes(gjson.ParseBytes(raw))
 		if n > limit {
-			return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
-				Message: fmt.Sprintf("Your input exceeds the context window of this model: more than %d bytes of text cannot fit %d tokens.", limit, t.model.MaxModelLen)}
+			return tooLong("input")
 		}
 	}
 	return nil
+}
+
+// toolTextBytes sums the bytes of the tools' strings that the template is known to write (tt:
+// probed once per model), so the sum never exceeds what the prompt holds of them.
+func toolTextBytes(tools gjson.Result, tt render.ToolText) int64 {
+	var n int64
+	var params func(schema gjson.Result)
+	params = func(schema gjson.Result) { // nesting is bounded by the body's depth check
+		schema.Get("properties").ForEach(func(k, v gjson.Result) bool {
+			if tt.PropertyNames {
+				n += int64(len(k.Str))
+			}
+			if d := v.Get("description"); tt.PropertyDescriptions && d.Type == gjson.String {
+				n += int64(len(d.Str))
+			}
+			if v.IsObject() {
+				params(v)
+			}
+			return true
+		})
+	}
+	function := func(f gjson.Result) {
+		if tt.Name {
+			n += int64(len(f.Get("name").Str))
+		}
+		if tt.Description {
+			n += int64(len(f.Get("description").Str))
+		}
+		if p := f.Get("parameters"); p.IsObject() {
+			params(p)
+		}
+	}
+	tools.ForEach(func(_, tool gjson.Result) bool {
+		switch tool.Get("type").Str {
+		case "function":
+			function(tool)
+		case "namespace":
+			tool.Get("tools").ForEach(func(_, f gjson.Result) bool {
+				function(f)
+				return true
+			})
+		}
+		return true
+	})
+	return n
 }
 
 // renderedTextBytes sums the bytes of an item's strings that the chat template renders.

@@ -36,6 +36,9 @@ type ModelRuntime struct {
 	// EncodeTail tokenizes text that continues a prompt after an added token, such as a forced
 	// tool call's opening (render.Renderer.EncodeTail; add_special_tokens=false).
 	EncodeTail func(text string) []uint32
+	// ToolText is which strings of a function tool the prompt shows (render.ToolText), for the
+	// input budget's lower bound on a request's prompt (limits.go).
+	ToolText render.ToolText
 }
 
 // ModelConfig is one served model's configuration, for NewModelRuntime: the one assembly of a
@@ -162,7 +165,12 @@ func NewModelRuntime(c ModelConfig) (*ModelRuntime, error) {
 		opts.Store, opts.Metrics, opts.Checkpoints, opts.Hot, opts.Items = a.Store, a.Metrics, a.Checkpoints, a.Hot, a.Items
 		opts.TTL, opts.AuditRate, opts.SyncAudit, opts.Logger, opts.Now = a.TTL, a.AuditRate, a.SyncAudit, a.Logger, a.Now
 	}
+	toolText := render.HarmonyToolText
+	if c.Harmony == nil {
+		toolText = c.Render.ToolTextRendered()
+	}
 	return &ModelRuntime{
+		ToolText:           toolText,
 		Name:               c.Name,
 		Engine:             prepare.New(opts),
 		Family:             fam,

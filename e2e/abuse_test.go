@@ -581,6 +581,15 @@ func (env *abuseEnv) testNoTokenIDs(t *testing.T) {
 	if !strings.Contains(env.slow.proc.output(), "ignores return_token_ids") {
 		t.Errorf("no log line names the cause (return_token_ids)")
 	}
+	// Out of rotation while the upstream sends no ids (issue 31: /readyz said 200 while every
+	// request 502ed), back once a probe generation carries ids again.
+	if status, _, b := env.slow.do(t, ctx, abuseKeyA, http.MethodGet, "/readyz", nil); status != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with an upstream that returns no token ids: %d %.200s, want 503", status, b)
+	}
+	env.front.setMode(modeForward)
+	if status, _, b := env.slow.do(t, ctx, abuseKeyA, http.MethodGet, "/readyz", nil); status != http.StatusOK {
+		t.Errorf("/readyz once the upstream returns ids again: %d %.200s, want 200", status, b)
+	}
 }
 
 // Finding 12 (request side): 400 with the param, never a 5xx.

@@ -40,11 +40,25 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if sr, ok := s.opts.Upstream.(stallReporter); ok && sr.Stalled() {
+	sr, probes := s.opts.Upstream.(stallReporter)
+	if probes && sr.Stalled() {
 		if err := sr.Probe(ctx, s.probeModel()); err != nil {
 			http.Error(w, "upstream stalled: generations time out ("+err.Error()+")", http.StatusServiceUnavailable)
 			return
 		}
+	}
+	// A generation came back as text without ids: every request would fail (502) until the
+	// upstream honours return_token_ids again, so the pod leaves rotation until a probe says so.
+	if s.noTokenIDs.Load() {
+		if !probes {
+			http.Error(w, "upstream returned text without token ids (it ignores return_token_ids)", http.StatusServiceUnavailable)
+			return
+		}
+		if err := sr.Probe(ctx, s.probeModel()); err != nil {
+			http.Error(w, "upstream returns no token ids: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		s.noTokenIDs.Store(false)
 	}
 	w.Write([]byte("ok\n"))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -78,6 +79,9 @@ type Server struct {
 	guards  *guards
 	bg      *background
 	convs   *store.Conversations
+	// noTokenIDs is set when a generation came back without token ids (the upstream ignores
+	// return_token_ids): /readyz then answers 503 until a probe generation carries ids again.
+	noTokenIDs atomic.Bool
 }
 
 // New validates opts and builds the routes.

@@ -475,6 +475,9 @@ func (s *Server) finished(out *output, runErr error) []stream.Event {
 func (s *Server) settle(wctx context.Context, t *turn, out *output, runErr error, final []stream.Event) []stream.Event {
 	req := t.req
 	stored := false
+	if errors.Is(runErr, upstream.ErrNoTokenIDs) {
+		s.noTokenIDs.Store(true) // out of rotation until a probe sees ids (ready.go)
+	}
 	if req.Store && !errors.Is(runErr, upstream.ErrNoTokenIDs) { // an upstream without ids: nothing to keep
 		if err := s.persistDurably(wctx, t, out); err != nil { // own budget, verified (admission.go)
 			// The response exists for the client but could not be stored: say so instead of

@@ -221,7 +221,23 @@ func (f *mistralFormat) marker(p *FamilyParser, dst []Piece, k markerKind, text 
 		return dst
 	}
 	p.raw = append(p.raw, text...)
+	if f.state == msObject {
+		dst = f.flush(p, f.announce(p, dst))
+	}
 	return p.breakCall(dst, f.whole())
+}
+
+// announce begins the JSON form's call whose announcement waits for its id, once the object
+// is known to be a call (name and arguments begun) — at the latest where it breaks or ends —
+// with the arguments read so far.
+func (f *mistralFormat) announce(p *FamilyParser, dst []Piece) []Piece {
+	if f.begun || f.state != msObject || !f.call.hasName || len(f.call.args) == 0 {
+		return dst
+	}
+	f.begun = true
+	dst = p.beginCall(dst, f.call.name, f.call.id)
+	f.buf = append(f.buf, f.call.args...)
+	return dst
 }
 
 func (f *mistralFormat) whole() bool {
@@ -278,14 +294,16 @@ func (f *mistralFormat) text(p *FamilyParser, dst []Piece, s string, idx int) []
 		case msObject:
 			isArg, ok := f.call.step(c)
 			if !ok {
+				dst = f.announce(p, dst)
 				dst = f.flush(p, dst)
 				return p.breakCall(dst, f.call.usable())
 			}
 			if !f.begun {
-				if f.call.hasName && len(f.call.args) > 0 {
-					f.begun = true
-					dst = p.beginCall(dst, f.call.name, "")
-					f.buf = append(f.buf, f.call.args...)
+				// Nemo writes its call id after the arguments: the call is announced once
+				// the id is known (or the object ends without one), so output_item.added
+				// carries the call_id the call keeps to the end (issue 33).
+				if f.call.hasName && len(f.call.args) > 0 && (f.call.id != "" || f.call.complete()) {
+					dst = f.announce(p, dst)
 				}
 			} else if isArg {
 				f.buf = append(f.buf, c)
@@ -356,11 +374,12 @@ func (f *mistralFormat) flush(p *FamilyParser, dst []Piece) []Piece {
 }
 
 func (f *mistralFormat) finish(p *FamilyParser, dst []Piece, end int) []Piece {
-	switch {
-	case f.state == msDone || f.state == msAfterArgs || f.state == msArrAfter:
+	if f.state == msDone || f.state == msAfterArgs || f.state == msArrAfter {
 		p.exitRegion(end)
 		return dst
-	case p.callOpen:
+	}
+	dst = f.flush(p, f.announce(p, dst))
+	if p.callOpen {
 		dst = p.endCall(dst, end, !f.whole(), f.call.id)
 		p.exitRegion(end)
 		return dst

@@ -243,6 +243,13 @@ func collectAny(t *testing.T, p stream.OutputParser, ids []uint32) []outItem {
 		pieces = p.Append(pieces, id)
 	}
 	pieces = p.Finish(pieces)
+	for _, pc := range pieces {
+		// One call id per call (issue 33): the id output_item.added carries (the
+		// PieceToolCall's) is never replaced when the call ends.
+		if pc.Kind == stream.PieceToolCallDone && pc.CallID != "" {
+			t.Errorf("call id %q arrives only when the call ends: output_item.added carried another", pc.CallID)
+		}
+	}
 	items, err := summarize(pieces, len(ids))
 	if err != nil {
 		t.Fatalf("%v\npieces: %+v", err, pieces)

@@ -68,6 +68,14 @@ type Family interface {
 	ReasoningSwitch() string
 }
 
+// CallIDMinter is the optional method of a Family whose chat templates accept only call ids of
+// their own form (Mistral's: 9 alphanumeric characters, or the template raises): a call the
+// model wrote no id for gets one of that form, so a client replaying it is not refused.
+type CallIDMinter interface {
+	// NewCallID derives a call id of the family's form from newID("call"), a fresh unique id.
+	NewCallID(newID func(prefix string) string) string
+}
+
 // RoleOpened is the optional method of a Family whose chat template writes no token after an
 // assistant message: the next message's role token follows it, and the model stops at one
 // (GLM-4.5…4.7 stop at <|user|> after an answer, at <|observation|> after a tool call). Exact mode

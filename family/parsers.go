@@ -1,6 +1,7 @@
 package family
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"unicode"
@@ -51,6 +52,22 @@ type specFamily struct {
 }
 
 var _ Family = (*specFamily)(nil)
+
+// NewCallID implements CallIDMinter for a parser with a fixed id form (ToolParserSpec.CallIDLen):
+// alphanumeric characters drawn from a digest of a fresh unique id; call_<random> otherwise.
+func (f *specFamily) NewCallID(newID func(prefix string) string) string {
+	id := newID("call")
+	if f.tool == nil || f.tool.CallIDLen <= 0 {
+		return id
+	}
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	sum := sha256.Sum256([]byte(id))
+	out := make([]byte, min(f.tool.CallIDLen, len(sum)))
+	for i := range out {
+		out[i] = alnum[int(sum[i])%len(alnum)]
+	}
+	return string(out)
+}
 
 // specRow returns a registry constructor for the tool parser and reasoning parser named.
 func specRow(tool, reasoning string, prof profile) func(Vocabulary) (Family, error) {

@@ -100,6 +100,18 @@ func TestSpecFamilies(t *testing.T) {
 			if tt.open != "" && !f.OpensReasoning(tt.open) {
 				t.Errorf("OpensReasoning(%q) = false", tt.open)
 			}
+			// A call the model wrote no id for: an id the family's templates accept.
+			id := "call_0123"
+			if minter, ok := f.(family.CallIDMinter); ok {
+				id = minter.NewCallID(func(p string) string { return p + "_seq1" })
+			}
+			if tt.names.ToolCallParser == "mistral" {
+				if len(id) != 9 || strings.IndexFunc(id, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') }) >= 0 {
+					t.Errorf("Mistral call id %q: Mistral's templates accept 9 alphanumeric characters only", id)
+				}
+			} else if !strings.HasPrefix(id, "call_") {
+				t.Errorf("call id %q, want call_<random>", id)
+			}
 			ids := append(m.Encode(tt.output), m.StopTokenIDs[0])
 			p := f.NewParser(m.Tokenizer().NewDecodeStream(), family.Turn{ReasoningOpen: tt.open != "", ParallelToolCalls: true})
 			var pieces []stream.Piece

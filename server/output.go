@@ -49,6 +49,9 @@ func (s *Server) newOutput(t *turn) *output {
 	resp.Temperature = rawFloat(req.Temperature)
 	resp.TopP = rawFloat(req.TopP)
 	eopts := stream.EmitterOptions{Response: resp, NewID: s.opts.NewID, Now: s.opts.Now}
+	if m, ok := t.model.Family.(family.CallIDMinter); ok {
+		eopts.NewCallID = func() string { return m.NewCallID(s.opts.NewID) }
+	}
 	if req.Background {
 		eopts.Response.ID = s.opts.NewID("resp") // the run's key, before the first event
 	}

@@ -26,6 +26,9 @@ type EmitterOptions struct {
 	// NewID returns a fresh unique id for a prefix: "resp", "msg", "fc",
 	// "call" or "rs", formatted like "msg_<random>". Required.
 	NewID func(prefix string) string
+	// NewCallID, if set, returns the call_id of a call the model wrote no id for (a family whose
+	// templates accept only their own id form, family.CallIDMinter); nil: NewID("call").
+	NewCallID func() string
 	// Now returns the current time for created_at and completed_at; nil means
 	// time.Now.
 	Now func() time.Time
@@ -223,6 +226,9 @@ func (e *Emitter) ensure(dst []Event, typ, name, callID string) []Event {
 	case ItemFunctionCall:
 		it.ID = e.opts.NewID("fc")
 		it.CallID = callID
+		if it.CallID == "" && e.opts.NewCallID != nil {
+			it.CallID = e.opts.NewCallID()
+		}
 		if it.CallID == "" {
 			it.CallID = e.opts.NewID("call")
 		}

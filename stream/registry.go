@@ -61,6 +61,10 @@ type ToolParserSpec struct {
 	Forced ForcedToolChoice
 	// Notes say where stitch departs from vLLM's parser.
 	Notes string
+	// CallIDLen, when > 0, is the length of the alphanumeric call ids the family's chat templates
+	// accept (Mistral's raise on any other: 9, the form vLLM's MistralToolCall draws); a call the
+	// model wrote no id for gets one of that form (family.CallIDMinter), not call_<random>.
+	CallIDLen int
 
 	newFormat func(opts *FamilyOptions) toolFormat
 	closer    markerKind
@@ -160,8 +164,9 @@ func toolParsers() []ToolParserSpec {
 				Required: "[TOOL_CALLS]",
 				Named:    func(n string) string { return "[TOOL_CALLS]" + n },
 			},
-			Notes: "both forms are read: [TOOL_CALLS][{...}] (pre-v11 tokenizers) and [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...} / NAME{...} (v11+); the model's call ids become call_ids (vLLM draws random ones). " +
+			Notes: "both forms are read: [TOOL_CALLS][{...}] (pre-v11 tokenizers) and [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...} / NAME{...} (v11+); the model's call ids become call_ids (vLLM draws random ones), from output_item.added on (the JSON form's call is announced once its id is read); a call without one gets 9 alphanumeric characters, the only form Mistral's templates accept. " +
 				"Forced is the v11+ form; a pre-v11 model (Nemo) is forced with [TOOL_CALLS][{\"name\": \"NAME\", \"arguments\": (then the arguments are bare JSON)",
+			CallIDLen: 9,
 			newFormat: func(*FamilyOptions) toolFormat { return &mistralFormat{} },
 		},
 		{

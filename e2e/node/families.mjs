@@ -88,4 +88,26 @@ for (const stream of [false, true]) {
   };
 }
 
+// The SDK's stream helper accumulates the response from the events and fails when a call's id
+// changes between output_item.added and completed; the id from .added must continue the round
+// (issue 33: Mistral's changed mid-stream).
+tests['stream helper: one call id from output_item.added to completed'] = async () => {
+  generations++;
+  const s = client.responses.stream({ model, tools, input: 'What is the weather in Paris? Use get_weather.' });
+  const added = [];
+  for await (const ev of s) {
+    if (ev.type === 'response.output_item.added' && ev.item.type === 'function_call') added.push(ev.item.call_id);
+  }
+  const r1 = await s.finalResponse();
+  assertEq(r1.status, 'completed', 'turn 1 status');
+  assertEq(calls(r1).map((c) => c.call_id).join(','), added.join(','), 'call ids: completed vs output_item.added');
+  assert(added.length === 1, `turn 1 calls ${added.length}`);
+  const r2 = await create(true, {
+    tools,
+    previous_response_id: r1.id,
+    input: [{ type: 'function_call_output', call_id: added[0], output: weatherOutput }],
+  });
+  assertEq(r2.status, 'completed', 'turn 2 status');
+};
+
 await runTests('families', tests);

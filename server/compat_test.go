@@ -9,7 +9,10 @@ import (
 
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/stitchllm/stitch/stream"
 )
 
 // compatRow is one row of the user guide's compatibility table.
@@ -162,4 +165,37 @@ func TestRejectedAndIgnoredFieldsAnswer(t *testing.T) {
 			t.Errorf("%s field %s: parseRequest(%s) = %v, want 400 naming %q", rule.answer, name, body, err, name)
 		}
 	}
+}
+
+// TestResponseObjectHasSDKFields: every field of the SDK's Response type is in stitch's response
+// object (null where stitch has no value), so typed clients never meet a missing required field.
+// conversation alone is left out when the response belongs to none.
+func TestResponseObjectHasSDKFields(t *testing.T) {
+	t.Parallel()
+	var r stream.Response
+	keys := map[string]bool{}
+	if err := gjsonForEachKey(r.AppendJSON(nil), func(k string) { keys[k] = true }); err != nil {
+		t.Fatal(err)
+	}
+	ty := reflect.TypeFor[responses.Response]()
+	for i := range ty.NumField() {
+		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" || name == "conversation" {
+			continue
+		}
+		if !keys[name] {
+			t.Errorf("the SDK's Response field %q is missing from stitch's response object", name)
+		}
+	}
+}
+
+func gjsonForEachKey(doc []byte, f func(string)) error {
+	if !gjson.ValidBytes(doc) {
+		return errors.New("response JSON is not valid")
+	}
+	gjson.ParseBytes(doc).ForEach(func(k, _ gjson.Result) bool {
+		f(k.Str)
+		return true
+	})
+	return nil
 }

@@ -38,6 +38,11 @@ func (s *Server) newOutput(t *turn) *output {
 		PreviousResponseID: req.PreviousResponseID, Reasoning: req.ReasoningJSON, Store: req.Store,
 		Text: req.TextJSON, ToolChoice: req.ToolChoice.Raw, Tools: req.Tools, Truncation: req.Truncation,
 		User: req.User, Metadata: req.Metadata, Background: req.Background, Conversation: req.Conversation,
+		TopLogprobs: req.TopLogprobs, PromptCacheKey: req.PromptCacheKey, SafetyIdentifier: req.SafetyIdentifier, ServiceTier: req.ServiceTier,
+	}
+	if req.MaxToolCalls >= 0 {
+		n := req.MaxToolCalls
+		resp.MaxToolCalls = &n
 	}
 	if req.Instructions != nil {
 		resp.Instructions = appendJSONString(nil, *req.Instructions)

@@ -35,7 +35,10 @@ type request struct {
 	Truncation         string // "disabled" (default) or "auto"
 	Metadata           json.RawMessage
 	User               string
-	IncludeEncrypted   bool // include contains "reasoning.encrypted_content"
+	// Echoed only (the response object carries them back as OpenAI does; fields.go: ignored).
+	TopLogprobs                                   *int
+	PromptCacheKey, SafetyIdentifier, ServiceTier string
+	IncludeEncrypted                              bool // include contains "reasoning.encrypted_content"
 	// MaxToolCalls bounds the function calls the response may make (-1: no bound); calls beyond
 	// it are dropped by the output parser (toolpolicy.go).
 	MaxToolCalls int
@@ -131,6 +134,15 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 	}
 	if err := parseConversation(root, r); err != nil { // conversations.go
 		return nil, err
+	}
+	if v := root.Get("top_logprobs"); v.Type == gjson.Number { // parseLogprobs checked it
+		n := int(v.Int())
+		r.TopLogprobs = &n
+	}
+	for key, dst := range map[string]*string{"prompt_cache_key": &r.PromptCacheKey, "safety_identifier": &r.SafetyIdentifier, "service_tier": &r.ServiceTier} {
+		if v := root.Get(key); v.Type == gjson.String { // fields.go checked the type
+			*dst = v.Str
+		}
 	}
 	if v := root.Get("user"); v.Exists() && v.Type != gjson.Null {
 		if v.Type != gjson.String {

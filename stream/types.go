@@ -71,7 +71,20 @@ type Response struct {
 	Metadata json.RawMessage `json:"metadata"`
 	// Conversation is the id of the conversation the response belongs to; "" omits the field.
 	Conversation string `json:"conversation,omitempty"`
+	// MaxToolCalls and TopLogprobs echo the request's (nil marshals as null).
+	MaxToolCalls *int `json:"max_tool_calls"`
+	TopLogprobs  *int `json:"top_logprobs"`
+	// PromptCacheKey, SafetyIdentifier and ServiceTier echo the request's ("" marshals as null):
+	// accepted and ignored (docs/user-guide.md), echoed as OpenAI echoes them.
+	PromptCacheKey   string `json:"prompt_cache_key"`
+	SafetyIdentifier string `json:"safety_identifier"`
+	ServiceTier      string `json:"service_tier"`
 }
+
+// responseNullFields are the SDK's Response fields stitch has no value for (features it does
+// not serve: prompts, images, moderation, cache diagnostics, tool usage, access programs):
+// present and null, as the SDK types declare them nullable.
+const responseNullFields = `,"access_programs":null,"image":null,"moderation":null,"prompt":null,"prompt_cache_diagnostics":null,"prompt_cache_options":null,"prompt_cache_retention":null,"tool_usage":null`
 
 // ResponseError is Response.error for a failed response.
 type ResponseError struct {
@@ -333,7 +346,25 @@ func (r *Response) AppendJSON(dst []byte) []byte {
 	dst = appendNullableString(dst, r.User)
 	dst = append(dst, `,"metadata":`...)
 	dst = appendRaw(dst, r.Metadata, `{}`)
+	dst = append(dst, `,"max_tool_calls":`...)
+	dst = appendNullableInt(dst, r.MaxToolCalls)
+	dst = append(dst, `,"top_logprobs":`...)
+	dst = appendNullableInt(dst, r.TopLogprobs)
+	dst = append(dst, `,"prompt_cache_key":`...)
+	dst = appendNullableString(dst, r.PromptCacheKey)
+	dst = append(dst, `,"safety_identifier":`...)
+	dst = appendNullableString(dst, r.SafetyIdentifier)
+	dst = append(dst, `,"service_tier":`...)
+	dst = appendNullableString(dst, r.ServiceTier)
+	dst = append(dst, responseNullFields...)
 	return append(dst, '}')
+}
+
+func appendNullableInt(dst []byte, n *int) []byte {
+	if n == nil {
+		return append(dst, "null"...)
+	}
+	return appendInt(dst, *n)
 }
 
 func appendNullableString(dst []byte, s string) []byte {

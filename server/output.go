@@ -29,7 +29,12 @@ type output struct {
 	forced     []uint32       // prompt-forced output ids, fed to the parser before upstream's
 	sentMax    int            // the max_tokens sent upstream
 	lowered    int            // when > 0: the max_tokens the upstream applied, below sentMax
+	echoIDs    int            // prompt ids the upstream echoes in its first chunk (0: no echo)
 }
+
+// promptEchoer is the optional capability of an Upstream whose first stream chunk echoes the
+// prompt ids (vLLM's HTTP API with return_token_ids; its gRPC API echoes nothing).
+type promptEchoer interface{ EchoesPrompt() bool }
 
 func (s *Server) newOutput(t *turn) *output {
 	req := t.req
@@ -77,7 +82,11 @@ func (s *Server) newOutput(t *turn) *output {
 		Tools: toolSchemas(req.Tools), ReasoningOff: reasoningOff(t.kwargs, t.model.Family.ReasoningSwitch())})
 	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts, Logprobs: lpm}, dec, req) // toolpolicy.go
 	conv := stream.NewConverter(nil, copts)
-	return &output{conv: conv, start: t.start, now: s.opts.Now, forced: t.forced, sentMax: t.maxTokens}
+	out := &output{conv: conv, start: t.start, now: s.opts.Now, forced: t.forced, sentMax: t.maxTokens}
+	if e, ok := s.opts.Upstream.(promptEchoer); ok && e.EchoesPrompt() && t.prompt != nil {
+		out.echoIDs = len(t.prompt.IDs)
+	}
+	return out
 }
 
 // toolSchemas returns the request's function tools (namespace functions included) for the output
@@ -117,6 +126,7 @@ func (o *output) begin() []stream.Event { return o.conv.Start(nil) }
 // chunks at once then costs one write to the client, as a reverse proxy's copy loop does (issue 20).
 func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) error {
 	chunks := stream.NewChunkReader(flushBeforeRead{r: body, sink: sink})
+	chunks.ExpectPromptEcho(o.echoIDs) // one buffer for the echo, not doublings (issue 32)
 	var events []stream.Event
 	if len(o.forced) > 0 {
 		events = o.conv.Chunk(events, &stream.Chunk{TokenIDs: o.forced})

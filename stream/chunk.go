@@ -292,6 +292,17 @@ func NewChunkReader(r io.Reader) *ChunkReader {
 	return &ChunkReader{dec: NewDecoder(r)}
 }
 
+// ExpectPromptEcho sizes the read buffer, before the first read, for a first chunk echoing n
+// prompt ids (vLLM's prompt_token_ids: at most 7 bytes an id for vocabularies under a million,
+// plus 1 KiB for the chunk's other fields), so a 100k-id echo is read into one buffer instead of
+// one grown by doubling from 32 KiB, copying each time. A larger chunk still grows it; an echo the
+// default buffer holds, or n ≤ 0, changes nothing.
+func (r *ChunkReader) ExpectPromptEcho(n int) {
+	if n > 0 {
+		r.dec.reserve(7*n + 1<<10)
+	}
+}
+
 // Decoder returns the underlying SSE decoder (to set MaxEventSize).
 func (r *ChunkReader) Decoder() *Decoder { return r.dec }
 

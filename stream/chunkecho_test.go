@@ -46,23 +46,34 @@ func BenchmarkFirstChunk(b *testing.B) {
 			}
 		})
 		body := append(append([]byte("data: "), data...), "\n\ndata: [DONE]\n\n"...)
-		b.Run(fmt.Sprintf("reader/echo=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				r := stream.NewChunkReader(bytes.NewReader(body))
-				c, err := r.Next()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if c.PromptTokens != n {
-					b.Fatalf("PromptTokens = %d, want %d", c.PromptTokens, n)
-				}
-				if _, err := r.Next(); err != io.EOF {
-					b.Fatal(err)
-				}
+		for _, hint := range []bool{false, true} {
+			name := fmt.Sprintf("reader/echo=%d", n)
+			if hint {
+				name = fmt.Sprintf("reader+expect/echo=%d", n) // what the server does over HTTP
 			}
-		})
+			b.Run(name, func(b *testing.B) { benchReader(b, body, n, hint) })
+		}
+	}
+}
+
+func benchReader(b *testing.B, body []byte, n int, hint bool) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		r := stream.NewChunkReader(bytes.NewReader(body))
+		if hint {
+			r.ExpectPromptEcho(n)
+		}
+		c, err := r.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c.PromptTokens != n {
+			b.Fatalf("PromptTokens = %d, want %d", c.PromptTokens, n)
+		}
+		if _, err := r.Next(); err != io.EOF {
+			b.Fatal(err)
+		}
 	}
 }
 

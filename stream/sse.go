@@ -61,6 +61,14 @@ func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: r, buf: make([]byte, readSize)}
 }
 
+// reserve grows the empty buffer to n bytes (at most the event bound), before the first read.
+func (d *Decoder) reserve(n int) {
+	n = min(n, d.maxSize()+4096)
+	if d.end == 0 && n > len(d.buf) { // a small echo fits the default buffer: nothing to do
+		d.buf = make([]byte, n)
+	}
+}
+
 func (d *Decoder) maxSize() int {
 	if d.MaxEventSize > 0 {
 		return d.MaxEventSize

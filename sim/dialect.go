@@ -34,6 +34,50 @@ var dialects = []struct {
 		dialect{name: "glm", chatEnd: "<|user|>", textEnd: "<|endoftext|>", parse: glmReader.parse}},
 	{[]string{"<|im_user|>", "<|im_assistant|>", "<|im_middle|>", "<|im_end|>"},
 		dialect{name: "kimi", chatEnd: "<|im_end|>", textEnd: "<|im_end|>", parse: kimiReader.parse}},
+	{[]string{gemmaStart, gemmaEnd, "<eos>"}, dialect{name: "gemma3", chatEnd: gemmaEnd, textEnd: "<eos>", parse: parseGemma3}},
+}
+
+// Gemma 3's turn markers.
+const gemmaStart, gemmaEnd = "<start_of_turn>", "<end_of_turn>"
+
+// parseGemma3 reads <start_of_turn>role\ncontent<end_of_turn> turns (roles user and model; the
+// system text and, with vLLM's pythonic tool template, the tools open the first user turn; a
+// tool result is a user turn wrapped in <tool_response>…</tool_response>).
+func parseGemma3(text string) conversation {
+	var c conversation
+	for {
+		i := strings.Index(text, gemmaStart)
+		if i < 0 {
+			break
+		}
+		text = text[i+len(gemmaStart):]
+		role, rest, _ := strings.Cut(text, "\n")
+		if role == "model" {
+			role = "assistant"
+		}
+		end := strings.Index(rest, gemmaEnd)
+		if end < 0 {
+			if role == "assistant" {
+				c.open, c.prefill = true, rest
+			}
+			break
+		}
+		content := rest[:end]
+		if role == "user" && strings.HasPrefix(content, "<tool_response>") {
+			role, content = "tool", strings.TrimSuffix(strings.TrimPrefix(content, "<tool_response>\n"), "</tool_response>")
+		}
+		c.turns = append(c.turns, chatTurn{role: role, content: content})
+		text = rest[end:]
+	}
+	c.tools = findTools(c.turns)
+	for i := range c.turns { // the scripted model reads what follows the tools array
+		if t := &c.turns[i]; t.role == "user" {
+			if _, end := toolsIn(t.content); end > 0 {
+				t.content = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(t.content[end:]), "]"))
+			}
+		}
+	}
+	return c
 }
 
 // detectDialect picks the dialect of the tokenizer's chat tokens.
@@ -50,7 +94,7 @@ func detectDialect(tok tokenLookup) (dialect, error) {
 			return c.d, nil
 		}
 	}
-	return dialect{}, fmt.Errorf("%w: the tokenizer has none of the chat markups the simulator reads (ChatML %s, Llama 3 headers, Mistral [INST], DeepSeek <｜User｜>, GLM <|user|>, Kimi <|im_user|>, Harmony)", ErrUnsupportedModel, imStart)
+	return dialect{}, fmt.Errorf("%w: the tokenizer has none of the chat markups the simulator reads (ChatML %s, Llama 3 headers, Mistral [INST], DeepSeek <｜User｜>, GLM <|user|>, Kimi <|im_user|>, Gemma 3 <start_of_turn>, Harmony)", ErrUnsupportedModel, imStart)
 }
 
 // parseLlama3 reads <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> turns; tool

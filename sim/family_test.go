@@ -91,6 +91,12 @@ func TestFamilyAnswers(t *testing.T) {
 			prompt:   "<｜begin▁of▁sentence｜>Tools: " + compact(weatherTools) + "<｜User｜>%s<｜Assistant｜>",
 			call:     []string{"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
 			parallel: []string{"```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time"}, end: "<｜end▁of▁sentence｜>"},
+		// Gemma 3's official template renders no tools either: vLLM's pythonic tool template
+		// writes them as JSON at the start of the first user turn.
+		{model: "gemma3", parser: "pythonic",
+			prompt:   "<bos><start_of_turn>user\nHere is a list of functions in JSON format that you can invoke.\n" + compact(weatherTools) + "\n\n%s<end_of_turn>\n<start_of_turn>model\n",
+			call:     []string{`[get_weather(city="Paris")]`},
+			parallel: []string{`[get_weather(city="`, `"), get_time(tz="`}, end: "<end_of_turn>"},
 		{model: "deepseek_v3", parser: "deepseek_v31",
 			prompt:   "<｜begin▁of▁sentence｜>Tools: " + compact(weatherTools) + "<｜User｜>%s<｜Assistant｜>",
 			call:     []string{"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},

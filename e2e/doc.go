@@ -30,7 +30,8 @@
 //   - TestAnalyzeStream, TestParseSSE: self-tests of the stream checker (no server; they also
 //     run under -short).
 //
-// The stream checks follow docs/FACTS-clients.md: every rule there broke at least one client.
+// The stream checks follow the project's client facts (FACTS-clients.md in the shared design
+// documents, outside this repository): every rule there broke at least one client.
 //
 // # Running
 //

@@ -46,10 +46,6 @@ func (c *ChatTemplate) RenderText(req ChatRequest) (string, error) { return c.m.
 // ContentFormat returns the content format the template gets.
 func (c *ChatTemplate) ContentFormat() ContentFormat { return c.m.format }
 
-// Source names where the template came from ("options", "chat_template.jinja",
-// "tokenizer_config.json").
-func (c *ChatTemplate) Source() string { return c.m.TemplateSource }
-
 // ContentFormat returns the content format the model's template gets.
 func (m *Renderer) ContentFormat() ContentFormat { return m.format }
 

@@ -303,9 +303,6 @@ func (r *ChunkReader) ExpectPromptEcho(n int) {
 	}
 }
 
-// Decoder returns the underlying SSE decoder (to set MaxEventSize).
-func (r *ChunkReader) Decoder() *Decoder { return r.dec }
-
 // Next returns the next chunk. The *Chunk is reused: it is valid until the next
 // call. After `data: [DONE]` Next returns io.EOF; if the body ends before it,
 // Next returns ErrTruncated. A chunk carrying an upstream error is returned with

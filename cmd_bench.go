@@ -69,23 +69,24 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	w := f.w
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	// apply copies a flag's value from src to dst when the flag was given.
+	apply := func(name string, dst, src any) {
+		if set[name] {
+			switch d := dst.(type) {
+			case *int:
+				*d = *src.(*int)
+			case *int64:
+				*d = *src.(*int64)
+			case *float64:
+				*d = *src.(*float64)
+			case *time.Duration:
+				*d = *src.(*time.Duration)
+			}
+		}
+	}
 	if f.quick {
 		// Start from the quick workload and apply only the flags given.
 		w = bench.QuickWorkload()
-		apply := func(name string, dst, src any) {
-			if set[name] {
-				switch d := dst.(type) {
-				case *int:
-					*d = *src.(*int)
-				case *int64:
-					*d = *src.(*int64)
-				case *float64:
-					*d = *src.(*float64)
-				case *time.Duration:
-					*d = *src.(*time.Duration)
-				}
-			}
-		}
 		apply("sessions", &w.Sessions, &f.w.Sessions)
 		apply("turns", &w.Turns, &f.w.Turns)
 		apply("concurrency", &w.Concurrency, &f.w.Concurrency)
@@ -105,6 +106,16 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 			return errUsage
 		}
 		modes = append(modes, m)
+	}
+
+	var policies []string
+	for _, s := range strings.Split(f.fleetPolicies, ",") {
+		p, err := bench.ParsePolicy(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintf(env.stderr, "stitch bench: %v\n", err)
+			return errUsage
+		}
+		policies = append(policies, p)
 	}
 
 	var transports []bench.Transport
@@ -171,20 +182,12 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		fw.TTFTBase, fw.PrefillPerToken, fw.DecodePerToken = w.TTFTBase, w.PrefillPerToken, w.DecodePerToken
 		fw.ReasoningOffEvery = w.ReasoningOffEvery
 		// The fleet's own shape (8 sessions × 12 requests), unless the size flags were given.
-		if set["sessions"] {
-			fw.Sessions = w.Sessions
-		}
-		if set["turns"] {
-			fw.Turns = w.Turns
-		}
-		if set["tool-output-tokens"] {
-			fw.ToolOutputTokens = w.ToolOutputTokens
-		}
-		if set["follow-up-rate"] {
-			fw.FollowUpRate = w.FollowUpRate
-		}
+		apply("sessions", &fw.Sessions, &f.w.Sessions)
+		apply("turns", &fw.Turns, &f.w.Turns)
+		apply("tool-output-tokens", &fw.ToolOutputTokens, &f.w.ToolOutputTokens)
+		apply("follow-up-rate", &fw.FollowUpRate, &f.w.FollowUpRate)
 		fo := bench.FleetOptions{Replicas: f.fleet, Workload: fw, Model: opts.Model, Harmony: opts.Harmony, Family: opts.Family,
-			Modes: modes, Policies: strings.Split(f.fleetPolicies, ","), Progress: env.stderr, Logger: opts.Logger}
+			Modes: modes, Policies: policies, Progress: env.stderr, Logger: opts.Logger}
 		if res.Fleet, err = bench.RunFleet(ctx, fo); err != nil {
 			return fmt.Errorf("fleet: %w", err)
 		}

@@ -29,7 +29,8 @@ func TestBenchHelp(t *testing.T) {
 
 func TestBenchBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--modes", "full,fast"}, {"--nope"}, {"extra"},
-		{"--tool-call-parser", "llama3_json", "--reasoning-parser", "qwen3"}, {"--tool-call-parser", "nope"}} {
+		{"--tool-call-parser", "llama3_json", "--reasoning-parser", "qwen3"}, {"--tool-call-parser", "nope"},
+		{"--fleet", "2", "--fleet-policies", "precise_prefix,nope"}} {
 		err := runBench(context.Background(), cliEnv{stdout: io.Discard, stderr: io.Discard}, args)
 		if !errors.Is(err, errUsage) {
 			t.Errorf("runBench %v = %v, want errUsage", args, err)

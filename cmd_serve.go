@@ -185,11 +185,6 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		if !reported {
 			logger.Warn("upstream did not report max_model_len; assuming 32768", "model", p.Name)
 		}
-		if harmonies[p.Name] == nil && !models[p.Name].RendersTools() {
-			// The model would never see a request's tools (Llama 3.0's template, DeepSeek's and
-			// Gemma 3's official ones): its answers are text, never calls.
-			logger.Warn("chat template renders no tool definitions: requests' tools will not reach the model; give --chat-template a tool template (README, Model families)", "model", p.Name)
-		}
 		rt, err := server.NewModelRuntime(server.ModelConfig{
 			Name: p.Name, Render: models[p.Name], MaxModelLen: maxLen,
 			Family: families[p.Name], Harmony: harmonies[p.Name],
@@ -199,6 +194,11 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		})
 		if err != nil {
 			return err
+		}
+		if !rt.ToolText.Name {
+			// The model would never see a request's tools (Llama 3.0's template, DeepSeek's and
+			// Gemma 3's official ones): its answers are text, never calls.
+			logger.Warn("chat template renders no tool definitions: requests' tools will not reach the model; give --chat-template a tool template (README, Model families)", "model", p.Name)
 		}
 		runtimes[p.Name] = rt
 	}

@@ -9,9 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -122,8 +120,8 @@ func RunFleet(ctx context.Context, o FleetOptions) (*FleetResult, error) {
 		o.Policies = FleetPolicies
 	}
 	for _, p := range o.Policies {
-		if !slices.Contains(FleetPolicies, p) {
-			return nil, fmt.Errorf("%w: fleet policy %q (known: %s)", ErrBadOptions, p, strings.Join(FleetPolicies, ", "))
+		if _, err := ParsePolicy(p); err != nil {
+			return nil, err
 		}
 	}
 	if len(o.Modes) == 0 {

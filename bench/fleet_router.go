@@ -46,6 +46,14 @@ const (
 	sessionHeader = "Session_id"
 )
 
+// ParsePolicy checks a fleet policy name (one of [FleetPolicies]).
+func ParsePolicy(s string) (string, error) {
+	if !slices.Contains(FleetPolicies, s) {
+		return "", fmt.Errorf("%w: unknown fleet policy %q (want %s)", ErrBadOptions, s, strings.Join(FleetPolicies, ", "))
+	}
+	return s, nil
+}
+
 // sidecarTopology reports whether a policy's router stands in front of the stitch sidecars.
 func sidecarTopology(policy string) bool {
 	return policy == PolicySidecarRender || policy == PolicySessionAffinity

@@ -247,18 +247,11 @@ func (m *Renderer) probeThink() bool {
 	return strings.LastIndex(gen, "<think>") > strings.LastIndex(gen, "</think>")
 }
 
-// RendersTools reports whether the chat template shows the model a request's tools: it renders a
-// one-message chat offering one tool (with a description and parameters, so templates that
-// concatenate them do not raise) and looks for the tool's name. Some official templates render
-// none (Llama 3.0, DeepSeek V3/V3.1, Gemma 3); a tool-call parser then never sees a call, because
-// the model never learnt the tools existed — vLLM documents its own tool templates for them.
-func (m *Renderer) RendersTools() bool {
-	const name = "stitch_probe_tool"
-	desc := "Probe."
-	tools := []Tool{{Name: name, Description: &desc, Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}
-	text, err := m.RenderText(ChatRequest{Messages: []Message{{Role: "user", Content: "ping"}}, Tools: tools, AddGenerationPrompt: true})
-	return err == nil && strings.Contains(text, name)
-}
+// RendersTools reports whether the chat template shows the model a request's tools (the name of
+// [Renderer.ToolTextRendered]'s probe tool appears). Some official templates render none (Llama
+// 3.0, DeepSeek V3/V3.1, Gemma 3); a tool-call parser then never sees a call, because the model
+// never learnt the tools existed — vLLM documents its own tool templates for them.
+func (m *Renderer) RendersTools() bool { return m.ToolTextRendered().Name }
 
 // ToolText names which strings of a function tool a chat template writes into the prompt, so a
 // caller can bound a request's prompt from below without rendering it (server's input budget).
@@ -269,8 +262,10 @@ type ToolText struct {
 // HarmonyToolText is what Harmony's TypeScript tool section writes: every one of them.
 var HarmonyToolText = ToolText{Name: true, Description: true, PropertyNames: true, PropertyDescriptions: true}
 
-// ToolTextRendered probes the chat template with one tool whose strings are distinct markers and
-// reports which of them the prompt shows. A template that renders no tools reports none.
+// ToolTextRendered probes the chat template with a one-message chat offering one tool whose
+// strings are distinct markers (a description and parameters, so templates that concatenate them
+// do not raise) and reports which of them the prompt shows. A template that renders no tools
+// reports none.
 func (m *Renderer) ToolTextRendered() ToolText {
 	const name, desc, prop, propDesc = "zqprobe_tool_name", "zqprobe tool summary", "zqprobe_arg", "zqprobe argument summary"
 	description := desc

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,7 +128,7 @@ func (s *Server) checkInputBudget(t *turn) error {
 	// Tools first: a huge tools array costs a whole template render before its 400 otherwise.
 	// (tool_choice none or allowed_tools keep tools from the template: not counted then.)
 	if t.req.ToolChoice.Mode != "none" && t.req.ToolChoice.Allowed == nil {
-		if n += toolTextBytes(gjson.ParseBytes(t.req.Tools), t.model.ToolText); n > limit {
+		if n += toolTextBytes(t.req.Tools, t.model.ToolText); n > limit {
 			return tooLong("tools")
 		}
 	}
@@ -142,7 +143,7 @@ func (s *Server) checkInputBudget(t *turn) error {
 
 // toolTextBytes sums the bytes of the tools' strings that the template is known to write (tt:
 // probed once per model), so the sum never exceeds what the prompt holds of them.
-func toolTextBytes(tools gjson.Result, tt render.ToolText) int64 {
+func toolTextBytes(tools json.RawMessage, tt render.ToolText) int64 {
 	var n int64
 	var params func(schema gjson.Result)
 	params = func(schema gjson.Result) { // nesting is bounded by the body's depth check
@@ -159,7 +160,7 @@ func toolTextBytes(tools gjson.Result, tt render.ToolText) int64 {
 			return true
 		})
 	}
-	function := func(f gjson.Result) {
+	eachFunctionTool(tools, func(f gjson.Result) bool {
 		if tt.Name {
 			n += int64(len(f.Get("name").Str))
 		}
@@ -168,17 +169,6 @@ func toolTextBytes(tools gjson.Result, tt render.ToolText) int64 {
 		}
 		if p := f.Get("parameters"); p.IsObject() {
 			params(p)
-		}
-	}
-	tools.ForEach(func(_, tool gjson.Result) bool {
-		switch tool.Get("type").Str {
-		case "function":
-			function(tool)
-		case "namespace":
-			tool.Get("tools").ForEach(func(_, f gjson.Result) bool {
-				function(f)
-				return true
-			})
 		}
 		return true
 	})

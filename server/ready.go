@@ -40,22 +40,22 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	// After a timeout, or a generation that came back as text without ids (every request would
+	// then fail 502 until the upstream honours return_token_ids again), the pod stays out of
+	// rotation until a probe generation succeeds with ids.
+	noIDs := s.noTokenIDs.Load()
 	sr, probes := s.opts.Upstream.(stallReporter)
-	if probes && sr.Stalled() {
-		if err := sr.Probe(ctx, s.probeModel()); err != nil {
-			http.Error(w, "upstream stalled: generations time out ("+err.Error()+")", http.StatusServiceUnavailable)
-			return
-		}
+	if noIDs && !probes {
+		http.Error(w, "upstream returned text without token ids (it ignores return_token_ids)", http.StatusServiceUnavailable)
+		return
 	}
-	// A generation came back as text without ids: every request would fail (502) until the
-	// upstream honours return_token_ids again, so the pod leaves rotation until a probe says so.
-	if s.noTokenIDs.Load() {
-		if !probes {
-			http.Error(w, "upstream returned text without token ids (it ignores return_token_ids)", http.StatusServiceUnavailable)
-			return
-		}
+	if probes && (noIDs || sr.Stalled()) {
 		if err := sr.Probe(ctx, s.probeModel()); err != nil {
-			http.Error(w, "upstream returns no token ids: "+err.Error(), http.StatusServiceUnavailable)
+			msg := "upstream stalled: generations time out (" + err.Error() + ")"
+			if noIDs {
+				msg = "upstream returns no token ids: " + err.Error()
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		s.noTokenIDs.Store(false)

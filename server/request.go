@@ -139,11 +139,10 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 		n := int(v.Int())
 		r.TopLogprobs = &n
 	}
-	for key, dst := range map[string]*string{"prompt_cache_key": &r.PromptCacheKey, "safety_identifier": &r.SafetyIdentifier, "service_tier": &r.ServiceTier} {
-		if v := root.Get(key); v.Type == gjson.String { // fields.go checked the type
-			*dst = v.Str
-		}
-	}
+	// Str is "" for any other type (fields.go checked them).
+	r.PromptCacheKey = root.Get("prompt_cache_key").Str
+	r.SafetyIdentifier = root.Get("safety_identifier").Str
+	r.ServiceTier = root.Get("service_tier").Str
 	if v := root.Get("user"); v.Exists() && v.Type != gjson.Null {
 		if v.Type != gjson.String {
 			return nil, badRequest("user", "Invalid type for 'user': expected a string.")
@@ -413,19 +412,30 @@ func parseToolChoice(root gjson.Result, r *request) error {
 // hasFunctionTool reports whether tools declare the function name ("": any function).
 func hasFunctionTool(tools json.RawMessage, name string) bool {
 	found := false
-	gjson.ParseBytes(tools).ForEach(func(_, t gjson.Result) bool {
-		switch t.Get("type").Str {
-		case "function":
-			found = name == "" || t.Get("name").Str == name
-		case "namespace":
-			t.Get("tools").ForEach(func(_, f gjson.Result) bool {
-				found = name == "" || f.Get("name").Str == name
-				return !found
-			})
-		}
+	eachFunctionTool(tools, func(f gjson.Result) bool {
+		found = name == "" || f.Get("name").Str == name
 		return !found
 	})
 	return found
+}
+
+// eachFunctionTool calls fn with each function of tools, top-level or inside a namespace (whose
+// functions keep their own names), until fn returns false.
+func eachFunctionTool(tools json.RawMessage, fn func(f gjson.Result) bool) {
+	gjson.ParseBytes(tools).ForEach(func(_, t gjson.Result) bool {
+		switch t.Get("type").Str {
+		case "function":
+			return fn(t)
+		case "namespace":
+			more := true
+			t.Get("tools").ForEach(func(_, f gjson.Result) bool {
+				more = fn(f)
+				return more
+			})
+			return more
+		}
+		return true
+	})
 }
 
 // knownItemTypes are the input item types stitch renders.

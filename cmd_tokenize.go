@@ -165,4 +165,3 @@ func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, encode 
 }
 
 func appendIDs(dst []byte, ids []uint32) []byte { return jsonappend.Uint32s(dst, ids) }
-

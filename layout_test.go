@@ -58,7 +58,9 @@ func TestPackageLayering(t *testing.T) {
 			},
 			"below the HTTP layer: no net/http, server or middleware"},
 		{[]string{"configs"},
-			func(imp string) bool { return strings.HasPrefix(imp, module) && !strings.HasPrefix(imp, module+"internal/") },
+			func(imp string) bool {
+				return strings.HasPrefix(imp, module) && !strings.HasPrefix(imp, module+"internal/")
+			},
 			"the configuration imports no package it configures (shared types live in internal/)"},
 	}
 	for _, r := range rules {

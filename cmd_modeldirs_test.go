@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stitchllm/stitch/configs"
 )
 
 // TestModelDirs runs `stitch tokenize` and `stitch render` over every model directory under
@@ -270,4 +273,76 @@ func TestRenderRefusesTiktoken(t *testing.T) {
 	if got := runCLI(t, in, "render", "--text-only", "--model-dir", dir); got != "{\"text\":\"hi\"}\n" {
 		t.Errorf("--text-only: %q", got)
 	}
+}
+
+// TestModelDirCommandsAgree: a directory one command accepts, the others that need the same files
+// accept too, and a refusal reads the same whichever command refuses (issue 33: a gpt-oss
+// directory of tokenizer.json and config.json rendered with `render --responses` but `serve`
+// refused it for a missing tokenizer_config.json). serve is checked through the loaders it calls
+// (profileFamily, loadProfileModel); render and tokenize through the CLI.
+func TestModelDirCommandsAgree(t *testing.T) {
+	write := func(t *testing.T, files map[string][]byte) string {
+		dir := t.TempDir()
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	read := func(t *testing.T, parts ...string) []byte {
+		b, err := os.ReadFile(filepath.Join(parts...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cli := func(in string, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), cliEnv{stdin: strings.NewReader(in), stdout: &stdout, stderr: &stderr}, args)
+		return code, stdout.String(), stderr.String()
+	}
+	serveLoad := func(dir string) error {
+		p := configs.ModelProfile{Name: "m", Dir: dir}
+		names, err := profileFamily(p)
+		if err != nil {
+			return err
+		}
+		_, _, err = loadProfileModel(p, names, func(string) string { return "" })
+		return err
+	}
+
+	t.Run("gpt-oss tokenizer and config only", func(t *testing.T) {
+		dir := write(t, map[string][]byte{"tokenizer.json.gz": read(t, "testdata", "models", "gptoss", "tokenizer.json.gz"),
+			"config.json": []byte(`{"model_type":"gpt_oss"}`)})
+		if err := serveLoad(dir); err != nil {
+			t.Errorf("serve refuses it: %v", err)
+		}
+		if code, out, stderr := cli(`{"model":"m","input":"hi"}`+"\n", "render", "--responses", "--model-dir", dir, "--start-date", "2026-01-05"); code != 0 || !strings.Contains(out, "<|start|>user<|message|>hi<|end|>") {
+			t.Errorf("render --responses: exit %d, %.200s %s", code, out, stderr)
+		}
+	})
+	t.Run("no tokenizer_config", func(t *testing.T) {
+		dir := write(t, map[string][]byte{"tokenizer.json": read(t, "testdata", "models", "qwen3", "tokenizer.json")})
+		serveErr := serveLoad(dir)
+		code, _, stderr := cli("", "render", "--model-dir", dir)
+		if serveErr == nil || code != 1 || strings.TrimSpace(stderr) != "stitch render: "+serveErr.Error() ||
+			!strings.Contains(stderr, "invalid model directory "+dir+": read tokenizer_config.json") {
+			t.Errorf("serve: %v\nrender: exit %d %q\nwant both \"invalid model directory %s: read tokenizer_config.json: …\"", serveErr, code, stderr, dir)
+		}
+		if code, _, stderr := cli(`"x"`+"\n", "tokenize", "--model-dir", dir); code != 0 {
+			t.Errorf("tokenize needs only tokenizer.json: exit %d %s", code, stderr)
+		}
+	})
+	t.Run("tiktoken", func(t *testing.T) {
+		dir := write(t, map[string][]byte{"tiktoken.model": []byte("x"), "tokenizer_config.json": read(t, "testdata", "models", "qwen3", "tokenizer_config.json")})
+		serveErr := serveLoad(dir)
+		_, _, renderErr := cli("", "render", "--model-dir", dir)
+		_, _, tokErr := cli(`"x"`+"\n", "tokenize", "--model-dir", dir)
+		for what, msg := range map[string]string{"serve": fmt.Sprint(serveErr), "render": renderErr, "tokenize": tokErr} {
+			if !strings.Contains(msg, "invalid model directory "+dir+": read tokenizer.json: ") || !strings.Contains(msg, "tiktoken.model") {
+				t.Errorf("%s: %q, want the tiktoken refusal naming %s", what, msg, dir)
+			}
+		}
+	})
 }

@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
 	"github.com/stitchllm/stitch/configs"
-	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/modeldir"
 	"github.com/stitchllm/stitch/render"
 )
 
@@ -46,30 +45,22 @@ func runRender(ctx context.Context, env cliEnv, args []string) error {
 	default:
 		return fmt.Errorf("--content-format %q: want auto, string or openai", *contentFormat)
 	}
-	if *templateFile != "" {
-		b, err := os.ReadFile(*templateFile)
-		if err != nil {
-			return fmt.Errorf("read chat template: %w", err)
-		}
-		opts.ChatTemplate = string(b)
+	var err error
+	if opts.ChatTemplate, err = modeldir.ReadTemplateFile(*templateFile); err != nil {
+		return err
 	}
-	var fsys fs.FS
-	if *modelDir != "" {
-		fsys = os.DirFS(*modelDir)
-	} else {
-		var err error
-		if fsys, err = demomodel.FS(); err != nil {
-			return err
-		}
+	d, err := modeldir.Open(*modelDir)
+	if err != nil {
+		return err
 	}
 	if *textOnly {
-		ct, err := render.LoadChatTemplate(fsys, opts)
+		ct, err := d.ChatTemplate(opts)
 		if err != nil {
 			return err
 		}
 		return renderLines(ctx, textRenderer(ct), env.stdin, env.stdout)
 	}
-	m, err := render.LoadModel(modelDirFS{fsys}, opts)
+	m, err := d.Renderer(opts)
 	if err != nil {
 		return err
 	}
@@ -90,13 +81,13 @@ func renderResponses(ctx context.Context, env cliEnv, p configs.ModelProfile, st
 		}
 		return renderResponsesTemplate(ctx, m, names, env.stdin, env.stdout)
 	}
-	fsys, err := modelFS(p.Dir)
+	d, err := modeldir.Open(p.Dir)
 	if err != nil {
 		return err
 	}
 	opts := harmonyServeOptions(os.Getenv)
 	opts.StartDate = harmonyStartDate(startDate, os.Getenv, time.Now())
-	return renderResponsesHarmony(ctx, fsys, opts, env.stdin, env.stdout)
+	return renderResponsesHarmony(ctx, d.FS(), opts, env.stdin, env.stdout)
 }
 
 // lineRenderer renders one request: the prompt text and its ids (nil ids: text only).

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,9 +21,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stitchllm/stitch/configs"
-	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/middleware"
+	"github.com/stitchllm/stitch/modeldir"
 	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
@@ -311,27 +310,18 @@ func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, l
 	return nil
 }
 
-// loadModel loads a model directory (tokenizer.json or tokenizer.json.gz), with the chat
+// loadModel loads a model directory (the bundled demo model when dir is ""), with the chat
 // template file templateFile replacing the directory's when it is not "".
 func loadModel(dir, templateFile string) (*render.Renderer, error) {
-	var fsys fs.FS
-	if dir == "" {
-		var err error
-		if fsys, err = demomodel.FS(); err != nil {
-			return nil, err
-		}
-	} else {
-		fsys = gzTokenizerFS{os.DirFS(dir)}
+	d, err := modeldir.Open(dir)
+	if err != nil {
+		return nil, err
 	}
-	var opts render.Options
-	if templateFile != "" {
-		text, err := os.ReadFile(templateFile)
-		if err != nil {
-			return nil, fmt.Errorf("chat template: %w", err)
-		}
-		opts.ChatTemplate = string(text)
+	tmpl, err := modeldir.ReadTemplateFile(templateFile)
+	if err != nil {
+		return nil, err
 	}
-	return render.LoadModel(fsys, opts)
+	return d.Renderer(render.Options{ChatTemplate: tmpl})
 }
 
 // startBuiltinSim runs the simulator in-process on a loopback port.

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-
 	"github.com/stitchllm/stitch/configs"
-	"github.com/stitchllm/stitch/configs/demomodel"
 	"github.com/stitchllm/stitch/family"
+	"github.com/stitchllm/stitch/modeldir"
 	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/harmony"
@@ -16,19 +11,6 @@ import (
 
 // harmonyNames are the vLLM parser names of the gpt-oss family (family.Harmony).
 var harmonyNames = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}
-
-// harmonyNoTemplate stands in for a chat template on a gpt-oss model: its prompts are rendered
-// with Harmony (prepare.HarmonyRender), never with a template, so a model directory needs only
-// its tokenizer.json. Rendering it is an error, not a silent wrong prompt.
-const harmonyNoTemplate = "{{ raise_exception('gpt-oss prompts are rendered with Harmony, not a chat template') }}"
-
-// modelFS is a profile's model directory (the bundled demo model when dir is "").
-func modelFS(dir string) (fs.FS, error) {
-	if dir == "" {
-		return demomodel.FS()
-	}
-	return modelDirFS{os.DirFS(dir)}, nil
-}
 
 // profileFamily returns the family names a profile is served with: Harmony's when vLLM would
 // serve the model through Harmony on /v1/responses (config.json model_type gpt_oss, or
@@ -38,17 +20,15 @@ func profileFamily(p configs.ModelProfile) (family.Names, error) {
 	if names.ToolCallParser == harmonyNames.ToolCallParser {
 		return harmonyNames, nil
 	}
-	fsys, err := modelFS(p.Dir)
+	d, err := modeldir.Open(p.Dir)
 	if err != nil {
 		return names, err
 	}
-	cfg, err := fs.ReadFile(fsys, "config.json")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return names, nil
-	case err != nil:
-		return names, fmt.Errorf("read config.json: %w", err)
-	case harmony.IsHarmonyModel(cfg):
+	cfg, err := d.Config()
+	if err != nil {
+		return names, err
+	}
+	if cfg.Harmony {
 		return harmonyNames, nil
 	}
 	return names, nil
@@ -61,17 +41,13 @@ func loadProfileModel(p configs.ModelProfile, names family.Names, getenv func(st
 		m, err := loadModel(p.Dir, p.ChatTemplate)
 		return m, nil, err
 	}
-	fsys, err := modelFS(p.Dir)
+	d, err := modeldir.Open(p.Dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := render.LoadModel(fsys, render.Options{ChatTemplate: harmonyNoTemplate})
+	m, enc, err := d.HarmonyRenderer()
 	if err != nil {
 		return nil, nil, err
-	}
-	enc, err := harmony.NewEncoder(m.Tokenizer())
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", render.ErrModelDir, err)
 	}
 	return m, &prepare.Harmony{Encoder: enc, Options: harmonyServeOptions(getenv)}, nil
 }

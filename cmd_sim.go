@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,12 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/modeldir"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/bpe"
-	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/sim"
 )
 
@@ -167,31 +161,29 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 	if f.maxModelLen <= 0 || f.blockSize <= 0 || f.kvBlocks <= 0 || f.outputLen <= 0 || f.prefillUS < 0 || f.decodeUS < 0 {
 		return opts, nop, errors.New("--max-model-len, --block-size, --kv-blocks and --output-len must be positive, latencies not negative")
 	}
-	var fsys fs.FS
 	root := f.modelDir
 	if root == "" {
-		var err error
-		if fsys, err = demomodel.FS(); err != nil {
-			return opts, nop, err
-		}
 		root = demomodel.Name
-	} else {
-		fsys = gzTokenizerFS{os.DirFS(f.modelDir)}
 	}
 	if opts.ServedModelName == "" {
 		opts.ServedModelName = filepath.Base(filepath.Clean(root))
 	}
 	opts.ModelRoot = root
-	tok, renderer, err := loadSimModel(fsys, logger)
+	d, err := modeldir.Open(f.modelDir)
 	if err != nil {
-		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
+		return opts, nop, err
+	}
+	tok, renderer, err := loadSimModel(d, logger)
+	if err != nil {
+		return opts, nop, err
 	}
 	opts.Tokenizer, opts.Renderer = tok, renderer
-	var gptOSS bool
-	if opts.VocabSize, gptOSS, err = modelConfig(fsys); err != nil {
-		return opts, nop, fmt.Errorf("load model %s: %w", root, err)
+	cfg, err := d.Config()
+	if err != nil {
+		return opts, nop, err
 	}
-	if gptOSS && opts.ToolCallParser == "" {
+	opts.VocabSize = cfg.VocabSize
+	if cfg.Harmony && opts.ToolCallParser == "" {
 		opts.ToolCallParser = sim.ParserOpenAI // vLLM serves gpt_oss through Harmony
 	}
 	if f.record == "" {
@@ -211,68 +203,17 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 
 // loadSimModel loads the tokenizer and chat template of a model directory. A directory whose
 // template cannot be loaded still serves the token path: chat endpoints then answer 501.
-func loadSimModel(fsys fs.FS, logger *slog.Logger) (*bpe.Tokenizer, sim.ChatRenderer, error) {
-	m, err := render.LoadModel(fsys, render.Options{})
+func loadSimModel(d *modeldir.Dir, logger *slog.Logger) (*bpe.Tokenizer, sim.ChatRenderer, error) {
+	m, err := d.Renderer(render.Options{})
 	if err == nil {
 		return m.Tokenizer(), sim.ModelRenderer(m), nil
 	}
-	data, rerr := fs.ReadFile(fsys, "tokenizer.json")
-	if rerr != nil {
-		return nil, nil, errors.Join(err, rerr)
-	}
-	tok, terr := bpe.Load(data)
+	tok, terr := d.Tokenizer()
 	if terr != nil {
 		return nil, nil, errors.Join(err, terr)
 	}
 	logger.Warn("chat template unavailable: /v1/chat/completions and chat /tokenize answer 501", "err", err)
 	return tok, nil, nil
-}
-
-// gzTokenizerFS serves tokenizer.json from tokenizer.json.gz when only the compressed file is
-// there (as in testdata/models).
-type gzTokenizerFS struct{ fs.FS }
-
-// ReadFile implements fs.ReadFileFS.
-func (g gzTokenizerFS) ReadFile(name string) ([]byte, error) {
-	data, err := fs.ReadFile(g.FS, name)
-	if name != "tokenizer.json" || !errors.Is(err, fs.ErrNotExist) {
-		return data, err
-	}
-	gz, gerr := fs.ReadFile(g.FS, "tokenizer.json.gz")
-	if gerr != nil {
-		return nil, err
-	}
-	zr, gerr := gzip.NewReader(bytes.NewReader(gz))
-	if gerr != nil {
-		return nil, fmt.Errorf("tokenizer.json.gz: %w", gerr)
-	}
-	defer zr.Close()
-	data, gerr = io.ReadAll(zr)
-	if gerr != nil {
-		return nil, fmt.Errorf("tokenizer.json.gz: %w", gerr)
-	}
-	return data, nil
-}
-
-// modelConfig reads the model directory's config.json: vocab_size (or its text_config's, for
-// multimodal configs), as vLLM's ModelConfig.get_vocab_size does, and whether model_type is
-// gpt_oss. Without a config.json: 0, false.
-func modelConfig(fsys fs.FS) (vocab int, gptOSS bool, err error) {
-	data, err := fs.ReadFile(fsys, "config.json")
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("read config.json: %w", err)
-	}
-	if !gjson.ValidBytes(data) {
-		return 0, false, errors.New("config.json is not valid JSON")
-	}
-	v := gjson.GetBytes(data, "vocab_size")
-	if !v.Exists() {
-		v = gjson.GetBytes(data, "text_config.vocab_size")
-	}
-	return int(v.Int()), harmony.IsHarmonyModel(data), nil
 }
 
 func microseconds(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }

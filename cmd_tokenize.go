@@ -3,19 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-
-	"github.com/stitchllm/stitch/configs/demomodel"
-	"github.com/stitchllm/stitch/render/bpe"
 
 	"github.com/stitchllm/stitch/internal/jsonappend"
+	"github.com/stitchllm/stitch/modeldir"
+	"github.com/stitchllm/stitch/render/bpe"
 )
 
 // runTokenize reads JSON lines from stdin and writes one line per input line, in order, as it
@@ -47,65 +43,13 @@ func runTokenize(ctx context.Context, env cliEnv, args []string) error {
 	return tokenizeLines(ctx, tok, *decode, encode, env.stdin, env.stdout)
 }
 
-// loadModelTokenizer loads tokenizer.json (or tokenizer.json.gz) from dir, or from the embedded demo
-// model when dir is empty.
+// loadModelTokenizer loads the tokenizer of dir (the bundled demo model when dir is "").
 func loadModelTokenizer(dir string) (*bpe.Tokenizer, error) {
-	var fsys fs.FS
-	if dir != "" {
-		fsys = os.DirFS(dir)
-	} else {
-		var err error
-		if fsys, err = demomodel.FS(); err != nil {
-			return nil, err
-		}
-	}
-	data, err := readTokenizerJSON(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("read tokenizer.json: %w", err)
-	}
-	tok, err := bpe.Load(data)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer.json: %w", err)
-	}
-	return tok, nil
-}
-
-// readTokenizerJSON reads tokenizer.json, or gunzips tokenizer.json.gz when there is no
-// tokenizer.json; a directory with tiktoken.model and neither gets an error that says why.
-func readTokenizerJSON(fsys fs.FS) ([]byte, error) {
-	data, err := fs.ReadFile(fsys, "tokenizer.json")
-	if errors.Is(err, fs.ErrNotExist) {
-		var gz []byte
-		if gz, err = fs.ReadFile(fsys, "tokenizer.json.gz"); err == nil {
-			data, err = gunzip(gz)
-		}
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, terr := fs.Stat(fsys, "tiktoken.model"); terr == nil {
-			// Kimi K2 (and other tiktoken models with custom tokenizer code) ship no tokenizer.json.
-			return nil, fmt.Errorf("%w: the model directory has tiktoken.model (a tiktoken tokenizer with custom Python code, as Kimi K2 ships) and no Hugging Face tokenizer.json; stitch only reproduces tokenizer.json tokenizers exactly, so serve this model without stitch's token path", err)
-		}
-	}
-	return data, err
-}
-
-// modelDirFS serves a model directory to render.LoadModel with tokenizer.json read as
-// readTokenizerJSON does (tokenizer.json.gz accepted, tiktoken directories refused clearly).
-type modelDirFS struct{ fs.FS }
-
-func (m modelDirFS) ReadFile(name string) ([]byte, error) {
-	if name == "tokenizer.json" {
-		return readTokenizerJSON(m.FS)
-	}
-	return fs.ReadFile(m.FS, name)
-}
-
-func gunzip(b []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	d, err := modeldir.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	return io.ReadAll(zr)
+	return d.Tokenizer()
 }
 
 func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, encode func([]uint32, string) []uint32, in io.Reader, out io.Writer) error {

@@ -54,7 +54,7 @@ func TestTokenize(t *testing.T) {
 			args:     []string{"--model-dir", "/nonexistent"},
 			in:       "\"x\"\n",
 			wantCode: 1,
-			wantErr:  "tokenizer.json",
+			wantErr:  "invalid model directory /nonexistent: stat /nonexistent: no such file",
 		},
 		{
 			name:     "unexpected argument",

@@ -740,7 +740,11 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	for !store.RunFinished(run.Status) { // its owner is storing it: answer how it ends
 		s.bg.runs.Wait(ctx, tenant, id, followPoll)
 		if run, err = s.loadRun(ctx, tenant, id); err != nil {
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil: // client gone
+			case errors.Is(err, store.ErrNotFound): // deleted meanwhile
+				writeError(w, notFound(id))
+			default: // not acknowledged: a retry answers the same run
 				writeError(w, fmt.Errorf("cancel %s: wait for its end: %w", id, err))
 			}
 			return

@@ -334,7 +334,7 @@ func TestBackgroundShutdown(t *testing.T) {
 }
 
 // TestBackgroundEventCapGap: a response with more events than its log holds (MaxEvents 20
-// here) replays its first 20 events, then the stitch.events_omitted marker numbered as the first
+// here) replays its first 20 events, then the response.events_omitted marker numbered as the first
 // event not logged, then its final events with their own numbers; starting_after resumes on
 // either side of the gap, and within it at the final events.
 func TestBackgroundEventCapGap(t *testing.T) {

@@ -59,8 +59,10 @@ var ErrLeaseExpired = errors.New("store: run lease expired")
 
 // EventsOmitted is the type of the event logged where a run's log filled (RunsOptions.MaxEvents):
 // the events generated after it, up to the run's final events, are not logged. It carries the
-// sequence number of the first event not logged.
-const EventsOmitted = "stitch.events_omitted"
+// sequence number of the first event not logged. It is stitch's, not OpenAI's; the "response."
+// prefix makes the SDKs hand it over like the other events (the Node and Python SDKs wrap
+// events of other prefixes differently).
+const EventsOmitted = "response.events_omitted"
 
 // Run is the state of a background response: who generates it, until when its owner's lease
 // holds, its status and latest Response object, and how many events its log holds.

@@ -226,19 +226,22 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 			final = s.finished(out, runErr)
 		}
 	}
-	if ctx.Err() == nil {
-		// The race with a cancel is decided here, in the store every pod shares: from the
-		// claim on, a cancel answers this response's end; a cancel recorded first ends ctx.
-		s.claimRun(ctx, cancel, t, id, sink)
-	}
+	// The race with a cancel is decided here, in the store every pod shares: once claimed, a
+	// cancel answers this response's end (and so does a shutdown: the response is finished); a
+	// cancel recorded first, like any other end of ctx, means nothing is stored.
+	claimed := ctx.Err() == nil && s.claimRun(ctx, cancel, t, id, sink)
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer wcancel()
-	if ctx.Err() != nil {
+	if !claimed {
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, errRunCancelled):
 			r := out.conv.Response()
 			r.Status = store.RunCancelled
-			if _, err := runs.Finish(wctx, t.tenant, id, store.RunCancelled, r.AppendJSON(nil), nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+			err := retryUnavailable(wctx, func(ctx context.Context) error {
+				_, err := runs.Finish(ctx, t.tenant, id, store.RunCancelled, r.AppendJSON(nil), nil)
+				return err
+			})
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				t.log.Warn("record the cancelled background response", "response_id", id, "err", err)
 			}
 			s.metrics.responses.WithLabelValues("cancelled").Inc()
@@ -252,7 +255,12 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 				msg = "The server generating this response lost its response store."
 			}
 			events := out.conv.Fail(nil, "server_error", msg)
-			if _, err := runs.Finish(wctx, t.tenant, id, store.RunFailed, out.responseJSON(), sink.pendingWith(events)); err != nil {
+			logged := sink.pendingWith(events)
+			err := retryUnavailable(wctx, func(ctx context.Context) error {
+				_, err := runs.Finish(ctx, t.tenant, id, store.RunFailed, out.responseJSON(), logged)
+				return err
+			})
+			if err != nil {
 				t.log.Warn("record the failed background response", "response_id", id, "err", err)
 			}
 			s.metrics.responses.WithLabelValues("failed").Inc()
@@ -288,8 +296,9 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 // last queued events, so that no cancel can win once the response is being stored. A run
 // cancelled, deleted or past its lease first ends ctx (through cancel) instead; the queued
 // events then stay with sink. Store outages are retried until ctx ends (the heartbeat ends it
-// once the lease has passed without a renewal).
-func (s *Server) claimRun(ctx context.Context, cancel context.CancelCauseFunc, t *turn, id string, sink *runSink) {
+// once the lease has passed without a renewal). It reports whether the run was claimed; when not,
+// ctx has ended, with the reason as its cause.
+func (s *Server) claimRun(ctx context.Context, cancel context.CancelCauseFunc, t *turn, id string, sink *runSink) bool {
 	events := sink.take()
 	err := retryUnavailable(ctx, func(ctx context.Context) error {
 		rctx, rcancel := context.WithTimeout(ctx, s.bg.runs.Lease()/3)
@@ -299,7 +308,7 @@ func (s *Server) claimRun(ctx context.Context, cancel context.CancelCauseFunc, t
 	})
 	switch {
 	case err == nil:
-		return
+		return true
 	case errors.Is(err, store.ErrRunFinished):
 		cancel(errRunCancelled)
 	case errors.Is(err, store.ErrNotFound):
@@ -310,6 +319,7 @@ func (s *Server) claimRun(ctx context.Context, cancel context.CancelCauseFunc, t
 		cancel(errLeaseLost)
 	}
 	sink.pending = append(events, sink.pending...)
+	return false
 }
 
 // storeRetryMax is the longest pause between two tries of a store call that found the store

@@ -360,46 +360,50 @@ func TestRunsSettleDecidesCancel(t *testing.T) {
 // numbers map to log indexes on both sides of the gap, and a cancel's event is numbered after
 // every event generated, logged or not.
 func TestRunsLogIndexAcrossTheGap(t *testing.T) {
-	ctx := t.Context()
-	runs := store.NewRuns(store.MemoryRecords(nil), store.RunsOptions{MaxEvents: 3})
-	for _, id := range []string{"resp_f", "resp_c"} {
-		if err := runs.Create(ctx, &store.Run{ID: id, Tenant: "acme", Status: store.RunInProgress, Response: []byte(`{}`)}, [][]byte{sse(0), sse(1)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := runs.Append(ctx, "acme", id, [][]byte{sse(2), sse(3), sse(4)}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := runs.Append(ctx, "acme", id, [][]byte{sse(5), sse(6)})
-		if err != nil || got.Events != 4 || got.Marker != 3 || got.Dropped != 4 || got.NextSeq() != 7 {
-			t.Fatalf("%s after the cap = %+v, %v", id, got, err)
-		}
-		for after, want := range map[int]int{-1: 0, 1: 2, 2: 3} {
-			if i, ok := got.LogIndex(after); !ok || i != want {
-				t.Fatalf("LogIndex(%d) = %d, %v; want %d", after, i, ok, want)
+	for name, open := range recordBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			runs := store.NewRuns(open(t), store.RunsOptions{MaxEvents: 3})
+			for _, id := range []string{"resp_f", "resp_c"} {
+				if err := runs.Create(ctx, &store.Run{ID: id, Tenant: "acme", Status: store.RunInProgress, Response: []byte(`{}`)}, [][]byte{sse(0), sse(1)}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := runs.Append(ctx, "acme", id, [][]byte{sse(2), sse(3), sse(4)}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := runs.Append(ctx, "acme", id, [][]byte{sse(5), sse(6)})
+				if err != nil || got.Events != 4 || got.Marker != 3 || got.Dropped != 4 || got.NextSeq() != 7 {
+					t.Fatalf("%s after the cap = %+v, %v", id, got, err)
+				}
+				for after, want := range map[int]int{-1: 0, 1: 2, 2: 3} {
+					if i, ok := got.LogIndex(after); !ok || i != want {
+						t.Fatalf("LogIndex(%d) = %d, %v; want %d", after, i, ok, want)
+					}
+				}
+				if _, ok := got.LogIndex(3); ok {
+					t.Fatal("LogIndex past the marker is known before the run ends")
+				}
 			}
-		}
-		if _, ok := got.LogIndex(3); ok {
-			t.Fatal("LogIndex past the marker is known before the run ends")
-		}
-	}
-	got, err := runs.Finish(ctx, "acme", "resp_f", store.RunCompleted, []byte(`{}`), [][]byte{sse(7), sse(8)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for after, want := range map[int]int{3: 4, 6: 4, 7: 5, 8: 6} {
-		if i, ok := got.LogIndex(after); !ok || i != want {
-			t.Fatalf("finished: LogIndex(%d) = %d, %v; want %d", after, i, ok, want)
-		}
-	}
-	evs, err := runs.Events(ctx, "acme", "resp_f", 3, 10)
-	if err != nil || len(evs) != 3 || !strings.Contains(string(evs[0]), `"sequence_number":3,"first_omitted":3`) || string(evs[1]) != string(sse(7)) {
-		t.Fatalf("log from the marker = %q, %v", evs, err)
-	}
-	_, changed, err := runs.Cancel(ctx, "acme", "resp_c", func(b []byte) []byte { return b }, func(seq int) []byte { return sse(seq) })
-	if err != nil || !changed {
-		t.Fatal(changed, err)
-	}
-	if evs, err := runs.Events(ctx, "acme", "resp_c", 4, 10); err != nil || len(evs) != 1 || string(evs[0]) != string(sse(7)) {
-		t.Fatalf("cancel event past the gap = %q, %v", evs, err)
+			got, err := runs.Finish(ctx, "acme", "resp_f", store.RunCompleted, []byte(`{}`), [][]byte{sse(7), sse(8)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for after, want := range map[int]int{3: 4, 6: 4, 7: 5, 8: 6} {
+				if i, ok := got.LogIndex(after); !ok || i != want {
+					t.Fatalf("finished: LogIndex(%d) = %d, %v; want %d", after, i, ok, want)
+				}
+			}
+			evs, err := runs.Events(ctx, "acme", "resp_f", 3, 10)
+			if err != nil || len(evs) != 3 || !strings.Contains(string(evs[0]), `"sequence_number":3,"first_omitted":3`) || string(evs[1]) != string(sse(7)) {
+				t.Fatalf("log from the marker = %q, %v", evs, err)
+			}
+			_, changed, err := runs.Cancel(ctx, "acme", "resp_c", func(b []byte) []byte { return b }, func(seq int) []byte { return sse(seq) })
+			if err != nil || !changed {
+				t.Fatal(changed, err)
+			}
+			if evs, err := runs.Events(ctx, "acme", "resp_c", 4, 10); err != nil || len(evs) != 1 || string(evs[0]) != string(sse(7)) {
+				t.Fatalf("cancel event past the gap = %q, %v", evs, err)
+			}
+		})
 	}
 }

@@ -232,11 +232,17 @@ func TestBackgroundCancel(t *testing.T) {
 		if st != 200 || got.Get("status").Str != "cancelled" || got.Get("id").Str != id {
 			t.Fatalf("cancel = %d %s", st, got.Raw)
 		}
-		rest := readAll(next) // the follower's stream ends
+		rest := readAll(next) // the follower's stream ends, with the cancel's event
 		for _, ev := range rest {
 			if ev.typ == "response.completed" {
 				t.Fatal("a cancelled response completed")
 			}
+		}
+		if len(rest) == 0 || rest[len(rest)-1].typ != "error" || rest[len(rest)-1].data.Get("code").Str != "response_cancelled" {
+			t.Fatalf("the follower's stream after the cancel: %v", rest)
+		}
+		if len(rest) > 1 {
+			checkSeqs(t, rest, int(rest[0].data.Get("sequence_number").Int()))
 		}
 		if st, got := b.do(t, "GET", "/v1/responses/"+id, ""); st != 200 || got.Get("status").Str != "cancelled" {
 			t.Fatalf("GET after cancel = %d %s", st, got.Raw)
@@ -373,5 +379,42 @@ func TestBackgroundEventCapGap(t *testing.T) {
 		if len(got) == 0 || int(got[0].data.Get("sequence_number").Int()) != want || got[len(got)-1].typ != last.typ {
 			t.Fatalf("starting_after=%d: %d events, first %v; want from %d to the end", after, len(got), got, want)
 		}
+	}
+}
+
+// TestBackgroundCancelLosesToSettle: a cancel that meets a run its owner is storing (settling)
+// does not cancel it: it answers the run's end once the owner records it. (Whether the cancel
+// reaches the store before or after the finish, the answer must be the finish.)
+func TestBackgroundCancelLosesToSettle(t *testing.T) {
+	t.Parallel()
+	c := newBGCluster(t, 0, nil)
+	b := c.pod(t, "pod-b")
+	ctx := t.Context()
+	created := `{"id":"resp_settling","object":"response","status":"in_progress","background":true,"output":[]}`
+	if err := c.runs.Create(ctx, &store.Run{ID: "resp_settling", Tenant: middleware.DevTenant, Owner: "pod-a", Status: store.RunInProgress, Response: []byte(created)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.runs.Settle(ctx, middleware.DevTenant, "resp_settling", nil); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		st   int
+		body gjson.Result
+	}
+	done := make(chan answer, 1)
+	go func() {
+		a := &apiStack{url: b.url}
+		st, body := a.do(t, "POST", "/v1/responses/resp_settling/cancel", "")
+		done <- answer{st, body}
+	}()
+	completed := `{"id":"resp_settling","object":"response","status":"completed","background":true,"output":[]}`
+	if _, err := c.runs.Finish(ctx, middleware.DevTenant, "resp_settling", store.RunCompleted, []byte(completed), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got.st != 200 || got.body.Get("status").Str != "completed" {
+		t.Fatalf("cancel of a settling run = %d %s, want its end (completed)", got.st, got.body.Raw)
+	}
+	if st, got := b.do(t, "GET", "/v1/responses/resp_settling", ""); st != 200 || got.Get("status").Str != "completed" {
+		t.Fatalf("GET = %d %s", st, got.Raw)
 	}
 }

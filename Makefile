@@ -16,6 +16,11 @@ NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/... ./bench/... ./fle
 RENDER_SWEEPS := ^(TestGoldenFamilies|TestExtendTextMatchesFullEncode|TestItemsPrefixResume)$$
 RACE_PKGS    = $(shell $(GO) list ./... | grep -v -e /render/bpe -e /render/jinja -e /e2e -e /bench -e /fleet -e '^$(MODULE)$$')
 
+# go test's default 10-minute timeout per package binary is shorter than e2e (and render/bpe)
+# take on a loaded 2-core machine: a run that is slow, not stuck, must not fail. A hang still ends
+# the run, with every goroutine's stack.
+TEST_TIMEOUT ?= 25m
+
 # staticcheck runs at a pinned version through the Go module proxy (go.mod stays free of it).
 STATICCHECK_VERSION ?= v0.8.2
 
@@ -25,14 +30,14 @@ build:
 	$(GO) build -o stitch .
 
 test: lint e2e-deps
-	$(GO) test -count=1 $(NORACE_PKGS)
-	$(GO) test -count=1 -run 'TestArtifactProperty' ./prepare/
-	$(GO) test -count=1 -run '$(RENDER_SWEEPS)' ./render/
-	$(GO) test -race -count=1 -skip '$(RENDER_SWEEPS)' $(RACE_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(NORACE_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestArtifactProperty' ./prepare/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(RENDER_SWEEPS)' ./render/
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '$(RENDER_SWEEPS)' $(RACE_PKGS)
 
 # Unit tests only: skips e2e and long golden sweeps.
 test-short:
-	$(GO) test -short -count=1 ./...
+	$(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -211,7 +211,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, MaxInputItems: cfg.Server.MaxInputItems, UpstreamMetricsPath: cfg.Server.UpstreamMetricsPath,
 		Limits: serverLimits(cfg, models), CacheSalt: passthroughSalter(saltSecret(cfg, sealKeys[0].Secret), cfg.Models),
 		Runs:          store.NewRuns(records, store.RunsOptions{Lease: cfg.Server.BackgroundLease}),
-		Conversations: store.NewConversations(records, store.ConversationsOptions{TTL: cfg.Store.ResponseTTL}),
+		Conversations: store.NewConversations(records, store.ConversationsOptions{TTL: cfg.Store.ResponseTTL, MaxItems: cfg.Server.MaxInputItems}),
 		Instance:      instanceName(),
 	})
 	if err != nil {

@@ -130,7 +130,7 @@ func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, encode 
 			if decode {
 				ids = ids[:0]
 				if err = json.Unmarshal(line, &ids); err == nil {
-					buf, err = appendJSONString(buf[:0], tok.Decode(ids))
+					buf = jsonappend.StringJS(buf[:0], tok.Decode(ids))
 				}
 			} else {
 				var s string
@@ -165,14 +165,3 @@ func tokenizeLines(ctx context.Context, tok *bpe.Tokenizer, decode bool, encode 
 }
 
 func appendIDs(dst []byte, ids []uint32) []byte { return jsonappend.Uint32s(dst, ids) }
-
-// appendJSONString appends s as a JSON string without HTML escaping.
-func appendJSONString(dst []byte, s string) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		return dst, err
-	}
-	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
-}

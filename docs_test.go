@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
@@ -504,5 +506,58 @@ func TestOperatorGuideOtherCommands(t *testing.T) {
 				t.Errorf("%s: the stitch %s row does not name --%s", operatorGuide, cmd, name)
 			}
 		}
+	}
+}
+
+// TestCommentPaths checks that the repository files Go comments cite (docs/design.md, a
+// testdata README, another package's file) exist, in test files and e2e too: a comment that
+// sends the reader to a file the repository lacks is worse than none. A path is looked up from
+// the repository root, then from the citing file's directory. Files of other repositories are
+// cited by URL (a path after a '/' is not taken for one of ours).
+func TestCommentPaths(t *testing.T) {
+	pathRE := regexp.MustCompile(`(?:^|[^\w/.-])((?:docs|testdata|deploy|configs|server|store|stream|render|prepare|family|sim|bench|fleet|upstream|middleware|internal|tools|e2e|\.ci)/[\w./-]*\w\.(?:md|go|json|jsonl|yaml|yml|txt|mjs|js|py|proto)(?:\.gz)?)\b`)
+	placeholder := regexp.MustCompile(`(^|/)[A-Z_]+(/|$)`) // testdata/models/NAME/tokenizer.json
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "node_modules", ".git", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		for _, cg := range f.Comments {
+			for _, m := range pathRE.FindAllStringSubmatch(cg.Text(), -1) {
+				cited := strings.TrimRight(m[1], ".")
+				if placeholder.MatchString(cited) {
+					continue
+				}
+				checked++
+				if _, err := os.Stat(cited); err == nil {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(filepath.Dir(path), cited)); err == nil {
+					continue
+				}
+				t.Errorf("%s: a comment cites %s, which the repository lacks", path, cited)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d cited paths; the pattern no longer finds them", checked)
 	}
 }

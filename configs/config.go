@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/internal/continuation"
 )
 
 // Config is the whole configuration of `stitch serve`. The zero value is not valid; use Default or Load.
@@ -94,8 +94,8 @@ type ModelProfile struct {
 	ChatTemplate string `yaml:"chat_template"`
 	// Mode is the continuation mode: "canonical" (default) or "exact". Empty: Artifacts.Mode.
 	Mode string `yaml:"mode"`
-	// ContinuationMode is Mode parsed (store.ParseMode) by Load.
-	ContinuationMode store.Mode `yaml:"-"`
+	// ContinuationMode is Mode parsed (continuation.Parse) by Load.
+	ContinuationMode continuation.Mode `yaml:"-"`
 	// ChatTemplateKwargs are defaults passed to the chat template as a JSON object in YAML's key order
 	// (e.g. {"enable_thinking": false}); a request's reasoning.effort overrides enable_thinking.
 	ChatTemplateKwargs json.RawMessage `yaml:"-"`

@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/internal/continuation"
 )
 
 // Default returns the configuration with every default applied.
@@ -224,7 +224,7 @@ func (c *Config) normalize() error {
 		if m.Mode == "" {
 			m.Mode = c.Artifacts.Mode
 		}
-		m.ContinuationMode, _ = store.ParseMode(m.Mode) // Validate reports a bad one
+		m.ContinuationMode, _ = continuation.Parse(m.Mode) // Validate reports a bad one
 		if m.KwargsNode.Kind != 0 {
 			js, err := nodeJSON(&m.KwargsNode)
 			if err != nil {
@@ -260,7 +260,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("max-model-len: negative"))
 	}
 	errs = append(errs, c.validateLimits()...)
-	if _, err := store.ParseMode(c.Artifacts.Mode); err != nil {
+	if _, err := continuation.Parse(c.Artifacts.Mode); err != nil {
 		errs = append(errs, fmt.Errorf("mode: %w", err))
 	}
 	seen := map[string]bool{}
@@ -269,7 +269,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("models[%d]: duplicate name %q", i, m.Name))
 		}
 		seen[m.Name] = true
-		if _, err := store.ParseMode(m.Mode); err != nil {
+		if _, err := continuation.Parse(m.Mode); err != nil {
 			errs = append(errs, fmt.Errorf("models[%d].mode: %w", i, err))
 		}
 		// Parser names select a model family (package family); stitch serve refuses an unknown

@@ -117,11 +117,22 @@ func testPodRestartDuringOutage(t *testing.T, cl *ptCluster) {
 	})
 	// Each conversation stays on one pod: a continuation of another pod's response would be 503.
 	own := func(w, _ int) []*ptPod { return cl.alternate(w)[:1] }
-	ids, _ := cl.runLoad(t, keyAcme, 4, 2, 12, own, nil)
-	queued := scrapeCounter(t, cl.b, "stitch_checkpoint_replay_queued", "")[""]
-	if queued == 0 {
-		t.Fatalf("Redis down: pod B's replay queue is empty after storing responses")
+	ids, servedBy := cl.runLoad(t, keyAcme, 4, 2, 12, own, nil)
+	onB := 0
+	for _, p := range servedBy {
+		if p == cl.b {
+			onB++
+		}
 	}
+	if onB == 0 {
+		t.Fatalf("Redis down: pod B served none of the load")
+	}
+	// A response is persisted after its client has it: wait for every one B served to be
+	// queued (one queued write each) rather than reading the gauge while writes are in flight.
+	waitFor(t, fmt.Sprintf("pod B: %d responses queued during the outage", onB), func() bool {
+		return scrapeCounter(t, cl.b, "stitch_checkpoint_replay_queued", "")[""] >= float64(onB)
+	})
+	queued := scrapeCounter(t, cl.b, "stitch_checkpoint_replay_queued", "")[""]
 	cl.killPod(t, cl.b)
 	cl.startPod(t, cl.b)
 	if got := scrapeCounter(t, cl.b, "stitch_checkpoint_replay_queued", "")[""]; got != queued {

@@ -150,7 +150,8 @@ func registry() []entry {
 		{Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}, newQwen3},
 		{Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, newHarmony},
 		// The rows below are stream.NewFamilyParser families (parsers.go). Pairings are vLLM's
-		// documented ones (docs/features/tool_calling.md, docs/features/reasoning_outputs.md).
+		// documented ones (https://github.com/vllm-project/vllm/blob/main/docs/features/tool_calling.md,
+		// https://github.com/vllm-project/vllm/blob/main/docs/features/reasoning_outputs.md).
 		{Names{ToolCallParser: "hermes"}, specRow("hermes", "", qwenProfile)}, // Qwen2.5
 		{Names{ToolCallParser: "qwen3_coder"}, specRow("qwen3_coder", "", qwenProfile)},
 		{Names{ToolCallParser: "qwen3_coder", ReasoningParser: "qwen3"}, specRow("qwen3_coder", "qwen3", qwenThinking)},

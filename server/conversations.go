@@ -105,6 +105,9 @@ func (s *Server) loadConversation(ctx context.Context, t *turn) error {
 		}
 		return convErr("load conversation items", id, err)
 	}
+	if max := s.convs.MaxItems(); max > 0 && len(c.ItemIDs)+len(t.req.Input) > max {
+		return badRequest("conversation", "Conversation '%s' holds %d items; %d more input items exceed the limit of %d items per conversation.", id, len(c.ItemIDs), len(t.req.Input), max)
+	}
 	for i, raw := range t.req.Input {
 		if slices.Contains(c.ItemIDs, itemID(raw)) {
 			return badRequest(fmt.Sprintf("input[%d].id", i), "Item with id '%s' is already in conversation '%s'.", itemID(raw), id)
@@ -277,6 +280,9 @@ func (s *Server) handleConversationCreate(w http.ResponseWriter, r *http.Request
 	}
 	c := &store.Conversation{ID: s.opts.NewID("conv"), Tenant: middleware.Tenant(ctx), CreatedAt: s.opts.Now(), Metadata: md}
 	if err := s.convs.Create(ctx, c, storeItems(items)); err != nil {
+		if errors.Is(err, store.ErrTooManyItems) {
+			err = badRequest("items", "Invalid 'items': more than the limit of %d items per conversation.", s.convs.MaxItems())
+		}
 		writeError(w, convErr("create conversation", c.ID, err))
 		return
 	}
@@ -449,9 +455,12 @@ func (s *Server) handleConversationItemsCreate(w http.ResponseWriter, r *http.Re
 		return
 	}
 	items := storeItems(raws)
-	_, err = s.convs.Append(r.Context(), middleware.Tenant(r.Context()), id, items, "", 0)
-	if errors.Is(err, store.ErrDuplicateItem) {
+	_, err = s.convs.AddItems(r.Context(), middleware.Tenant(r.Context()), id, items)
+	switch {
+	case errors.Is(err, store.ErrDuplicateItem):
 		err = badRequest("items", "An item id is already in conversation '%s'.", id)
+	case errors.Is(err, store.ErrTooManyItems):
+		err = badRequest("items", "Invalid 'items': conversation '%s' would exceed the limit of %d items per conversation.", id, s.convs.MaxItems())
 	}
 	if err != nil {
 		writeError(w, convErr("add conversation items", id, err))

@@ -31,7 +31,7 @@ type convStack struct {
 	record *lockedBuffer
 }
 
-func newConvStack(t *testing.T) *convStack {
+func newConvStack(t *testing.T, tweaks ...func(*server.Options)) *convStack {
 	t.Helper()
 	m := loadQwen3(t)
 	rec := &lockedBuffer{}
@@ -54,11 +54,15 @@ func newConvStack(t *testing.T) *convStack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { arts.Close() })
-	srv, err := server.New(server.Options{
+	opts := server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: reg, Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}),
 		Checkpoints: checkpoints, Auth: keyAuth{"key-a": "acme", "key-b": "globex"},
 		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768, Artifacts: arts})},
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,5 +265,37 @@ func TestConversationTurnsEqualChain(t *testing.T) {
 	c.must(t, "POST", "/v1/responses", `{"model":"qwen3","previous_response_id":"`+last.Get("id").Str+`","input":"Via id."}`)
 	if st, in := c.do(t, "key-a", "GET", "/v1/responses/"+last.Get("id").Str+"/input_items?order=asc", ""); st != 200 || in.Get("data.0.content.0.text").Str != "What is 2+2?" {
 		t.Errorf("input_items of a conversation response = %d %s", st, in.Raw)
+	}
+}
+
+// TestConversationItemBound: a conversation holds at most --max-input-items items (they are one
+// prompt's messages): adding past it is a 400 naming items, a turn that would pass it a 400
+// naming conversation before it generates; the turn admitted below the bound keeps its output.
+func TestConversationItemBound(t *testing.T) {
+	c := newConvStack(t, func(o *server.Options) { o.MaxInputItems = 6 })
+	st, r := c.do(t, "key-a", "POST", "/v1/conversations", `{"items":[`+strings.Repeat(`{"role":"user","content":"x"},`, 6)+`{"role":"user","content":"x"}]}`)
+	if st != 400 || r.Get("error.param").Str != "items" {
+		t.Fatalf("create with 7 items of 6 = %d %s, want 400 param items", st, r.Raw)
+	}
+	conv := c.must(t, "POST", "/v1/conversations", `{"items":[{"role":"user","content":"Hi"}]}`).Get("id").Str
+	c.must(t, "POST", "/v1/responses", `{"model":"qwen3","conversation":"`+conv+`","input":"Hello."}`)
+	have := len(c.must(t, "GET", "/v1/conversations/"+conv+"/items?limit=100", "").Get("data").Array())
+	if have >= 6 {
+		t.Fatalf("conversation holds %d items after one turn; the test needs fewer than 6", have)
+	}
+	items := func(n int) string {
+		return `{"items":[` + strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"a"},`, n), ",") + `]}`
+	}
+	st, r = c.do(t, "key-a", "POST", "/v1/conversations/"+conv+"/items", items(6-have+1))
+	if st != 400 || r.Get("error.param").Str != "items" {
+		t.Fatalf("adding %d items to %d of 6 = %d %s, want 400 param items", 6-have+1, have, st, r.Raw)
+	}
+	c.must(t, "POST", "/v1/conversations/"+conv+"/items", items(6-have))
+	st, r = c.do(t, "key-a", "POST", "/v1/responses", `{"model":"qwen3","conversation":"`+conv+`","input":"More."}`)
+	if st != 400 || r.Get("error.param").Str != "conversation" {
+		t.Fatalf("a turn on a full conversation = %d %s, want 400 param conversation", st, r.Raw)
+	}
+	if n := len(c.must(t, "GET", "/v1/conversations/"+conv+"/items?limit=100", "").Get("data").Array()); n != 6 {
+		t.Errorf("conversation holds %d items, want 6", n)
 	}
 }

@@ -111,7 +111,7 @@ func New(opts Options) (*Server, error) {
 		opts.Runs = store.NewRuns(store.MemoryRecords(opts.Now), store.RunsOptions{Now: opts.Now})
 	}
 	if opts.Conversations == nil {
-		opts.Conversations = store.NewConversations(store.MemoryRecords(opts.Now), store.ConversationsOptions{})
+		opts.Conversations = store.NewConversations(store.MemoryRecords(opts.Now), store.ConversationsOptions{MaxItems: opts.MaxInputItems, Now: opts.Now})
 	}
 	if opts.Instance == "" {
 		opts.Instance = randomID("stitch")

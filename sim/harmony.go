@@ -10,7 +10,7 @@ import (
 )
 
 // Harmony markup (gpt-oss), as openai_harmony renders conversations and the model answers in
-// them (openai/harmony docs/format.md; the ids are render/harmony's).
+// them (https://github.com/openai/harmony/blob/main/docs/format.md; the ids are render/harmony's).
 const (
 	hStart     = "<|start|>"
 	hChannel   = "<|channel|>"

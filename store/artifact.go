@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"fmt"
+	"github.com/stitchllm/stitch/internal/continuation"
 	"time"
 )
 
@@ -22,38 +23,18 @@ const artifactVersion1 = 1
 const artifactPurpose = "artifact"
 
 // Mode is the continuation mode an artifact was built for.
-type Mode uint8
+type Mode = continuation.Mode
 
 const (
 	// ModeCanonical: the prompt is exactly a full render of the conversation;
 	// the artifact only saves tokenization work (certified suffix).
-	ModeCanonical Mode = 0
+	ModeCanonical = continuation.Canonical
 	// ModeExact: the history is frozen as prompt ids plus generated ids.
-	ModeExact Mode = 1
+	ModeExact = continuation.Exact
 )
 
-// ParseMode reads a continuation mode by the name String gives it ("canonical" or "exact"):
-// the one parse of a configured mode.
-func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "canonical":
-		return ModeCanonical, nil
-	case "exact":
-		return ModeExact, nil
-	}
-	return 0, fmt.Errorf("%q is not canonical or exact", s)
-}
-
-// String returns "canonical" or "exact".
-func (m Mode) String() string {
-	switch m {
-	case ModeCanonical:
-		return "canonical"
-	case ModeExact:
-		return "exact"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
+// ParseMode reads a continuation mode ("canonical" or "exact"); see continuation.Parse.
+func ParseMode(s string) (Mode, error) { return continuation.Parse(s) }
 
 // Digest16 is a truncated SHA-256 used for prompt-text prefixes. 128 bits are
 // plenty: the digest only certifies that a prefix is unchanged between two

@@ -29,12 +29,18 @@ type RecordBackend interface {
 	logRange(ctx context.Context, key string, from, max int) ([][]byte, error)
 }
 
-// recordWrites are the writes of one update, applied in one transaction, all with ttl.
+// recordWrites are the writes of one update, applied in one transaction, all with ttl unless a
+// put or the touches name their own.
 type recordWrites struct {
 	ttl   time.Duration
 	puts  []recordPut
 	dels  []string // keys (and logs) deleted
-	touch []string // keys whose ttl is refreshed
+	touch []string // keys whose ttl is refreshed, to touchTTL (0: ttl)
+	// touchPuts are written with touchTTL (0: ttl), like the touched keys they join. touchTTL
+	// lets an update give keys a longer ttl than its record's: conversation items outlive their
+	// record by a slack, so a change need not touch every item (store/conversations.go).
+	touchPuts []recordPut
+	touchTTL  time.Duration
 	// log entries appended to logKey, the first at index logStart (the caller tracks the log's
 	// length in its record, written in the same update).
 	logKey   string
@@ -45,6 +51,14 @@ type recordWrites struct {
 type recordPut struct {
 	key string
 	val []byte
+}
+
+// touchTTLOrDefault is the ttl w's touches refresh to.
+func (w *recordWrites) touchTTLOrDefault() time.Duration {
+	if w.touchTTL > 0 {
+		return w.touchTTL
+	}
+	return w.ttl
 }
 
 // maxUpdateRetries bounds the optimistic retries of an update under contention.
@@ -140,9 +154,13 @@ func (m *memoryRecords) update(ctx context.Context, key string, fn func(cur []by
 	for _, p := range w.puts {
 		m.recs[p.key] = memRecord{val: bytes.Clone(p.val), exp: exp}
 	}
+	touchExp := m.now().Add(w.touchTTLOrDefault())
+	for _, p := range w.touchPuts {
+		m.recs[p.key] = memRecord{val: bytes.Clone(p.val), exp: touchExp}
+	}
 	for _, k := range w.touch {
 		if r, ok := m.recs[k]; ok {
-			r.exp = exp
+			r.exp = touchExp
 			m.recs[k] = r
 		}
 	}
@@ -293,9 +311,15 @@ func (b *boltRecords) update(ctx context.Context, key string, fn func(cur []byte
 				return err
 			}
 		}
+		touchExp := b.now().Add(w.touchTTLOrDefault())
+		for _, p := range w.touchPuts {
+			if err := bk.Put([]byte(p.key), b.stamp(p.val, touchExp)); err != nil {
+				return err
+			}
+		}
 		for _, k := range w.touch {
 			if v, ok := b.live(bk.Get([]byte(k))); ok {
-				if err := bk.Put([]byte(k), b.stamp(bytes.Clone(v), exp)); err != nil {
+				if err := bk.Put([]byte(k), b.stamp(bytes.Clone(v), touchExp)); err != nil {
 					return err
 				}
 			}

@@ -83,8 +83,11 @@ func (r *redisRecords) update(ctx context.Context, key string, fn func(cur []byt
 				for _, pt := range w.puts {
 					p.Set(ctx, pt.key, pt.val, w.ttl)
 				}
+				for _, pt := range w.touchPuts {
+					p.Set(ctx, pt.key, pt.val, w.touchTTLOrDefault())
+				}
 				for _, k := range w.touch {
-					p.PExpire(ctx, k, w.ttl)
+					p.PExpire(ctx, k, w.touchTTLOrDefault())
 				}
 				if w.logKey != "" && len(w.log) > 0 {
 					args := make([]any, len(w.log))

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stitchllm/stitch/internal/jsonappend"
+	"github.com/stitchllm/stitch/internal/pyfmt"
 )
 
 // The families that write tool arguments in another syntax (qwen3_coder's and
@@ -21,50 +22,8 @@ import (
 // pyQuote returns json.dumps(s, ensure_ascii=False) (jsonappend.String writes exactly that).
 func pyQuote(s string) string { return string(jsonappend.String(nil, s)) }
 
-// pyFloat returns json.dumps(f): Python's float repr (shortest round trip;
-// scientific below 1e-4 or from 1e16), Infinity, -Infinity, NaN.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	mant, exps, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(exps)
-	neg := strings.HasPrefix(mant, "-")
-	mant = strings.TrimPrefix(mant, "-")
-	digits := strings.Replace(mant, ".", "", 1)
-	sign := ""
-	if neg {
-		sign = "-"
-	}
-	if exp < -4 || exp >= 16 {
-		m := digits[:1]
-		if len(digits) > 1 {
-			m += "." + digits[1:]
-		}
-		es := "+"
-		if exp < 0 {
-			es, exp = "-", -exp
-		}
-		ex := strconv.Itoa(exp)
-		if len(ex) < 2 {
-			ex = "0" + ex
-		}
-		return sign + m + "e" + es + ex
-	}
-	if exp < 0 {
-		return sign + "0." + strings.Repeat("0", -exp-1) + digits
-	}
-	if len(digits) <= exp+1 {
-		return sign + digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
-	}
-	return sign + digits[:exp+1] + "." + digits[exp+1:]
-}
+// pyFloat returns json.dumps(f).
+func pyFloat(f float64) string { return pyfmt.DumpsFloat(f) }
 
 // pyIntText normalizes a Python int literal's digits (no sign, no
 // underscores, base 10) to its decimal text without leading zeros.
@@ -121,49 +80,8 @@ func pyDigits(s string, ok func(byte) bool) (string, bool) {
 	return string(b), true
 }
 
-// pyParseFloat converts s as Python's float(s) does (whitespace, sign,
-// underscores between digits, inf/infinity/nan in any case).
-func pyParseFloat(s string) (float64, bool) {
-	s = strings.TrimSpace(s)
-	body := strings.TrimLeft(s, "+-")
-	if len(s)-len(body) > 1 {
-		return 0, false
-	}
-	switch strings.ToLower(body) {
-	case "inf", "infinity":
-		if strings.HasPrefix(s, "-") {
-			return math.Inf(-1), true
-		}
-		return math.Inf(1), true
-	case "nan":
-		return math.NaN(), true
-	}
-	if body == "" || strings.ContainsAny(body, "xXpP") || strings.HasPrefix(body, "_") {
-		return 0, false
-	}
-	clean := s
-	if strings.Contains(s, "_") {
-		var b []byte
-		for i := 0; i < len(s); i++ {
-			if s[i] == '_' {
-				if i == 0 || i == len(s)-1 || !isDec(s[i-1]) || !isDec(s[i+1]) {
-					return 0, false
-				}
-				continue
-			}
-			b = append(b, s[i])
-		}
-		clean = string(b)
-	}
-	f, err := strconv.ParseFloat(clean, 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return f, true // Python gives inf (or 0) too
-		}
-		return 0, false
-	}
-	return f, true
-}
+// pyParseFloat converts s as Python's float(s) does.
+func pyParseFloat(s string) (float64, bool) { return pyfmt.ParseFloat(s) }
 
 // pyNumberFloat is qwen3_coder's conversion of a "number" parameter: float(s),
 // then int(f) when it has no fraction; json.dumps of the result. NaN and

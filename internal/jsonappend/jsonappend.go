@@ -5,6 +5,7 @@ package jsonappend
 
 import (
 	"slices"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -13,13 +14,17 @@ const hexDigits = "0123456789abcdef"
 // String appends s as a JSON string as Python's json.dumps(ensure_ascii=False) and pydantic write
 // it: `"` and `\` escaped, control characters as \n \r \t \b \f or \u00XX, everything else verbatim
 // (no HTML escaping). Invalid UTF-8 becomes U+FFFD.
-func String(dst []byte, s string) []byte { return appendString(dst, s, false) }
+func String(dst []byte, s string) []byte { return appendString(dst, s, false, false) }
 
 // StringJS is String that also escapes U+2028 and U+2029, which end a line in JavaScript source
 // (encoding/json does the same): for text that browsers or Node may evaluate.
-func StringJS(dst []byte, s string) []byte { return appendString(dst, s, true) }
+func StringJS(dst []byte, s string) []byte { return appendString(dst, s, true, false) }
 
-func appendString(dst []byte, s string, lineSeparators bool) []byte {
+// StringASCII is String as json.dumps writes it by default (ensure_ascii=True): every non-ASCII
+// character as \uXXXX in lowercase hex, outside the BMP as a UTF-16 surrogate pair.
+func StringASCII(dst []byte, s string) []byte { return appendString(dst, s, false, true) }
+
+func appendString(dst []byte, s string, lineSeparators, ascii bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -52,6 +57,15 @@ func appendString(dst []byte, s string, lineSeparators bool) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case ascii:
+			dst = append(dst, s[start:i]...)
+			if r >= 0x10000 {
+				r1, r2 := utf16.EncodeRune(r)
+				dst = appendU(appendU(dst, r1), r2)
+			} else {
+				dst = appendU(dst, r) // invalid UTF-8 decodes as U+FFFD
+			}
+			start = i + size
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, "\uFFFD"...)
@@ -65,6 +79,11 @@ func appendString(dst []byte, s string, lineSeparators bool) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendU appends r (at most 0xFFFF) as \uXXXX.
+func appendU(dst []byte, r rune) []byte {
+	return append(dst, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
 }
 
 // Uint32s appends ids as a JSON array of numbers ([] for none).

@@ -9,13 +9,14 @@ import (
 
 func TestString(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ in, want, wantJS string }{
-		{"plain", `"plain"`, `"plain"`},
-		{"q\"b\\", `"q\"b\\"`, `"q\"b\\"`},
-		{"\n\r\t\b\f\x01\x1f", `"\n\r\t\b\f\u0001\u001f"`, `"\n\r\t\b\f\u0001\u001f"`},
-		{"<a>&é✓🙂", `"<a>&é✓🙂"`, `"<a>&é✓🙂"`},
-		{"x\u2028y\u2029", "\"x\u2028y\u2029\"", `"x\u2028y\u2029"`},
-		{"bad\xffutf8", "\"bad\uFFFDutf8\"", "\"bad\uFFFDutf8\""},
+	// wantASCII is Python's json.dumps(s) (ensure_ascii=True).
+	tests := []struct{ in, want, wantJS, wantASCII string }{
+		{"plain", `"plain"`, `"plain"`, `"plain"`},
+		{"q\"b\\", `"q\"b\\"`, `"q\"b\\"`, `"q\"b\\"`},
+		{"\n\r\t\b\f\x01\x1f", `"\n\r\t\b\f\u0001\u001f"`, `"\n\r\t\b\f\u0001\u001f"`, `"\n\r\t\b\f\u0001\u001f"`},
+		{"<a>&é✓🙂", `"<a>&é✓🙂"`, `"<a>&é✓🙂"`, `"<a>&\u00e9\u2713\ud83d\ude42"`},
+		{"x\u2028y\u2029", "\"x\u2028y\u2029\"", `"x\u2028y\u2029"`, `"x\u2028y\u2029"`},
+		{"bad\xffutf8", "\"bad\uFFFDutf8\"", "\"bad\uFFFDutf8\"", `"bad\ufffdutf8"`},
 	}
 	for _, tt := range tests {
 		if got := string(String(nil, tt.in)); got != tt.want {
@@ -23,6 +24,9 @@ func TestString(t *testing.T) {
 		}
 		if got := string(StringJS(nil, tt.in)); got != tt.wantJS {
 			t.Errorf("StringJS(%q) = %s, want %s", tt.in, got, tt.wantJS)
+		}
+		if got := string(StringASCII(nil, tt.in)); got != tt.wantASCII {
+			t.Errorf("StringASCII(%q) = %s, want %s", tt.in, got, tt.wantASCII)
 		}
 	}
 }
@@ -32,7 +36,7 @@ func FuzzString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, enc := range [][]byte{String(nil, s), StringJS(nil, s)} {
+		for _, enc := range [][]byte{String(nil, s), StringJS(nil, s), StringASCII(nil, s)} {
 			var back string
 			if err := json.Unmarshal(enc, &back); err != nil {
 				t.Fatalf("%q encoded as invalid JSON %s: %v", s, enc, err)

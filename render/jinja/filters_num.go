@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/stitchllm/stitch/internal/pyfmt"
 )
 
 func filterAbs(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) {
@@ -26,28 +28,7 @@ func filterAbs(ev *evaluator, v Value, args []Value, kw []kwArg) (Value, error) 
 }
 
 // pyFloatParse is Python's float(str).
-func pyFloatParse(s string) (float64, bool) {
-	t := strings.TrimFunc(s, isPySpace)
-	low := strings.ToLower(strings.TrimLeft(t, "+-"))
-	switch low {
-	case "inf", "infinity":
-		if strings.HasPrefix(t, "-") {
-			return math.Inf(-1), true
-		}
-		return math.Inf(1), true
-	case "nan":
-		return math.NaN(), true
-	}
-	if t == "" || strings.Contains(t, "__") || strings.HasPrefix(low, "_") || strings.HasSuffix(t, "_") ||
-		strings.ContainsAny(low, "xpboi") {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
-	if err != nil && !math.IsInf(f, 0) {
-		return 0, false
-	}
-	return f, true
-}
+func pyFloatParse(s string) (float64, bool) { return pyfmt.ParseFloat(s) }
 
 func toPyFloat(v Value) (float64, bool) {
 	switch v.k {

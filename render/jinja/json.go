@@ -7,6 +7,9 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/stitchllm/stitch/internal/jsonappend"
+	"github.com/stitchllm/stitch/internal/pyfmt"
 )
 
 // FromJSON parses JSON the way Python's json.loads does: objects keep key
@@ -282,6 +285,7 @@ type jsonOptions struct {
 	keySep     string
 	sortKeys   bool
 	ensureASCI bool
+	scratch    []byte // writeJSONString's buffer
 }
 
 // dumpJSON is Python's json.dumps with the given options.
@@ -293,71 +297,17 @@ func dumpJSON(v Value, o *jsonOptions) (string, error) {
 	return b.String(), nil
 }
 
-func writeJSONString(b *strings.Builder, s string, ascii bool) {
-	b.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && (c < utf8.RuneSelf || !ascii) {
-			i++
-			continue
-		}
-		b.WriteString(s[start:i])
-		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r >= 0x10000 {
-				r1, r2 := utf16.EncodeRune(r)
-				writeU(b, r1)
-				writeU(b, r2)
-			} else {
-				writeU(b, r)
-			}
-			i += n
-			start = i
-			continue
-		}
-		switch c {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			writeU(b, rune(c))
-		}
-		i++
-		start = i
+// writeJSONString writes s as json.dumps does (ensure_ascii or not).
+func writeJSONString(b *strings.Builder, o *jsonOptions, s string) {
+	if o.ensureASCI {
+		o.scratch = jsonappend.StringASCII(o.scratch[:0], s)
+	} else {
+		o.scratch = jsonappend.String(o.scratch[:0], s)
 	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
+	b.Write(o.scratch)
 }
 
-func writeU(b *strings.Builder, r rune) {
-	b.WriteString(`\u`)
-	b.WriteString(hex2(int(r >> 8)))
-	b.WriteString(hex2(int(r & 0xff)))
-}
-
-func jsonFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	return formatFloat(f)
-}
+func jsonFloat(f float64) string { return pyfmt.DumpsFloat(f) }
 
 func writeJSONNewline(b *strings.Builder, o *jsonOptions, level int) {
 	b.WriteByte('\n')
@@ -384,7 +334,7 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOptions, level int) error {
 	case kFloat:
 		b.WriteString(jsonFloat(v.float()))
 	case kString:
-		writeJSONString(b, v.s, o.ensureASCI)
+		writeJSONString(b, o, v.s)
 	case kList, kTuple:
 		if !v.isPlain() {
 			return errf(KindType, "Object of type %s is not JSON serializable", v.typeName())
@@ -459,7 +409,7 @@ func writeJSON(b *strings.Builder, v Value, o *jsonOptions, level int) error {
 			if o.hasIndent {
 				writeJSONNewline(b, o, level+1)
 			}
-			writeJSONString(b, ks, o.ensureASCI)
+			writeJSONString(b, o, ks)
 			b.WriteString(o.keySep)
 			if err := writeJSON(b, m.vals[i], o, level+1); err != nil {
 				return err

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/stitchllm/stitch/internal/pyfmt"
 )
 
 // lexer turns template source into tokens with the rules of Jinja2's
@@ -63,14 +65,7 @@ func rstripPy(s string) string {
 
 // isPySpace reports whether r is whitespace for Python's str.isspace and
 // the re module's \s.
-func isPySpace(r rune) bool {
-	switch r {
-	case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x1680,
-		0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
-}
+func isPySpace(r rune) bool { return pyfmt.IsSpace(r) }
 
 // skipSpace returns the offset after the whitespace run at p.
 func (lx *lexer) skipSpace(p int) int {

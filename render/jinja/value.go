@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/stitchllm/stitch/internal/pyfmt"
 )
 
 type kind uint8
@@ -518,52 +520,8 @@ func hex2(n int) string {
 	return string([]byte{digits[n>>4&0xf], digits[n&0xf]})
 }
 
-// formatFloat is Python's repr(float): the shortest round-trip digits,
-// fixed notation for exponents in [-4, 16) with ".0" for integral values,
-// otherwise d.ddde±XX with at least two exponent digits.
-func formatFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exps, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(exps)
-	neg := strings.HasPrefix(mant, "-")
-	mant = strings.TrimPrefix(mant, "-")
-	digits := strings.Replace(mant, ".", "", 1)
-	var out string
-	if exp < -4 || exp >= 16 {
-		m := digits[:1]
-		if len(digits) > 1 {
-			m += "." + digits[1:]
-		}
-		sign := "+"
-		if exp < 0 {
-			sign = "-"
-			exp = -exp
-		}
-		es := strconv.Itoa(exp)
-		if len(es) < 2 {
-			es = "0" + es
-		}
-		out = m + "e" + sign + es
-	} else if exp < 0 {
-		out = "0." + strings.Repeat("0", -exp-1) + digits
-	} else if len(digits) <= exp+1 {
-		out = digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
-	} else {
-		out = digits[:exp+1] + "." + digits[exp+1:]
-	}
-	if neg {
-		return "-" + out
-	}
-	return out
-}
+// formatFloat is Python's repr(float).
+func formatFloat(f float64) string { return pyfmt.FloatRepr(f) }
 
 // valuesEqual is Python's ==.
 func valuesEqual(a, b Value) bool {

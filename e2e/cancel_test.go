@@ -177,7 +177,7 @@ func isAPIErrorCode(err error, status int, code string) bool {
 // B. Each follower's store reads fail; Redis is resumed once every follower has either ended or
 // logged that it is retrying, and every stream must then end with a terminal event (here the
 // response's own end). In the second part the stall outlasts the followers' bound (the lease,
-// 2 s here): each follower ends with an error event carrying the retryable code
+// 3 s here): each follower ends with an error event carrying the retryable code
 // store_unavailable, and a reconnect with starting_after = its sequence_number reaches the end.
 func TestFollowersRideOutRedisStall(t *testing.T) {
 	for _, past := range []bool{false, true} {
@@ -185,7 +185,7 @@ func TestFollowersRideOutRedisStall(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			extra := []string{}
 			if past {
-				extra = append(extra, "--background-lease", "2s")
+				extra = append(extra, "--background-lease", "3s")
 			}
 			cl := startBGCluster(t, extra...)
 			a, b := newClient(cl.a), newClient(cl.b)

@@ -22,6 +22,7 @@ import (
 type bgCluster struct {
 	a, b         string // base URLs
 	procA, procB *proc
+	redis        *redistest.Server
 }
 
 // startBGCluster starts the cluster; extra flags go to both replicas.
@@ -53,7 +54,7 @@ func startBGCluster(t *testing.T, extra ...string) *bgCluster {
 		})
 	}
 	a, b := pod("A"), pod("B")
-	return &bgCluster{a: "http://" + a.addr, b: "http://" + b.addr, procA: a, procB: b}
+	return &bgCluster{a: "http://" + a.addr, b: "http://" + b.addr, procA: a, procB: b, redis: rs}
 }
 
 // TestBackgroundReplicaDies: a replica killed (SIGKILL) or shut down (SIGTERM, grace over)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -225,14 +226,22 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 			final = s.finished(out, runErr)
 		}
 	}
+	// The race with a cancel is decided here, in the store every pod shares: once claimed, a
+	// cancel answers this response's end (and so does a shutdown: the response is finished); a
+	// cancel recorded first, like any other end of ctx, means nothing is stored.
+	claimed := ctx.Err() == nil && s.claimRun(ctx, cancel, t, id, sink)
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer wcancel()
-	if ctx.Err() != nil {
+	if !claimed {
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, errRunCancelled):
 			r := out.conv.Response()
 			r.Status = store.RunCancelled
-			if _, err := runs.Finish(wctx, t.tenant, id, store.RunCancelled, r.AppendJSON(nil), nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+			err := retryUnavailable(wctx, func(ctx context.Context) error {
+				_, err := runs.Finish(ctx, t.tenant, id, store.RunCancelled, r.AppendJSON(nil), nil)
+				return err
+			})
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				t.log.Warn("record the cancelled background response", "response_id", id, "err", err)
 			}
 			s.metrics.responses.WithLabelValues("cancelled").Inc()
@@ -246,7 +255,12 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 				msg = "The server generating this response lost its response store."
 			}
 			events := out.conv.Fail(nil, "server_error", msg)
-			if _, err := runs.Finish(wctx, t.tenant, id, store.RunFailed, out.responseJSON(), sink.pendingWith(events)); err != nil {
+			logged := sink.pendingWith(events)
+			err := retryUnavailable(wctx, func(ctx context.Context) error {
+				_, err := runs.Finish(ctx, t.tenant, id, store.RunFailed, out.responseJSON(), logged)
+				return err
+			})
+			if err != nil {
 				t.log.Warn("record the failed background response", "response_id", id, "err", err)
 			}
 			s.metrics.responses.WithLabelValues("failed").Inc()
@@ -254,16 +268,9 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 		}
 		return
 	}
-	// A cancel that came while the last tokens arrived wins: nothing is stored or advanced.
-	if _, err := runs.Append(wctx, t.tenant, id, sink.take()); err != nil {
-		stopOnRunErr(cancel, err)
-		if errors.Is(err, store.ErrRunFinished) || errors.Is(err, store.ErrNotFound) {
-			s.metrics.responses.WithLabelValues("cancelled").Inc()
-			t.log.Info("background response cancelled", "response_id", id)
-			return
-		}
-		t.log.Warn("background response: event log write failed", "response_id", id, "err", err)
-	}
+	// Claimed: no cancel can win any more; the response is stored, its artifact advanced and
+	// its conversation appended before its end is recorded (a reader that sees it finished can
+	// continue from it).
 	if rc != nil {
 		final = s.settle(wctx, t, out, runErr, final)
 	} else {
@@ -273,10 +280,71 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 	if !store.RunFinished(status) {
 		status = store.RunFailed
 	}
-	if _, err := runs.Finish(wctx, t.tenant, id, status, out.responseJSON(), encodeEvents(final)); err != nil {
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), runs.Lease())
+	defer fcancel()
+	err = retryUnavailable(fctx, func(ctx context.Context) error {
+		_, err := runs.Finish(ctx, t.tenant, id, status, out.responseJSON(), encodeEvents(final))
+		return err
+	})
+	if err != nil {
 		t.log.Warn("record the end of a background response", "response_id", id, "err", err)
 	}
 	s.logSummary(ctx, t, out, runErr)
+}
+
+// claimRun marks the finished generation's run as settling (store.Runs.Settle), logging its
+// last queued events, so that no cancel can win once the response is being stored. A run
+// cancelled, deleted or past its lease first ends ctx (through cancel) instead; the queued
+// events then stay with sink. Store outages are retried until ctx ends (the heartbeat ends it
+// once the lease has passed without a renewal). It reports whether the run was claimed; when not,
+// ctx has ended, with the reason as its cause.
+func (s *Server) claimRun(ctx context.Context, cancel context.CancelCauseFunc, t *turn, id string, sink *runSink) bool {
+	events := sink.take()
+	err := retryUnavailable(ctx, func(ctx context.Context) error {
+		rctx, rcancel := context.WithTimeout(ctx, s.bg.runs.Lease()/3)
+		defer rcancel()
+		_, err := s.bg.runs.Settle(rctx, t.tenant, id, events)
+		return err
+	})
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, store.ErrRunFinished):
+		cancel(errRunCancelled)
+	case errors.Is(err, store.ErrNotFound):
+		cancel(errRunDeleted)
+	case ctx.Err() != nil: // cancelled, deleted, lease lost or shutdown while retrying
+	default: // lease expired, or a store that refuses the write
+		t.log.Warn("background response: could not claim its end", "response_id", id, "err", err)
+		cancel(errLeaseLost)
+	}
+	sink.pending = append(events, sink.pending...)
+	return false
+}
+
+// storeRetryMax is the longest pause between two tries of a store call that found the store
+// unavailable (retryUnavailable; follow).
+const storeRetryMax = time.Second
+
+// retryUnavailable calls fn until it returns anything but store.ErrUnavailable or ctx ends,
+// pausing between tries (50 ms, doubling up to storeRetryMax). It returns fn's last error, or
+// ctx's cause wrapped around it.
+func retryUnavailable(ctx context.Context, fn func(context.Context) error) error {
+	pause := 50 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if !errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up: %w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+		pause = min(2*pause, storeRetryMax)
+	}
 }
 
 // stopOnRunErr cancels the generation when a write found its run ended elsewhere.
@@ -448,37 +516,112 @@ func (s *Server) retrieveStreamed(w http.ResponseWriter, r *http.Request, id str
 	s.follow(ctx, w, tenant, id, after)
 }
 
+// Follower terminal events. A follower's stream always ends with an event that says why: the
+// response's own terminal event (logged by its owner, or the error event a cancel logs), a
+// response.failed for a run whose owner's lease ended, or an error event of its own when it
+// cannot go on (errorEvent's codes).
+const (
+	// codeCancelled ends the log of a cancelled response (logged by the cancel).
+	codeCancelled = "response_cancelled"
+	// codeStoreUnavailable: the follower could not read the shared store for as long as the
+	// owner's lease; retryable with starting_after = the event's sequence_number.
+	codeStoreUnavailable = "store_unavailable"
+	// codeFollowFailed: the store answered something unreadable; retryable as above.
+	codeFollowFailed = "server_error"
+	// codeNotFound: the response was deleted (or expired) while followed; not retryable.
+	codeNotFound = "response_not_found"
+)
+
+// errorEvent encodes a Responses stream error event. Its sequence_number is that of the last
+// event the client received (after, when none), so that starting_after=sequence_number resumes
+// without a gap.
+func errorEvent(code, message string, seq int) []byte {
+	b, _ := sjson.SetBytes([]byte(`{"type":"error"}`), "code", code)
+	b, _ = sjson.SetBytes(b, "message", message)
+	b, _ = sjson.SetRawBytes(b, "param", []byte("null"))
+	b, _ = sjson.SetBytes(b, "sequence_number", seq)
+	return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
+}
+
+// cancelledEvent is the event a cancel logs as the last of the response's stream.
+func cancelledEvent(seq int) []byte {
+	return errorEvent(codeCancelled, "The response was cancelled.", seq)
+}
+
+// eventSeq reads the sequence_number of an encoded event (def when it has none).
+func eventSeq(ev []byte, def int) int {
+	i := bytes.Index(ev, []byte("data: "))
+	if i < 0 {
+		return def
+	}
+	if v := gjson.GetBytes(ev[i+len("data: "):], "sequence_number"); v.Type == gjson.Number {
+		return int(v.Int())
+	}
+	return def
+}
+
 // follow streams the run's logged events after sequence number after, then new ones as they
 // are logged, until the run ends (or its owner's lease does: then a response.failed closes the
-// stream) or the client goes.
+// stream) or the client goes. Store reads that fail are retried for as long as the owner's
+// lease (a stall the owner rides out, its followers ride out too); past that, or when the
+// response is deleted, the stream ends with an error event (errorEvent), never silently.
 func (s *Server) follow(ctx context.Context, w http.ResponseWriter, tenant, id string, after int) {
 	sink := newSSESink(w)
-	next := after + 1
+	f := &follower{s: s, w: w, sink: sink, id: id, last: after}
+	next := -1 // the log index to read next; unknown until the run's record says (store.Run.LogIndex)
 	for {
+		if next < 0 {
+			run, err := s.loadRun(ctx, tenant, id)
+			if err != nil {
+				if f.failed(ctx, err) {
+					return
+				}
+				continue
+			}
+			idx, ok := run.LogIndex(after)
+			if !ok {
+				if err := sink.flushNow(); err != nil {
+					return
+				}
+				s.bg.runs.Wait(ctx, tenant, id, followPoll)
+				if ctx.Err() != nil {
+					return
+				}
+				continue
+			}
+			next = idx
+		}
 		evs, err := s.bg.runs.Events(ctx, tenant, id, next, 512)
 		if err != nil {
-			s.followFailed(w, sink, id, err)
-			return
+			if f.failed(ctx, err) {
+				return
+			}
+			continue
 		}
+		f.ok()
 		if len(evs) > 0 {
 			if err := sink.writeRaw(evs); err != nil {
 				return // client gone
 			}
 			next += len(evs)
+			f.last = eventSeq(evs[len(evs)-1], f.last+len(evs))
 			continue
 		}
 		run, err := s.loadRun(ctx, tenant, id)
 		if err != nil {
-			s.followFailed(w, sink, id, err)
-			return
+			if f.failed(ctx, err) {
+				return
+			}
+			continue
 		}
+		f.ok()
 		if store.RunFinished(run.Status) {
 			if evs, err := s.bg.runs.Events(ctx, tenant, id, next, 1); err == nil && len(evs) > 0 {
 				continue // logged with its end: drain
 			}
 			if run.Expired && next <= run.Events {
 				ev := []byte("event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":")
-				ev = strconv.AppendInt(ev, int64(run.Events), 10)
+				ev = strconv.AppendInt(ev, int64(run.NextSeq()), 10)
 				ev = append(ev, `,"response":`...)
 				ev = append(ev, expiredResponse(run.Response)...)
 				ev = append(ev, "}\n\n"...)
@@ -500,23 +643,81 @@ func (s *Server) follow(ctx context.Context, w http.ResponseWriter, tenant, id s
 	}
 }
 
-// followFailed ends a follow that could not read the log: an error answer before any event,
-// otherwise the stream just ends (the client reconnects with starting_after).
-func (s *Server) followFailed(w http.ResponseWriter, sink *sseSink, id string, err error) {
+// follower keeps a follow's state across store failures.
+type follower struct {
+	s    *Server
+	w    http.ResponseWriter
+	sink *sseSink
+	id   string
+	last int // the sequence number of the last event sent (the starting_after to resume from)
+
+	down  time.Time     // when the current run of store failures began (zero: none)
+	pause time.Duration // before the next try
+}
+
+// ok records a store read that succeeded.
+func (f *follower) ok() { f.down, f.pause = time.Time{}, 0 }
+
+// failed handles a store read that failed: it reports whether the follow ends (the client is
+// gone, or the error was answered: an error before any event, else an error event); otherwise
+// it has paused and the read is to be tried again.
+func (f *follower) failed(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true // client gone
+	}
 	if errors.Is(err, store.ErrNotFound) {
-		err = notFound(id)
+		if !f.sink.hdr {
+			writeError(f.w, notFound(f.id))
+			return true
+		}
+		f.end(codeNotFound, fmt.Sprintf("Response '%s' was deleted while it was streamed.", f.id), err)
+		return true
 	}
-	if !sink.hdr {
-		writeError(w, err)
-		return
+	transient := errors.Is(err, store.ErrUnavailable) || errors.Is(err, errStoreUnavailable)
+	now := time.Now()
+	if f.down.IsZero() {
+		f.down = now
+		if transient {
+			f.s.log.Warn("background follower: the store did not answer; retrying", "response_id", f.id, "for", f.s.bg.runs.Lease(), "err", err)
+		}
 	}
-	s.log.Warn("follow background response", "response_id", id, "err", err)
+	if !transient || now.Sub(f.down) >= f.s.bg.runs.Lease() {
+		if !f.sink.hdr {
+			writeError(f.w, err)
+			return true
+		}
+		if transient {
+			f.end(codeStoreUnavailable, "The response store did not answer; the response may still be generating. Retry with starting_after set to this event's sequence_number.", err)
+		} else {
+			f.end(codeFollowFailed, "The response's events could not be read. Retry with starting_after set to this event's sequence_number.", err)
+		}
+		return true
+	}
+	f.pause = min(max(2*f.pause, 50*time.Millisecond), storeRetryMax)
+	t := time.NewTimer(f.pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return true
+	case <-t.C:
+	}
+	return false
+}
+
+// end sends the error event that ends a follow the follower itself could not continue.
+func (f *follower) end(code, message string, err error) {
+	f.s.log.Warn("background follower ended with an error event", "response_id", f.id, "code", code, "after", f.last, "err", err)
+	_ = f.sink.writeRaw([][]byte{errorEvent(code, message, f.last)})
 }
 
 // handleCancel answers POST /v1/responses/{id}/cancel: an unfinished background response ends
-// as cancelled (its generation stops, nothing is stored or advanced) and is returned; a finished
-// one is returned as it ended (cancelling is idempotent, as OpenAI answers); a response not
-// created in background mode is a 400; an unknown or another tenant's id a 404.
+// as cancelled (its generation stops, nothing is stored or advanced, its stream ends with an
+// error event, code response_cancelled) and is returned; a finished one is returned as it ended
+// (cancelling is idempotent, as OpenAI answers); a response not created in background mode is a
+// 400; an unknown or another tenant's id a 404. The decision is the store's (store.Runs.Cancel
+// against the owner's Settle): a cancel that comes once the owner is storing the finished
+// response waits for its end and answers that, so "cancelled" is only ever answered for a
+// response that stays cancelled, on every pod.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	tenant, id := middleware.Tenant(ctx), chi.URLParam(r, "id")
@@ -525,7 +726,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 			return out
 		}
 		return resp
-	})
+	}, cancelledEvent)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		if _, cerr := s.loadCheckpoint(r, id); cerr != nil {
@@ -543,6 +744,26 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	if changed {
 		s.bg.stop(runKey(tenant, id), errRunCancelled) // at once when it runs here; else its owner's next write
+		writeJSON(w, json.RawMessage(runResponse(run)))
+		return
+	}
+	for !store.RunFinished(run.Status) { // its owner is storing it: answer how it ends
+		s.bg.runs.Wait(ctx, tenant, id, followPoll)
+		if run, err = s.loadRun(ctx, tenant, id); err != nil {
+			switch {
+			case ctx.Err() != nil: // client gone
+			case errors.Is(err, store.ErrNotFound): // deleted meanwhile
+				writeError(w, notFound(id))
+			default: // not acknowledged: a retry answers the same run
+				writeError(w, fmt.Errorf("cancel %s: wait for its end: %w", id, err))
+			}
+			return
+		}
+	}
+	// Finished: answered as a retrieve answers it (the stored response first).
+	if cp, err := s.loadCheckpoint(r, id); err == nil {
+		writeJSON(w, cp.Response)
+		return
 	}
 	writeJSON(w, json.RawMessage(runResponse(run)))
 }

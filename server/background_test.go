@@ -232,11 +232,17 @@ func TestBackgroundCancel(t *testing.T) {
 		if st != 200 || got.Get("status").Str != "cancelled" || got.Get("id").Str != id {
 			t.Fatalf("cancel = %d %s", st, got.Raw)
 		}
-		rest := readAll(next) // the follower's stream ends
+		rest := readAll(next) // the follower's stream ends, with the cancel's event
 		for _, ev := range rest {
 			if ev.typ == "response.completed" {
 				t.Fatal("a cancelled response completed")
 			}
+		}
+		if len(rest) == 0 || rest[len(rest)-1].typ != "error" || rest[len(rest)-1].data.Get("code").Str != "response_cancelled" {
+			t.Fatalf("the follower's stream after the cancel: %v", rest)
+		}
+		if len(rest) > 1 {
+			checkSeqs(t, rest, int(rest[0].data.Get("sequence_number").Int()))
 		}
 		if st, got := b.do(t, "GET", "/v1/responses/"+id, ""); st != 200 || got.Get("status").Str != "cancelled" {
 			t.Fatalf("GET after cancel = %d %s", st, got.Raw)
@@ -330,5 +336,85 @@ func TestBackgroundShutdown(t *testing.T) {
 	}
 	if st, body := a.do(t, "POST", "/v1/responses", `{"model":"qwen3","input":"x","background":true}`); st != 503 {
 		t.Fatalf("background create after shutdown = %d %s, want 503", st, body.Raw)
+	}
+}
+
+// TestBackgroundEventCapGap: a response with more events than its log holds (MaxEvents 20
+// here) replays its first 20 events, then the response.events_omitted marker numbered as the first
+// event not logged, then its final events with their own numbers; starting_after resumes on
+// either side of the gap, and within it at the final events.
+func TestBackgroundEventCapGap(t *testing.T) {
+	t.Parallel()
+	c := newBGCluster(t, 0, nil)
+	c.runs = store.NewRuns(store.MemoryRecords(nil), store.RunsOptions{MaxEvents: 20})
+	a, b := c.pod(t, "pod-a"), c.pod(t, "pod-b")
+	st, resp := a.do(t, "POST", "/v1/responses", `{"model":"qwen3","input":"Tell me a story.","background":true,"max_output_tokens":60,"reasoning":{"effort":"none"}}`)
+	if st != 200 {
+		t.Fatalf("create = %d %s", st, resp.Raw)
+	}
+	id := resp.Get("id").Str
+	_, next := b.openStream(t, t.Context(), "GET", "/v1/responses/"+id+"?stream=true", "")
+	evs := readAll(next)
+	if len(evs) < 22 { // 20 logged, the marker, at least the terminal event
+		t.Fatalf("%d events, want the 20 logged, the marker and the final ones", len(evs))
+	}
+	checkSeqs(t, evs[:21], 0)
+	if evs[20].typ != store.EventsOmitted || evs[20].data.Get("first_omitted").Int() != 20 {
+		t.Fatalf("event 20 = %s %s, want the %s marker", evs[20].typ, evs[20].data.Raw, store.EventsOmitted)
+	}
+	last := evs[len(evs)-1]
+	if last.typ != "response.incomplete" && last.typ != "response.completed" {
+		t.Fatalf("last event %s", last.typ)
+	}
+	finalSeq := int(last.data.Get("sequence_number").Int())
+	firstFinal := int(evs[21].data.Get("sequence_number").Int())
+	if firstFinal <= 21 {
+		t.Fatalf("the first event after the gap is numbered %d: nothing was omitted", firstFinal)
+	}
+	checkSeqs(t, evs[21:], firstFinal)
+	for _, p := range [][2]int{{18, 19}, {19, 20}, {20, firstFinal}, {firstFinal - 1, firstFinal}, {finalSeq - 1, finalSeq}} {
+		after, want := p[0], p[1]
+		_, next := a.openStream(t, t.Context(), "GET", "/v1/responses/"+id+"?stream=true&starting_after="+strconv.Itoa(after), "")
+		got := readAll(next)
+		if len(got) == 0 || int(got[0].data.Get("sequence_number").Int()) != want || got[len(got)-1].typ != last.typ {
+			t.Fatalf("starting_after=%d: %d events, first %v; want from %d to the end", after, len(got), got, want)
+		}
+	}
+}
+
+// TestBackgroundCancelLosesToSettle: a cancel that meets a run its owner is storing (settling)
+// does not cancel it: it answers the run's end once the owner records it. (Whether the cancel
+// reaches the store before or after the finish, the answer must be the finish.)
+func TestBackgroundCancelLosesToSettle(t *testing.T) {
+	t.Parallel()
+	c := newBGCluster(t, 0, nil)
+	b := c.pod(t, "pod-b")
+	ctx := t.Context()
+	created := `{"id":"resp_settling","object":"response","status":"in_progress","background":true,"output":[]}`
+	if err := c.runs.Create(ctx, &store.Run{ID: "resp_settling", Tenant: middleware.DevTenant, Owner: "pod-a", Status: store.RunInProgress, Response: []byte(created)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.runs.Settle(ctx, middleware.DevTenant, "resp_settling", nil); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		st   int
+		body gjson.Result
+	}
+	done := make(chan answer, 1)
+	go func() {
+		a := &apiStack{url: b.url}
+		st, body := a.do(t, "POST", "/v1/responses/resp_settling/cancel", "")
+		done <- answer{st, body}
+	}()
+	completed := `{"id":"resp_settling","object":"response","status":"completed","background":true,"output":[]}`
+	if _, err := c.runs.Finish(ctx, middleware.DevTenant, "resp_settling", store.RunCompleted, []byte(completed), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got.st != 200 || got.body.Get("status").Str != "completed" {
+		t.Fatalf("cancel of a settling run = %d %s, want its end (completed)", got.st, got.body.Raw)
+	}
+	if st, got := b.do(t, "GET", "/v1/responses/resp_settling", ""); st != 200 || got.Get("status").Str != "completed" {
+		t.Fatalf("GET = %d %s", st, got.Raw)
 	}
 }

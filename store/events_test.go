@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,11 +70,13 @@ func TestRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Events != 5 || got.Dropped != 1 {
-				t.Fatalf("after append: events %d dropped %d, want 5 and 1 (MaxEvents 5)", got.Events, got.Dropped)
+			// MaxEvents 5: sse(5) is not logged; the marker takes its place (and number).
+			if got.Events != 6 || got.Dropped != 1 || got.Marker != 5 || got.NextSeq() != 6 {
+				t.Fatalf("after append: events %d dropped %d marker %d next %d, want 6, 1, 5, 6 (MaxEvents 5)", got.Events, got.Dropped, got.Marker, got.NextSeq())
 			}
 			evs, err := runs.Events(ctx, "acme", "resp_1", 3, 100)
-			if err != nil || len(evs) != 2 || string(evs[0]) != string(sse(3)) || string(evs[1]) != string(sse(4)) {
+			if err != nil || len(evs) != 3 || string(evs[0]) != string(sse(3)) || string(evs[1]) != string(sse(4)) ||
+				!strings.Contains(string(evs[2]), `"type":"`+store.EventsOmitted+`","sequence_number":5,`) {
 				t.Fatalf("Events(3) = %q, %v", evs, err)
 			}
 			if evs, _ := runs.Events(ctx, "other", "resp_1", 0, 100); len(evs) != 0 {
@@ -81,13 +84,13 @@ func TestRuns(t *testing.T) {
 			}
 			// Finish logs the final events past the bound.
 			got, err = runs.Finish(ctx, "acme", "resp_1", store.RunCompleted, []byte(`{"status":"completed"}`), [][]byte{sse(6)})
-			if err != nil || got.Status != store.RunCompleted || got.Events != 6 {
+			if err != nil || got.Status != store.RunCompleted || got.Events != 7 {
 				t.Fatalf("Finish = %+v, %v", got, err)
 			}
 			if _, err := runs.Append(ctx, "acme", "resp_1", [][]byte{sse(7)}); !errors.Is(err, store.ErrRunFinished) {
 				t.Fatalf("Append after Finish: %v, want ErrRunFinished", err)
 			}
-			got, changed, err := runs.Cancel(ctx, "acme", "resp_1", func(b []byte) []byte { return []byte(`{"status":"cancelled"}`) })
+			got, changed, err := runs.Cancel(ctx, "acme", "resp_1", func(b []byte) []byte { return []byte(`{"status":"cancelled"}`) }, nil)
 			if err != nil || changed || got.Status != store.RunCompleted {
 				t.Fatalf("Cancel of a finished run = %+v, %v, %v; want it unchanged", got, changed, err)
 			}
@@ -98,7 +101,7 @@ func TestRuns(t *testing.T) {
 			if err := runs.Create(ctx, run2, [][]byte{sse(0)}); err != nil {
 				t.Fatal(err)
 			}
-			got, changed, err = runs.Cancel(ctx, "acme", "resp_2", func(b []byte) []byte { return []byte(`{"status":"cancelled"}`) })
+			got, changed, err = runs.Cancel(ctx, "acme", "resp_2", func(b []byte) []byte { return []byte(`{"status":"cancelled"}`) }, nil)
 			if err != nil || !changed || got.Status != store.RunCancelled || string(got.Response) != `{"status":"cancelled"}` {
 				t.Fatalf("Cancel = %+v, %v, %v", got, changed, err)
 			}
@@ -127,7 +130,7 @@ func TestRuns(t *testing.T) {
 			if got, err := runs.Get(ctx, "acme", "resp_3"); err != nil || got.Status != store.RunFailed || !got.Expired {
 				t.Fatalf("Get past the lease = %+v, %v; want failed, expired", got, err)
 			}
-			if got, changed, err := runs.Cancel(ctx, "acme", "resp_3", func(b []byte) []byte { return b }); err != nil || changed || got.Status != store.RunFailed {
+			if got, changed, err := runs.Cancel(ctx, "acme", "resp_3", func(b []byte) []byte { return b }, nil); err != nil || changed || got.Status != store.RunFailed {
 				t.Fatalf("Cancel past the lease = %+v, %v, %v", got, changed, err)
 			}
 
@@ -281,5 +284,126 @@ func TestSweepRecords(t *testing.T) {
 	}
 	if _, err := convs.Get(ctx, "t", "c"); err != nil {
 		t.Fatalf("live conversation: %v", err)
+	}
+}
+
+// TestRunsSettleDecidesCancel: the owner's Settle and a Cancel decide the race between a
+// generation's end and a cancel in one atomic update each: whichever comes first wins, and the
+// loser learns it (Settle: ErrRunFinished; Cancel: unchanged, the run unfinished until its owner
+// finishes it). A cancel logs its event as the stream's last, numbered after the last event.
+func TestRunsSettleDecidesCancel(t *testing.T) {
+	for name, open := range recordBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			now := time.Unix(1_000_000, 0)
+			var mu sync.Mutex
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			runs := store.NewRuns(open(t), store.RunsOptions{Lease: 10 * time.Second, Now: clock})
+			cancelled := func([]byte) []byte { return []byte(`{"status":"cancelled"}`) }
+			ended := func(seq int) []byte {
+				return []byte("event: error\ndata: {\"sequence_number\":" + strconv.Itoa(seq) + "}\n\n")
+			}
+			newRun := func(id string) {
+				t.Helper()
+				if err := runs.Create(ctx, &store.Run{ID: id, Tenant: "acme", Status: store.RunInProgress, Response: []byte(`{}`)}, [][]byte{sse(0), sse(1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// Settle first: the cancel loses and sees the run unfinished; the owner's finish is
+			// the answer. A repeated Settle (its reply lost) writes nothing.
+			newRun("resp_s")
+			if got, err := runs.Settle(ctx, "acme", "resp_s", [][]byte{sse(2)}); err != nil || !got.Settling || got.Events != 3 {
+				t.Fatalf("Settle = %+v, %v", got, err)
+			}
+			if got, err := runs.Settle(ctx, "acme", "resp_s", [][]byte{sse(2)}); err != nil || got.Events != 3 {
+				t.Fatalf("repeated Settle = %+v, %v; want no write", got, err)
+			}
+			got, changed, err := runs.Cancel(ctx, "acme", "resp_s", cancelled, ended)
+			if err != nil || changed || got.Status != store.RunInProgress {
+				t.Fatalf("Cancel of a settling run = %+v, %v, %v; want it unchanged, in progress", got, changed, err)
+			}
+			if _, err := runs.Finish(ctx, "acme", "resp_s", store.RunIncomplete, []byte(`{"status":"incomplete"}`), [][]byte{sse(3)}); err != nil {
+				t.Fatal(err)
+			}
+			if got, changed, err := runs.Cancel(ctx, "acme", "resp_s", cancelled, ended); err != nil || changed || got.Status != store.RunIncomplete {
+				t.Fatalf("Cancel after the finish = %+v, %v, %v", got, changed, err)
+			}
+
+			// Cancel first: the owner's Settle fails, its events are not logged; the cancel's
+			// event ends the log.
+			newRun("resp_c")
+			if _, changed, err := runs.Cancel(ctx, "acme", "resp_c", cancelled, ended); err != nil || !changed {
+				t.Fatalf("Cancel = %v, %v", changed, err)
+			}
+			if _, err := runs.Settle(ctx, "acme", "resp_c", [][]byte{sse(2)}); !errors.Is(err, store.ErrRunFinished) {
+				t.Fatalf("Settle after Cancel: %v, want ErrRunFinished", err)
+			}
+			evs, err := runs.Events(ctx, "acme", "resp_c", 0, 10)
+			if err != nil || len(evs) != 3 || string(evs[2]) != string(ended(2)) {
+				t.Fatalf("log after Cancel = %q, %v", evs, err)
+			}
+
+			// Past the lease, readers see the run failed: Settle refuses too.
+			newRun("resp_e")
+			mu.Lock()
+			now = now.Add(11 * time.Second)
+			mu.Unlock()
+			if _, err := runs.Settle(ctx, "acme", "resp_e", nil); !errors.Is(err, store.ErrLeaseExpired) {
+				t.Fatalf("Settle past the lease: %v, want ErrLeaseExpired", err)
+			}
+		})
+	}
+}
+
+// TestRunsLogIndexAcrossTheGap: a log that filled holds the marker where it filled; sequence
+// numbers map to log indexes on both sides of the gap, and a cancel's event is numbered after
+// every event generated, logged or not.
+func TestRunsLogIndexAcrossTheGap(t *testing.T) {
+	for name, open := range recordBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			runs := store.NewRuns(open(t), store.RunsOptions{MaxEvents: 3})
+			for _, id := range []string{"resp_f", "resp_c"} {
+				if err := runs.Create(ctx, &store.Run{ID: id, Tenant: "acme", Status: store.RunInProgress, Response: []byte(`{}`)}, [][]byte{sse(0), sse(1)}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := runs.Append(ctx, "acme", id, [][]byte{sse(2), sse(3), sse(4)}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := runs.Append(ctx, "acme", id, [][]byte{sse(5), sse(6)})
+				if err != nil || got.Events != 4 || got.Marker != 3 || got.Dropped != 4 || got.NextSeq() != 7 {
+					t.Fatalf("%s after the cap = %+v, %v", id, got, err)
+				}
+				for after, want := range map[int]int{-1: 0, 1: 2, 2: 3} {
+					if i, ok := got.LogIndex(after); !ok || i != want {
+						t.Fatalf("LogIndex(%d) = %d, %v; want %d", after, i, ok, want)
+					}
+				}
+				if _, ok := got.LogIndex(3); ok {
+					t.Fatal("LogIndex past the marker is known before the run ends")
+				}
+			}
+			got, err := runs.Finish(ctx, "acme", "resp_f", store.RunCompleted, []byte(`{}`), [][]byte{sse(7), sse(8)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for after, want := range map[int]int{3: 4, 6: 4, 7: 5, 8: 6} {
+				if i, ok := got.LogIndex(after); !ok || i != want {
+					t.Fatalf("finished: LogIndex(%d) = %d, %v; want %d", after, i, ok, want)
+				}
+			}
+			evs, err := runs.Events(ctx, "acme", "resp_f", 3, 10)
+			if err != nil || len(evs) != 3 || !strings.Contains(string(evs[0]), `"sequence_number":3,"first_omitted":3`) || string(evs[1]) != string(sse(7)) {
+				t.Fatalf("log from the marker = %q, %v", evs, err)
+			}
+			_, changed, err := runs.Cancel(ctx, "acme", "resp_c", func(b []byte) []byte { return b }, func(seq int) []byte { return sse(seq) })
+			if err != nil || !changed {
+				t.Fatal(changed, err)
+			}
+			if evs, err := runs.Events(ctx, "acme", "resp_c", 4, 10); err != nil || len(evs) != 1 || string(evs[0]) != string(sse(7)) {
+				t.Fatalf("cancel event past the gap = %q, %v", evs, err)
+			}
+		})
 	}
 }

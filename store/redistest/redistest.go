@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -108,6 +109,27 @@ func (s *Server) Restart() {
 	s.Stop()
 	if err := s.start(); err != nil {
 		s.t.Fatalf("redistest: restart redis-server on %s: %v", s.Addr, err)
+	}
+}
+
+// Pause stops the server with SIGSTOP: connections stay open and nothing is
+// answered, as a Redis stalled by a fork, swapping or a long command. Resume
+// continues it. A paused server is resumed at cleanup (before Stop).
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		s.t.Fatalf("redistest: signal %v: server %s not running", sig, s.Addr)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: signal %v: %v", sig, err)
 	}
 }
 

@@ -139,7 +139,7 @@ func encodeEvents(events []stream.Event) [][]byte {
 // stream followed from the log) and starts the generation. It owns release (the admission slot).
 func (s *Server) startBackground(ctx context.Context, w http.ResponseWriter, t *turn, release func()) {
 	out := s.newOutput(t)
-	begin := out.begin()
+	begin := out.beginQueued()
 	id := out.responseID()
 	run := &store.Run{ID: id, Tenant: t.tenant, Owner: s.bg.owner, Status: store.RunInProgress, Response: out.responseJSON()}
 	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx)) // request values, not its end

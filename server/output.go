@@ -116,6 +116,9 @@ func rawFloat(raw []byte) *float64 {
 
 func (o *output) begin() []stream.Event { return o.conv.Start(nil) }
 
+// beginQueued is begin for a background response (response.queued between created and in_progress).
+func (o *output) beginQueued() []stream.Event { return o.conv.StartQueued(nil) }
+
 // consume reads upstream chunks until [DONE], an error, or ctx's end, handing non-terminal events to
 // sink as they come. It returns nil when the stream ended cleanly; the terminal event is then held
 // (see finish). A sink write error (client gone) stops reading; ctx is then cancelled by net/http.

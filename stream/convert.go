@@ -55,6 +55,9 @@ func (c *Converter) Emitter() *Emitter { return c.e }
 // Start appends response.created and response.in_progress.
 func (c *Converter) Start(dst []Event) []Event { return c.e.Start(dst) }
 
+// StartQueued appends a background response's first events (Emitter.StartQueued).
+func (c *Converter) StartQueued(dst []Event) []Event { return c.e.StartQueued(dst) }
+
 // Chunk consumes one upstream chunk. An in-stream upstream error fails the
 // response (response.failed, code "server_error", the upstream message).
 // The chunk is not retained.

@@ -137,6 +137,23 @@ func (e *Emitter) Start(dst []Event) []Event {
 	return append(dst, &ResponseEvent{Type: EventResponseInProgress, SequenceNumber: e.nextSeq(), Response: e.Response()})
 }
 
+// StartQueued is Start for a background response, as OpenAI streams one: response.created and
+// response.queued with status queued, then response.in_progress. stitch admits a background
+// response before it answers (its slot is taken), so the queued phase is these two events.
+func (e *Emitter) StartQueued(dst []Event) []Event {
+	if e.ended || e.seq > 0 {
+		return dst
+	}
+	queued := func() *Response {
+		r := e.Response()
+		r.Status = StatusQueued
+		return r
+	}
+	dst = append(dst, &ResponseEvent{Type: EventResponseCreated, SequenceNumber: e.nextSeq(), Response: queued()})
+	dst = append(dst, &ResponseEvent{Type: EventResponseQueued, SequenceNumber: e.nextSeq(), Response: queued()})
+	return append(dst, &ResponseEvent{Type: EventResponseInProgress, SequenceNumber: e.nextSeq(), Response: e.Response()})
+}
+
 // Apply appends the events for pieces.
 func (e *Emitter) Apply(dst []Event, pieces ...Piece) []Event {
 	if e.ended {

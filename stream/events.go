@@ -4,6 +4,7 @@ package stream
 // JSON "type" member.
 const (
 	EventResponseCreated        = "response.created"
+	EventResponseQueued         = "response.queued"
 	EventResponseInProgress     = "response.in_progress"
 	EventResponseCompleted      = "response.completed"
 	EventResponseIncomplete     = "response.incomplete"
@@ -41,8 +42,8 @@ var (
 	_ Event = (*ArgumentsDoneEvent)(nil)
 )
 
-// ResponseEvent is response.created, response.in_progress, response.completed,
-// response.incomplete or response.failed: a snapshot of the whole response.
+// ResponseEvent is response.created, response.queued, response.in_progress,
+// response.completed, response.incomplete or response.failed: a snapshot of the whole response.
 type ResponseEvent struct {
 	Type           string // one of the EventResponse* constants
 	SequenceNumber int

@@ -8,6 +8,7 @@ import (
 
 // Response status values (Response.Status).
 const (
+	StatusQueued     = "queued"
 	StatusInProgress = "in_progress"
 	StatusCompleted  = "completed"
 	StatusIncomplete = "incomplete"

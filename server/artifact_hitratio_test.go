@@ -25,6 +25,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -101,7 +102,7 @@ type stackOptions struct {
 	audit float64
 }
 
-// newSimStack assembles a server with server.NewModelRuntime and server.NewArtifacts as stitch
+// newSimStack assembles a server with stack.NewModelRuntime and stack.NewArtifacts as stitch
 // serve does, with the simulator as upstream, checkpoints in memory and a 16 MiB L1.
 func newSimStack(t *testing.T, o stackOptions) *simStack {
 	t.Helper()
@@ -119,7 +120,7 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 	t.Cleanup(simSrv.Close)
 
 	cps := store.NewMemory()
-	mc := server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
+	mc := stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
 		Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}
 	if o.mode != "none" {
 		sealer, err := store.NewSealer([]store.SealKey{testSealKey}, store.SealerOptions{})
@@ -129,7 +130,7 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 		if mc.Mode, err = store.ParseMode(o.mode); err != nil {
 			t.Fatal(err)
 		}
-		arts, err := server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 256,
+		arts, err := stack.NewArtifacts(stack.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 256,
 			AuditRate: o.audit, Checkpoints: cps, Registry: st.reg})
 		if err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 		t.Cleanup(func() { arts.Close() })
 		st.artifacts, mc.Artifacts = arts.Tiers, arts
 	}
-	rt, err := server.NewModelRuntime(mc)
+	rt, err := stack.NewModelRuntime(mc)
 	if err != nil {
 		t.Fatal(err)
 	}

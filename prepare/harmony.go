@@ -48,7 +48,7 @@ func NewHarmonyRender(h Harmony) HarmonyRender {
 // Prepare implements Engine. Bad input (an unsupported reasoning.effort, a malformed item) is a
 // *render.InputError naming its param.
 func (e HarmonyRender) Prepare(_ context.Context, in *Input) (*Prompt, error) {
-	_, p, conv, err := e.Render(in)
+	_, req, conv, p, err := e.render(in)
 	if err != nil {
 		return nil, err
 	}
@@ -56,16 +56,22 @@ func (e HarmonyRender) Prepare(_ context.Context, in *Input) (*Prompt, error) {
 	if in.PreviousID == "" {
 		outcome = OutcomeNew
 	}
-	return &Prompt{IDs: p.IDs, Text: p.Text, Outcome: outcome, SkippedTools: conv.SkippedTools}, nil
+	return &Prompt{IDs: p.IDs, Text: p.Text, Outcome: outcome, SkippedTools: conv.SkippedTools, notes: newHarmonyNotes(e.h.Encoder, in, req, conv)}, nil
 }
 
 // Render maps the turn to Harmony messages and renders the prompt for the model's next turn,
 // with the start date it used.
 func (e HarmonyRender) Render(in *Input) (startDate string, p harmony.Prompt, conv *harmony.Conversation, err error) {
+	startDate, _, conv, p, err = e.render(in)
+	return startDate, p, conv, err
+}
+
+func (e HarmonyRender) render(in *Input) (string, harmony.Request, *harmony.Conversation, harmony.Prompt, error) {
 	opts := e.h.Options
 	opts.StartDate = harmony.StartDate(opts.StartDate, e.h.Now())
-	conv, p, err = e.h.Encoder.RenderResponses(harmonyRequest(in), opts)
-	return opts.StartDate, p, conv, err
+	req := harmonyRequest(in)
+	conv, p, err := e.h.Encoder.RenderResponses(req, opts)
+	return opts.StartDate, req, conv, p, err
 }
 
 // harmonyRequest is the Harmony form of a turn: this request's instructions, tools and effort
@@ -79,6 +85,11 @@ func harmonyRequest(in *Input) harmony.Request {
 	}
 	if len(in.Tools) > 0 {
 		req.Tools = json.RawMessage(in.Tools)
+	}
+	if in.Previous != nil && len(in.StoredIDs) == len(in.Previous.ConversationItemIDs) {
+		// vLLM's message-store path: the earlier output items as the model wrote them, and the
+		// new input as a continuation maps it.
+		req.Notes, req.NewInput = in.Previous.ItemNotes, len(in.StoredIDs)
 	}
 	return req
 }

@@ -97,7 +97,7 @@ func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, err
 	hot := a.hotEntry(in, fp)
 	pending := &pendingArtifact{fingerprint: fp, messages: t.plan.Len(), msgDigests: t.each, harmonyDigests: state,
 		tenant: in.Tenant, previousID: in.PreviousID}
-	p := &Prompt{SkippedTools: conv.SkippedTools, fingerprint: fp, pending: pending, engine: a}
+	p := &Prompt{SkippedTools: conv.SkippedTools, fingerprint: fp, pending: pending, engine: a, notes: newHarmonyNotes(e.h.h.Encoder, in, req, conv)}
 	var prev *store.Artifact
 	if hot != nil {
 		p.Outcome, prev = OutcomeHitLocal, hot.art

@@ -121,6 +121,8 @@ type Prompt struct {
 	// pending is what Commit writes (nil: nothing, a full render).
 	pending *pendingArtifact
 	engine  *ArtifactEngine
+	// notes notes a gpt-oss turn's output headers (AnnotateOutput); nil for other engines.
+	notes *harmonyNotes
 }
 
 // Output is the part of a finished response Commit reads: the generated ids and the token ranges

@@ -17,11 +17,12 @@ type Generated struct {
 }
 
 // NoteDropped is the note of an item vLLM's message store holds no message for; other notes
-// are the three header fields joined by noteSep (no header field holds a NUL: a header that
-// would is not noted).
+// are the three header fields joined by a space, which none of them can hold (openai_harmony's
+// header parser splits on whitespace and ends the channel there; a header that would is not
+// noted): "commentary functions.get_weather <|constrain|>json", "commentary  ".
 const (
 	NoteDropped = "-"
-	noteSep     = "\x00"
+	noteSep     = " "
 )
 
 // Note is g's string form, kept per output item id in the response's checkpoint

@@ -23,9 +23,10 @@ import (
 //     previous prompt's ids up to the last message whose digest still agrees and encodes the
 //     rest. The certified prefix ends where history changes: the system message (a new start
 //     date), or the first analysis message auto_drop_analysis drops once a final answer follows.
-//     The previous response's output is re-rendered as Harmony writes history (a call as
-//     `assistant to=functions.NAME<|channel|>commentary json`, a final answer closed by <|end|>),
-//     not as the model wrote it.
+//     The previous response's output is re-rendered as vLLM's message store holds it: each
+//     message with the header the model wrote (the checkpoint's notes, [Prompt.AnnotateOutput]),
+//     written in Harmony's order (`assistant to=functions.NAME<|channel|>commentary
+//     <|constrain|>json`), a final answer closed by <|end|>.
 //   - exact: the history is the previous prompt and its generated ids verbatim (a trailing
 //     <|return|> closed as <|end|>, family.Harmony.CloseTurn); only the messages of this turn's
 //     new items are rendered, then the generation prompt. The model's own tokens stay

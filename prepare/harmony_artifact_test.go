@@ -339,7 +339,15 @@ func runHarmonyProperty(t *testing.T, mode store.Mode, hot bool, date string, tu
 			t.Fatalf("turn %d: Prepare: %v", turn, err)
 		}
 		outcomes[p.Outcome]++
-		full, err := e.full.Prepare(ctx, in)
+		ref := in
+		if mode == store.ModeExact {
+			// Exact mode renders a restart from the request as it is (the items as items, this
+			// request's preamble); canonical mode is vLLM's message-store path.
+			c := *in
+			c.Previous, c.StoredIDs = nil, nil
+			ref = &c
+		}
+		full, err := e.full.Prepare(ctx, ref)
 		if err != nil {
 			t.Fatalf("turn %d: full Prepare: %v", turn, err)
 		}

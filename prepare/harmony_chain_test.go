@@ -3,16 +3,19 @@ package prepare_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/prepare"
+	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/stream"
@@ -230,4 +233,63 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestHarmonyContinuationKeepsFirstPreamble: on an unpinned date, a canonical continuation keeps
+// its chain's first start date, effort and instructions (vLLM continues with the stored system
+// and developer messages), by full render and by artifact alike; an effort gpt-oss does not take
+// is still a 400 naming reasoning.effort.
+func TestHarmonyContinuationKeepsFirstPreamble(t *testing.T) {
+	ctx := context.Background()
+	e := newHEnv(t, store.ModeCanonical, harmony.Options{}, true)
+	day1 := harmony.StartDate("", e.clock.Now())
+	user := func(s string) json.RawMessage {
+		raw, _ := json.Marshal(map[string]string{"role": "user", "content": s})
+		return raw
+	}
+	in1 := &prepare.Input{Tenant: "t", Instructions: "Be brief.", Items: []json.RawMessage{user("hi")}}
+	p1, err := e.eng.Prepare(ctx, in1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := "<|return|>"
+	conv, items, itemIDs := chainRespond(t, e, "<|channel|>final<|message|>Hello.", &ret)
+	convIDs := append([]string{"in_1"}, itemIDs...)
+	cp := &store.Checkpoint{ID: conv.Emitter().ID(), Tenant: "t", Model: "gptoss", Status: "completed", CreatedAt: e.clock.Now(),
+		InputItemIDs: []string{"in_1"}, OutputItemIDs: itemIDs, ConversationItemIDs: convIDs, GeneratedIDs: conv.TokenIDs()}
+	p1.Annotate(cp)
+	p1.AnnotateOutput(cp, conv)
+	p1.Commit(ctx, cp.ID, conv)
+
+	e.clock.Advance(50 * time.Hour) // the unpinned date rolls over twice
+	all := append(append([]json.RawMessage{in1.Items[0]}, items...), user("again"))
+	in2 := &prepare.Input{Tenant: "t", PreviousID: cp.ID, Previous: cp, StoredIDs: convIDs, ReasoningEffort: "high", Items: all}
+	ref, err := prepare.NewHarmonyRender(prepare.Harmony{Encoder: e.enc, Options: harmony.Options{StartDate: day1}}).Prepare(ctx,
+		&prepare.Input{Tenant: "t", Instructions: "Be brief.", Items: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := e.full.Prepare(ctx, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := e.eng.Prepare(ctx, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(full.IDs, ref.IDs) || !slices.Equal(p2.IDs, ref.IDs) {
+		t.Fatalf("continuation differs from the first turn's preamble (date %s, no effort, its instructions): full at %d, artifact at %d (outcome %s)",
+			day1, firstDifference(full.IDs, ref.IDs), firstDifference(p2.IDs, ref.IDs), p2.Outcome)
+	}
+	if !strings.Contains(e.enc.Decode(p2.IDs), "Current date: "+day1) {
+		t.Fatalf("the prompt does not carry the first date %s", day1)
+	}
+	in2.ReasoningEffort = "none"
+	for name, eng := range map[string]prepare.Engine{"full": e.full, "artifacts": e.eng} {
+		_, err := eng.Prepare(ctx, in2)
+		var ie *render.InputError
+		if !errors.As(err, &ie) || ie.Param != "reasoning.effort" {
+			t.Errorf("%s: effort none: %v, want an input error naming reasoning.effort", name, err)
+		}
+	}
 }

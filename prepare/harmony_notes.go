@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"encoding/json"
 	"maps"
 
 	"github.com/stitchllm/stitch/render/harmony"
@@ -13,15 +14,16 @@ import (
 // the header the model wrote, so the checkpoint keeps it too (harmony.Generated), for every
 // output item of the conversation whose header the items path would write differently.
 type harmonyNotes struct {
-	enc  *harmony.Encoder
-	prev map[string]string // the previous checkpoint's notes (its conversation's)
+	enc      *harmony.Encoder
+	prev     map[string]string // the previous checkpoint's notes (its conversation's)
+	preamble string            // the preamble the turn rendered with (its note)
 	// dropped are the indexes in the request's input of the items the continuation left out
 	// (harmony.Conversation.DroppedItems).
 	dropped []int
 }
 
-func newHarmonyNotes(enc *harmony.Encoder, in *Input, req harmony.Request, conv *harmony.Conversation) *harmonyNotes {
-	n := &harmonyNotes{enc: enc}
+func newHarmonyNotes(enc *harmony.Encoder, in *Input, startDate string, req harmony.Request, conv *harmony.Conversation) *harmonyNotes {
+	n := &harmonyNotes{enc: enc, preamble: preambleOf(in, startDate).note()}
 	if in.Previous != nil {
 		n.prev = in.Previous.ItemNotes
 	}
@@ -54,6 +56,9 @@ func (n *harmonyNotes) build(cp *store.Checkpoint, out Output) map[string]string
 			maps.Copy(notes, n.prev)
 		}
 		notes[id] = note
+	}
+	if n.preamble != "" && n.prev[preambleKey] != n.preamble {
+		add(preambleKey, n.preamble)
 	}
 	for _, i := range n.dropped {
 		if i >= 0 && i < len(cp.InputItemIDs) {
@@ -108,4 +113,67 @@ func (n *harmonyNotes) header(ids []uint32, r stream.ItemRange) (harmony.Generat
 		g = harmony.Generated{Unfinished: true}
 	}
 	return g, true
+}
+
+// preambleKey is the notes key of the conversation's Harmony preamble (no item has an empty id).
+const preambleKey = ""
+
+// harmonyPreamble is what a gpt-oss conversation's system and developer messages are made of:
+// vLLM continues a stored response with the messages of its first turn, system and developer
+// messages included ("request params like reasoning and instructions are ignored", its FIXME),
+// so a canonical continuation renders them from the chain's first turn, not from the request.
+type harmonyPreamble struct {
+	Instructions *string         `json:"i"`
+	Effort       string          `json:"e,omitempty"`
+	Tools        json.RawMessage `json:"t,omitempty"`
+	StartDate    string          `json:"d"`
+}
+
+func (p harmonyPreamble) note() string {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "" // not noted: a later turn renders its own (RawMessage holds valid JSON)
+	}
+	return string(b)
+}
+
+// inheritPreamble returns in as vLLM's message-store path renders it: with the instructions,
+// effort and tools of the chain's first turn (noted in the previous checkpoint), and that turn's
+// start date; in itself and "" when in continues no noted chain. The request's own effort is
+// still checked (a 400 as on a first turn).
+func inheritPreamble(in *Input) (*Input, string, error) {
+	if in.Previous == nil || len(in.StoredIDs) != len(in.Previous.ConversationItemIDs) {
+		return in, "", nil
+	}
+	note, ok := in.Previous.ItemNotes[preambleKey]
+	if !ok {
+		return in, "", nil
+	}
+	var pre harmonyPreamble
+	if err := json.Unmarshal([]byte(note), &pre); err != nil || pre.StartDate == "" {
+		return in, "", nil // unreadable: this request's preamble
+	}
+	if err := harmony.CheckEffort(in.ReasoningEffort); err != nil {
+		return nil, "", err
+	}
+	c := *in
+	c.Instructions, c.EmptyInstructions = "", false
+	if pre.Instructions != nil {
+		c.Instructions, c.EmptyInstructions = *pre.Instructions, *pre.Instructions == ""
+	}
+	c.ReasoningEffort, c.Tools = pre.Effort, pre.Tools
+	return &c, pre.StartDate, nil
+}
+
+// preambleOf is the preamble a turn rendered with.
+func preambleOf(in *Input, startDate string) harmonyPreamble {
+	p := harmonyPreamble{Effort: in.ReasoningEffort, StartDate: startDate}
+	if in.Instructions != "" || in.EmptyInstructions {
+		s := in.Instructions
+		p.Instructions = &s
+	}
+	if len(in.Tools) > 0 && string(in.Tools) != "null" {
+		p.Tools = in.Tools
+	}
+	return p
 }

@@ -259,6 +259,13 @@ func (e *Encoder) RenderResponses(req Request, opts Options) (*Conversation, Pro
 	return conv, p, nil
 }
 
+// CheckEffort reports whether s is a reasoning.effort gpt-oss takes ("" states none): an error
+// is a *render.InputError naming reasoning.effort.
+func CheckEffort(s string) error {
+	_, err := parseEffort(s)
+	return err
+}
+
 func parseEffort(s string) (Effort, error) {
 	switch Effort(s) {
 	case "":

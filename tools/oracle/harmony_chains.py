@@ -12,8 +12,8 @@ transcribes that path line by line:
   messages parsed from its output) followed by the new input, each item mapped by
   `response_input_to_harmony(item, prev_outputs)` where prev_outputs is the previous response's
   output plus the input's own calls, system messages skipped (`new_msg.author.role != "system"`).
-  The request's instructions, tools and effort are not read again (its FIXME); the chains below
-  keep them equal on every turn, as clients that resend them do. The slice-delete-reappend of the
+  The request's instructions, tools and effort are not read again (its FIXME): the stored
+  system and developer messages of the chain's first turn stay. The slice-delete-reappend of the
   turn after the last final re-appends every message (the FIXME says so: a no-op), so analysis
   goes only where render_for_completion's auto_drop_analysis drops it.
 - `_create_responses`: `self.msg_store[request.request_id] = messages`, the list HarmonyContext
@@ -166,9 +166,11 @@ def final(t):
     return f"<|channel|>final<|message|>{t}", RETURN
 
 
-def turn(inp, gen, continues=True, replay=False):
+def turn(inp, gen, continues=True, replay=False, **req):
+    """A turn: its input, what the model generates, how it continues; req overrides the chain's
+    request fields for this turn (None removes one)."""
     body, stop = gen
-    return {"input": inp, "generated": body, "stop": stop, "continues": continues, "replay": replay}
+    return {"input": inp, "generated": body, "stop": stop, "continues": continues, "replay": replay, "req": req}
 
 
 def chains():
@@ -236,6 +238,13 @@ def chains():
         turn([{"role": "developer", "content": "Answer in one word."}, user("Weather there?")], (a("Tool.") + call("get_weather", '{"city":"Cairo"}')[0], CALL)),
         turn([out("@2", "sunny")], (a("One word.") + final("Sunny.")[0], RETURN)),
     ])
+    add("params-change-mid-chain", {**tools, "instructions": "Always answer in English.", "reasoning": {"effort": "high"}}, [
+        turn([user("Weather in Berlin?")], (a("Tool.") + call("get_weather", '{"city":"Berlin"}')[0], CALL), continues=False),
+        turn([out("@1", "cloudy")], (a("Cloudy.") + final("Cloudy in Berlin.")[0], RETURN), instructions=None, reasoning=None),
+        turn("And the time?", (a("get_time.") + call("get_time", '{"tz":"Europe/Berlin"}')[0], CALL), instructions="Réponds en français.", reasoning={"effort": "low"}),
+        turn([out("@2", "10:00")], final("Il est 10:00."), tools=None),
+        turn("Danke.", (a("New tools?") + final("Bitte.")[0], RETURN), tools=[WEATHER[1]], reasoning={"effort": "medium"}),
+    ])
     add("unicode-args", tools, [
         turn([user("Wetter in São Paulo? 🌦")], (a("Werkzeug: São Paulo.") + pre("Einen Moment … 🌦") + call("get_weather", '{"city":"São Paulo ✓"}')[0], CALL), continues=False),
         turn([out("@1", "régen ☔")], (a("Regen.") + final("Es regnet in São Paulo ☔.")[0], RETURN)),
@@ -253,6 +262,11 @@ def main(dst):
         recs = []
         for i, t in enumerate(turns):
             req = dict(base)
+            for k, v in t["req"].items():
+                if v is None:
+                    req.pop(k, None)
+                else:
+                    req[k] = v
             inp = t["input"]
             if t["replay"]:
                 req["input"] = history + (inp if isinstance(inp, list) else [user(inp)])

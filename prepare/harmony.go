@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -48,7 +49,7 @@ func NewHarmonyRender(h Harmony) HarmonyRender {
 // Prepare implements Engine. Bad input (an unsupported reasoning.effort, a malformed item) is a
 // *render.InputError naming its param.
 func (e HarmonyRender) Prepare(_ context.Context, in *Input) (*Prompt, error) {
-	_, p, conv, err := e.Render(in)
+	date, req, conv, p, err := e.render(in)
 	if err != nil {
 		return nil, err
 	}
@@ -56,21 +57,38 @@ func (e HarmonyRender) Prepare(_ context.Context, in *Input) (*Prompt, error) {
 	if in.PreviousID == "" {
 		outcome = OutcomeNew
 	}
-	return &Prompt{IDs: p.IDs, Text: p.Text, Outcome: outcome, SkippedTools: conv.SkippedTools}, nil
+	return &Prompt{IDs: p.IDs, Text: p.Text, Outcome: outcome, SkippedTools: conv.SkippedTools, notes: newHarmonyNotes(e.h.Encoder, req.Input, date, req.Request, conv)}, nil
 }
 
 // Render maps the turn to Harmony messages and renders the prompt for the model's next turn,
 // with the start date it used.
 func (e HarmonyRender) Render(in *Input) (startDate string, p harmony.Prompt, conv *harmony.Conversation, err error) {
-	opts := e.h.Options
-	opts.StartDate = harmony.StartDate(opts.StartDate, e.h.Now())
-	conv, p, err = e.h.Encoder.RenderResponses(harmonyRequest(in), opts)
-	return opts.StartDate, p, conv, err
+	startDate, _, conv, p, err = e.render(in)
+	return startDate, p, conv, err
 }
 
-// harmonyRequest is the Harmony form of a turn: this request's instructions, tools and effort
-// (OpenAI's semantics on a continuation; vLLM's own gpt-oss path keeps the first turn's system
-// and developer messages instead, docs/operator-guide.md).
+// harmonyTurnRequest is a turn's Harmony request and the input it was made from (the chain's
+// first turn's preamble when it continues one, inheritPreamble).
+type harmonyTurnRequest struct {
+	harmony.Request
+	Input *Input
+}
+
+func (e HarmonyRender) render(in *Input) (string, harmonyTurnRequest, *harmony.Conversation, harmony.Prompt, error) {
+	in, date, err := inheritPreamble(in)
+	if err != nil {
+		return "", harmonyTurnRequest{}, nil, harmony.Prompt{}, err
+	}
+	opts := e.h.Options
+	opts.StartDate = cmp.Or(date, harmony.StartDate(opts.StartDate, e.h.Now()))
+	req := harmonyRequest(in)
+	conv, p, err := e.h.Encoder.RenderResponses(req, opts)
+	return opts.StartDate, harmonyTurnRequest{req, in}, conv, p, err
+}
+
+// harmonyRequest is the Harmony form of a turn: in's instructions, tools and effort (on a
+// canonical continuation the chain's first ones, inheritPreamble), and the previous
+// checkpoint's notes of the earlier outputs' headers.
 func harmonyRequest(in *Input) harmony.Request {
 	req := harmony.Request{Effort: in.ReasoningEffort, Items: in.Items, ItemParam: in.ItemParam, Tenant: in.Tenant, StoredIDs: in.StoredIDs}
 	if in.Instructions != "" || in.EmptyInstructions {
@@ -79,6 +97,11 @@ func harmonyRequest(in *Input) harmony.Request {
 	}
 	if len(in.Tools) > 0 {
 		req.Tools = json.RawMessage(in.Tools)
+	}
+	if in.Previous != nil && len(in.StoredIDs) == len(in.Previous.ConversationItemIDs) {
+		// vLLM's message-store path: the earlier output items as the model wrote them, and the
+		// new input as a continuation maps it.
+		req.Notes, req.NewInput = in.Previous.ItemNotes, len(in.StoredIDs)
 	}
 	return req
 }

@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,9 +24,10 @@ import (
 //     previous prompt's ids up to the last message whose digest still agrees and encodes the
 //     rest. The certified prefix ends where history changes: the system message (a new start
 //     date), or the first analysis message auto_drop_analysis drops once a final answer follows.
-//     The previous response's output is re-rendered as Harmony writes history (a call as
-//     `assistant to=functions.NAME<|channel|>commentary json`, a final answer closed by <|end|>),
-//     not as the model wrote it.
+//     The previous response's output is re-rendered as vLLM's message store holds it: each
+//     message with the header the model wrote (the checkpoint's notes, [Prompt.AnnotateOutput]),
+//     written in Harmony's order (`assistant to=functions.NAME<|channel|>commentary
+//     <|constrain|>json`), a final answer closed by <|end|>.
 //   - exact: the history is the previous prompt and its generated ids verbatim (a trailing
 //     <|return|> closed as <|end|>, family.Harmony.CloseTurn); only the messages of this turn's
 //     new items are rendered, then the generation prompt. The model's own tokens stay
@@ -71,10 +73,22 @@ const harmonyVersion = "1"
 
 // Prepare implements Engine.
 func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, error) {
+	date := ""
+	if e.a.opts.Mode == store.ModeCanonical {
+		// vLLM's message-store path: a continuation keeps its chain's first system and developer
+		// messages. Exact mode keeps its own rules (a changed identity restarts the chain).
+		var err error
+		if in, date, err = inheritPreamble(in); err != nil {
+			return nil, err
+		}
+	}
 	opts := e.h.h.Options
-	opts.StartDate = harmony.StartDate(opts.StartDate, e.h.h.Now())
+	opts.StartDate = cmp.Or(date, harmony.StartDate(opts.StartDate, e.h.h.Now()))
 	req := harmonyRequest(in)
 	req.Cache = e.items
+	if e.a.opts.Mode != store.ModeCanonical {
+		req.Notes, req.NewInput = nil, 0 // exact mode: a restart renders the items as items
+	}
 	conv, err := harmony.FromResponses(req, opts)
 	if err != nil {
 		return nil, err
@@ -97,7 +111,7 @@ func (e *HarmonyArtifacts) Prepare(ctx context.Context, in *Input) (*Prompt, err
 	hot := a.hotEntry(in, fp)
 	pending := &pendingArtifact{fingerprint: fp, messages: t.plan.Len(), msgDigests: t.each, harmonyDigests: state,
 		tenant: in.Tenant, previousID: in.PreviousID}
-	p := &Prompt{SkippedTools: conv.SkippedTools, fingerprint: fp, pending: pending, engine: a}
+	p := &Prompt{SkippedTools: conv.SkippedTools, fingerprint: fp, pending: pending, engine: a, notes: newHarmonyNotes(e.h.h.Encoder, in, opts.StartDate, req, conv)}
 	var prev *store.Artifact
 	if hot != nil {
 		p.Outcome, prev = OutcomeHitLocal, hot.art

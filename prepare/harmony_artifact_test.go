@@ -183,6 +183,7 @@ type hResp struct {
 	items     []json.RawMessage
 	itemIDs   []string
 	calls     []stream.Item
+	conv      *stream.Converter
 }
 
 // respond runs g through the real output pipeline (the Harmony family's parser and the emitter).
@@ -205,7 +206,7 @@ func (e *hEnv) respond(g hGen) *hResp {
 	conv.Chunk(nil, &stream.Chunk{TokenIDs: ids[half:], FinishReason: finish})
 	conv.End(nil)
 	r := conv.Response()
-	out := &hResp{id: conv.Emitter().ID(), status: r.Status, generated: append([]uint32(nil), conv.TokenIDs()...)}
+	out := &hResp{id: conv.Emitter().ID(), status: r.Status, generated: append([]uint32(nil), conv.TokenIDs()...), conv: conv}
 	for i := range r.Output {
 		it := r.Output[i]
 		out.items = append(out.items, it.AppendJSON(nil))
@@ -328,7 +329,9 @@ func runHarmonyProperty(t *testing.T, mode store.Mode, hot bool, date string, tu
 		if base != nil {
 			in.PreviousID = base.id
 			if r.IntN(2) == 0 {
-				in.Previous = base.cp
+				// As the server passes it: the checkpoint and the ids its conversation was read
+				// under (the notes of the earlier outputs' headers apply then).
+				in.Previous, in.StoredIDs = base.cp, base.convIDs
 			}
 		}
 		p, err := e.eng.Prepare(ctx, in)
@@ -336,7 +339,15 @@ func runHarmonyProperty(t *testing.T, mode store.Mode, hot bool, date string, tu
 			t.Fatalf("turn %d: Prepare: %v", turn, err)
 		}
 		outcomes[p.Outcome]++
-		full, err := e.full.Prepare(ctx, in)
+		ref := in
+		if mode == store.ModeExact {
+			// Exact mode renders a restart from the request as it is (the items as items, this
+			// request's preamble); canonical mode is vLLM's message-store path.
+			c := *in
+			c.Previous, c.StoredIDs = nil, nil
+			ref = &c
+		}
+		full, err := e.full.Prepare(ctx, ref)
 		if err != nil {
 			t.Fatalf("turn %d: full Prepare: %v", turn, err)
 		}
@@ -361,6 +372,7 @@ func runHarmonyProperty(t *testing.T, mode store.Mode, hot bool, date string, tu
 			PromptLen: len(p.IDs), GeneratedIDs: resp.generated,
 		}
 		p.Annotate(cp)
+		p.AnnotateOutput(cp, resp.conv)
 		stored := make([]store.Item, len(resp.items))
 		for i := range resp.items {
 			stored[i] = store.Item{ID: resp.itemIDs[i], Data: resp.items[i]}

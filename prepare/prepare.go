@@ -10,7 +10,8 @@
 //
 //  1. sends Prompt.IDs (with Prompt.PromptPrefix, the JSON of a prefix of them, when set);
 //  2. stores the response's checkpoint, letting Prompt.Annotate fill the fields the engine reads
-//     back on a later turn (its mode, exact mode's suffix ids, the fingerprint);
+//     back on a later turn (its mode, exact mode's suffix ids, the fingerprint) and
+//     Prompt.AnnotateOutput those that depend on the output (gpt-oss: the generated headers);
 //  3. once the response completed or stopped incomplete, and was stored (or can be continued
 //     statelessly), runs Prompt.Commit, the after-response step: the artifact engine writes the
 //     token artifact and its hot entry there; a full render does nothing. Failed and cancelled
@@ -55,7 +56,8 @@ type Input struct {
 	PreviousID string
 	// Previous is PreviousID's checkpoint when the caller loaded it (nil otherwise: the engine
 	// then reads it itself where it needs it). Its ConversationItemIDs are Items' leading
-	// items.
+	// items. gpt-oss reads its ItemNotes (the generated headers of earlier outputs) from it when
+	// StoredIDs name those items; without it they render as items.
 	Previous *store.Checkpoint
 	// Instructions are this request's (never inherited).
 	Instructions string
@@ -121,6 +123,8 @@ type Prompt struct {
 	// pending is what Commit writes (nil: nothing, a full render).
 	pending *pendingArtifact
 	engine  *ArtifactEngine
+	// notes notes a gpt-oss turn's output headers (AnnotateOutput); nil for other engines.
+	notes *harmonyNotes
 }
 
 // Output is the part of a finished response Commit reads: the generated ids and the token ranges

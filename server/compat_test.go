@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -198,4 +199,34 @@ func gjsonForEachKey(doc []byte, f func(string)) error {
 		return true
 	})
 	return nil
+}
+
+// TestNodeSDKCreateFieldsAnswered: every top-level field of the Node SDK's ResponseCreateParams
+// (e2e/node's openai package, newer than the Go SDK in places: background_options) has an answer
+// in createFields, so no field a client can send is dropped silently. Skipped without the Node
+// clients installed (`make e2e-deps`; CI installs them).
+func TestNodeSDKCreateFieldsAnswered(t *testing.T) {
+	b, err := os.ReadFile("../e2e/node/node_modules/openai/resources/responses/responses.d.ts")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Node SDK is not installed under CI: %v", err)
+		}
+		t.Skipf("the Node SDK is not installed (make e2e-deps): %v", err)
+	}
+	_, body, ok := strings.Cut(string(b), "\nexport interface ResponseCreateParamsBase {\n")
+	if !ok {
+		t.Fatal("responses.d.ts declares no ResponseCreateParamsBase")
+	}
+	body, _, _ = strings.Cut(body, "\n}\n")
+	fieldRE := regexp.MustCompile(`(?m)^    ([a-z_]+)\??:`)
+	n := 0
+	for _, m := range fieldRE.FindAllStringSubmatch(body, -1) {
+		n++
+		if _, ok := createFields[m[1]]; !ok {
+			t.Errorf("the Node SDK's ResponseCreateParams.%s has no answer in createFields (server/fields.go) nor a row in docs/user-guide.md", m[1])
+		}
+	}
+	if n < 25 {
+		t.Fatalf("read %d fields of ResponseCreateParamsBase; the declaration changed shape", n)
+	}
 }

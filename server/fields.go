@@ -127,6 +127,12 @@ var createFields = map[string]fieldRule{
 	"stream_options":                     {answer: ignored, check: isObject},
 	"stream_options.include_obfuscation": {answer: ignored, check: isBool},
 
+	// stitch starts a background response at once, which meets any completion window; the
+	// continuation_id is a scheduling hint with no history (OpenAI: it adds none).
+	"background_options":                   {answer: ignored, check: isObject},
+	"background_options.completion_window": {answer: ignored, check: oneOf("soonest", "2h", "8h")},
+	"background_options.continuation_id":   {answer: ignored, check: isString},
+
 	"background":         {answer: honoured},
 	"conversation":       {answer: honoured},
 	"prompt":             {answer: rejected},

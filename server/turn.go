@@ -569,6 +569,8 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 		PromptLen: len(t.prompt.IDs), GeneratedIDs: out.tokenIDs(),
 	}
 	t.prompt.Annotate(cp) // the fields the engine reads back (exact mode's suffix, fingerprint)
+	// gpt-oss: the headers the output items were generated with (vLLM's message store).
+	t.prompt.AnnotateOutput(cp, out.conv)
 	// The conversation's earlier items, already loaded: a pod's local copy needs them when
 	// earlier turns were served elsewhere (store.Fallback).
 	var history []store.Item

@@ -72,29 +72,35 @@ type Checkpoint struct {
 	// first turn, then len(PromptSuffixIDs) == PromptLen). With GeneratedIDs
 	// along the chain they rebuild the exact prompt when the artifact is gone.
 	PromptSuffixIDs []uint32
+	// ItemNotes are notes the prompt engine keeps per conversation item id, for every item of
+	// ConversationItemIDs that has one (the earlier responses' notes carried forward, so one
+	// checkpoint serves the whole conversation). gpt-oss keeps there the Harmony header each
+	// output item was generated with (prepare.Prompt.AnnotateOutput). Opaque to the store.
+	ItemNotes map[string]string
 }
 
 // checkpointRecord is the stored form of a Checkpoint (JSON). Field names are
 // short and stable; adding a field is compatible, renaming one is not.
 type checkpointRecord struct {
-	V            int             `json:"v"`
-	ID           string          `json:"id"`
-	Tenant       string          `json:"tenant"`
-	PreviousID   string          `json:"prev,omitempty"`
-	Model        string          `json:"model,omitempty"`
-	Status       string          `json:"status,omitempty"`
-	CreatedAt    time.Time       `json:"created_at"`
-	Input        []string        `json:"input,omitempty"`
-	Output       []string        `json:"output,omitempty"`
-	Conversation []string        `json:"conversation,omitempty"`
-	Instructions string          `json:"instructions,omitempty"`
-	Response     json.RawMessage `json:"response,omitempty"`
-	Request      json.RawMessage `json:"request,omitempty"`
-	Mode         Mode            `json:"mode,omitempty"`
-	Fingerprint  string          `json:"fp,omitempty"`
-	PromptLen    int             `json:"prompt_len,omitempty"`
-	Generated    []byte          `json:"generated,omitempty"` // appendIDs encoding, base64 in JSON
-	Suffix       []byte          `json:"suffix,omitempty"`    // appendIDs encoding of PromptSuffixIDs
+	V            int               `json:"v"`
+	ID           string            `json:"id"`
+	Tenant       string            `json:"tenant"`
+	PreviousID   string            `json:"prev,omitempty"`
+	Model        string            `json:"model,omitempty"`
+	Status       string            `json:"status,omitempty"`
+	CreatedAt    time.Time         `json:"created_at"`
+	Input        []string          `json:"input,omitempty"`
+	Output       []string          `json:"output,omitempty"`
+	Conversation []string          `json:"conversation,omitempty"`
+	Instructions string            `json:"instructions,omitempty"`
+	Response     json.RawMessage   `json:"response,omitempty"`
+	Request      json.RawMessage   `json:"request,omitempty"`
+	Mode         Mode              `json:"mode,omitempty"`
+	Fingerprint  string            `json:"fp,omitempty"`
+	PromptLen    int               `json:"prompt_len,omitempty"`
+	Generated    []byte            `json:"generated,omitempty"` // appendIDs encoding, base64 in JSON
+	Suffix       []byte            `json:"suffix,omitempty"`    // appendIDs encoding of PromptSuffixIDs
+	Notes        map[string]string `json:"notes,omitempty"`
 }
 
 const checkpointRecordVersion = 1
@@ -116,6 +122,7 @@ func encodeCheckpoint(cp *Checkpoint) ([]byte, error) {
 		Request:      cp.Request,
 		Mode:         cp.Mode,
 		PromptLen:    cp.PromptLen,
+		Notes:        cp.ItemNotes,
 	}
 	if cp.Fingerprint != ([32]byte{}) {
 		r.Fingerprint = base64.RawStdEncoding.EncodeToString(cp.Fingerprint[:])
@@ -160,6 +167,7 @@ func decodeCheckpoint(b []byte) (*Checkpoint, error) {
 		Request:             r.Request,
 		Mode:                r.Mode,
 		PromptLen:           r.PromptLen,
+		ItemNotes:           r.Notes,
 	}
 	if r.Fingerprint != "" {
 		fp, err := base64.RawStdEncoding.DecodeString(r.Fingerprint)

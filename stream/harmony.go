@@ -382,3 +382,13 @@ func (a *argsCheck) feed(s string) {
 }
 
 func (a *argsCheck) ok() bool { return a.done && !a.bad }
+
+// ParseHarmonyHeader parses one message header as [HarmonyParser] does (openai_harmony's
+// parse_header_from_string): h is the header's text with its markers spelled out
+// ("assistant<|channel|>commentary to=functions.f <|constrain|>json"), the role first unless
+// roleKnown (the prompt's "<|start|>assistant" gave it). ok is false for a header that does not
+// parse.
+func ParseHarmonyHeader(h string, roleKnown bool) (recipient, channel, contentType string, ok bool) {
+	hh, ok := parseHarmonyHeader(h, roleKnown)
+	return hh.recipient, hh.channel, hh.contentType, ok
+}

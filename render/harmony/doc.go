@@ -25,10 +25,12 @@
 // # Differences from vLLM, on purpose
 //
 //   - On a continuation (previous_response_id) the caller passes the earlier items followed by the
-//     new input, with this request's instructions, tools and effort: OpenAI's semantics, which
-//     stitch applies to every family. vLLM's gpt-oss path instead replays its stored Harmony
-//     messages and keeps the first turn's system and developer messages (its FIXME "request
-//     params like reasoning and instructions are ignored").
+//     new input, and the instructions, tools and effort to render: vLLM's gpt-oss path replays
+//     its stored Harmony messages, keeping the first turn's system and developer messages (its
+//     FIXME "request params like reasoning and instructions are ignored"), so package prepare
+//     passes the chain's first ones in canonical mode. With [Request.Notes] an earlier output
+//     item renders with the header the model generated it with ([Generated]), as vLLM's message
+//     store holds it, and [Request.NewInput] maps the new input as a continuation does.
 //   - Image, file and audio content parts are an error (render.ErrUnsupported); vLLM renders
 //     them as empty text.
 //   - Tool types other than function (and Codex namespaces, flattened) are skipped and reported;

@@ -172,3 +172,52 @@ func FuzzRender(f *testing.F) {
 		_ = json.Valid(body)
 	})
 }
+
+// TestGeneratedNotes: a note reads back as the header it was written from, a header with a
+// separator in a field is not noted, and Default tells the headers the items path writes.
+func TestGeneratedNotes(t *testing.T) {
+	for _, g := range []Generated{
+		{Channel: ChannelCommentary, Recipient: "functions.get_weather", ContentType: "<|constrain|>json"},
+		{Channel: ChannelCommentary},
+		{Channel: ChannelFinal},
+		{Recipient: "get_time", ContentType: "json"},
+		{},
+		{Unfinished: true},
+	} {
+		note, ok := g.Note()
+		if !ok {
+			t.Fatalf("%+v: not noted", g)
+		}
+		back, ok := ParseNote(note)
+		if !ok || back != g {
+			t.Errorf("%+v: note %q reads back as %+v, %v", g, note, back, ok)
+		}
+	}
+	if _, ok := (Generated{Channel: "a b"}).Note(); ok {
+		t.Error("a channel with a space was noted")
+	}
+	for _, s := range []string{"", "final", "final x", "a b c d"} {
+		if g, ok := ParseNote(s); ok {
+			t.Errorf("ParseNote(%q) = %+v, want not ok", s, g)
+		}
+	}
+	defaults := map[string]Generated{
+		"reasoning":     {Channel: ChannelAnalysis},
+		"message":       {Channel: ChannelFinal},
+		"function_call": {Channel: ChannelCommentary, Recipient: "functions.f", ContentType: "json"},
+	}
+	for typ, g := range defaults {
+		if !g.Default(typ) {
+			t.Errorf("%s %+v: not the default", typ, g)
+		}
+	}
+	for typ, g := range map[string]Generated{
+		"message":       {Channel: ChannelCommentary},
+		"function_call": {Channel: ChannelCommentary, Recipient: "functions.f", ContentType: "<|constrain|>json"},
+		"reasoning":     {Unfinished: true},
+	} {
+		if g.Default(typ) {
+			t.Errorf("%s %+v: taken for the default", typ, g)
+		}
+	}
+}

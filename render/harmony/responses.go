@@ -36,6 +36,15 @@ type Request struct {
 	// length and samples of its bytes, once its bytes matched an entry (ItemCache). "" leaves an
 	// item unnamed.
 	StoredIDs []string
+	// Notes are the previous response's checkpoint notes (store.Checkpoint.ItemNotes) by stored
+	// id: an item read under a noted id is an earlier output message, rendered with the header
+	// the model generated it with ([Generated]), as vLLM's message store holds it. Nil: none.
+	Notes map[string]string
+	// NewInput, when > 0, says the request continues a stored response whose conversation is
+	// Items[:NewInput]: the new input's items then map as vLLM's message-store path maps them,
+	// which drops a system message among them (only a system item with InstructionsInSystem
+	// maps to one); [Conversation.DroppedItems] lists them, for the caller to note.
+	NewInput int
 }
 
 // storedID is the store id Items[i] was read under, "" if none.
@@ -80,6 +89,9 @@ type Conversation struct {
 	// FunctionNames are the declared function tools, in request order (a stream parser can
 	// accept a call whose recipient lacks the "functions." prefix when its name is one of them).
 	FunctionNames []string
+	// DroppedItems are the indexes in Request.Items of new input items that vLLM's
+	// message-store path leaves out (Request.NewInput).
+	DroppedItems []int
 	// SkippedTools names tools that are not functions (web_search, file_search, mcp …): they are
 	// not shown to the model. The caller should log them.
 	SkippedTools []string
@@ -190,11 +202,47 @@ func FromResponses(req Request, opts Options) (*Conversation, error) {
 			}
 		}
 		if ok {
+			m, ok = req.generated(i, m)
+		}
+		if ok && req.NewInput > 0 && i >= req.NewInput && m.Role == RoleSystem {
+			// serving.py _construct_input_messages_with_harmony: a continuation appends its
+			// new input's messages "if new_msg.author.role != 'system'".
+			ok = false
+			conv.DroppedItems = append(conv.DroppedItems, i)
+		}
+		if ok {
 			conv.Messages = append(conv.Messages, m)
 			conv.MessageItems = append(conv.MessageItems, i)
 		}
 	}
 	return conv, nil
+}
+
+// generated applies item i's note, if it has one, to its message m (after the item cache: the
+// cache keeps what the item alone maps to): an output message gets the header it was generated
+// with, and an item vLLM's message store holds no message for is dropped.
+func (req *Request) generated(i int, m Message) (Message, bool) {
+	if req.Notes == nil {
+		return m, true
+	}
+	id := req.storedID(i)
+	if id == "" {
+		return m, true
+	}
+	note, found := req.Notes[id]
+	if !found {
+		return m, true
+	}
+	g, ok := ParseNote(note)
+	switch {
+	case !ok:
+		return m, true // unreadable: the items path's message
+	case g.Unfinished:
+		return m, false
+	case m.Role != RoleAssistant:
+		return m, true
+	}
+	return g.apply(m)
 }
 
 // RenderResponses maps req with [FromResponses] and renders the prompt for the model's next turn, as vLLM
@@ -209,6 +257,13 @@ func (e *Encoder) RenderResponses(req Request, opts Options) (*Conversation, Pro
 		return nil, Prompt{}, err
 	}
 	return conv, p, nil
+}
+
+// CheckEffort reports whether s is a reasoning.effort gpt-oss takes ("" states none): an error
+// is a *render.InputError naming reasoning.effort.
+func CheckEffort(s string) error {
+	_, err := parseEffort(s)
+	return err
 }
 
 func parseEffort(s string) (Effort, error) {

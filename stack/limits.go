@@ -108,7 +108,11 @@ func cacheSalter(secret []byte, model, pinned string) func(tenant string) string
 	}
 }
 
-// modelSalter is salt bound to one served model.
-func modelSalter(salt func(tenant, model string) string, model string) func(tenant string) string {
-	return func(tenant string) string { return salt(tenant, model) }
+// modelSalter returns a served model's cache_salt of a tenant: the given salter's (nil: none
+// given) for the model, else the profile's pinned salt or the keyed derivation (cacheSalter).
+func modelSalter(given func(tenant, model string) string, secret []byte, p configs.ModelProfile) func(tenant string) string {
+	if given == nil {
+		return cacheSalter(secret, p.Name, p.CacheSalt)
+	}
+	return func(tenant string) string { return given(tenant, p.Name) }
 }

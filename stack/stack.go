@@ -167,9 +167,10 @@ func Open(ctx context.Context, c Config) (st *Stack, err error) {
 			return nil, err
 		}
 	}
+	secret := saltSecret(cfg, stores.sealKeys[0].Secret)
 	salt := c.CacheSalt
 	if salt == nil {
-		salt = passthroughSalter(saltSecret(cfg, stores.sealKeys[0].Secret), cfg.Models)
+		salt = passthroughSalter(secret, cfg.Models)
 	}
 	s.Runtimes = make(map[string]*server.ModelRuntime, len(cfg.Models))
 	renderers := make(map[string]*render.Renderer, len(cfg.Models))
@@ -184,7 +185,7 @@ func Open(ctx context.Context, c Config) (st *Stack, err error) {
 			Name: p.Name, Render: m.Render, MaxModelLen: maxLen,
 			Family: m.Family, Harmony: m.Harmony,
 			ChatTemplateKwargs: p.ChatTemplateKwargs,
-			CacheSalt:          modelSalter(salt, p.Name),
+			CacheSalt:          modelSalter(c.CacheSalt, secret, p),
 			Mode:               p.ContinuationMode, Artifacts: s.Artifacts,
 		})
 		if err != nil {

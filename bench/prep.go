@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stitchllm/stitch/prepare"
+	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/upstream"
 )
 
@@ -68,6 +69,9 @@ type prepRecorder struct {
 	tenantID string // the turns' tenant (the bench has one)
 	obs      map[turnKey]prepObs
 	samples  map[string][]prepSample // bin → kept samples, lowest priority first
+	// replayOutcome and replayReused are the last replayed turn's resolution (turn.go).
+	replayOutcome string
+	replayReused  int
 }
 
 func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
@@ -79,11 +83,15 @@ func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
 func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare.Prompt, error) {
 	p, err := r.inner.Prepare(ctx, in)
 	key, ok := turnFrom(ctx)
-	if err != nil || !ok {
+	if err != nil {
 		return p, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !ok { // a replayed turn (turn.go): its outcome only
+		r.replayOutcome, r.replayReused = string(p.Outcome), p.Reused
+		return p, nil
+	}
 	r.tenantID = in.Tenant
 	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: string(p.Outcome)}
 	if in.PreviousID == "" {
@@ -151,6 +159,11 @@ type PrepTiming struct {
 	// cold (CPU caches holding other work), the others warm.
 	MS    []float64 `json:"ms"`
 	CPUMS []float64 `json:"cpu_ms,omitempty"`
+	// BoundMS and BoundCPUMS time tokenizing only the turn's new text (its new input items'
+	// contents, newText) with the same tokenizer, first cold then warm as MS: the physical bound
+	// of the preparation.
+	BoundMS    []float64 `json:"bound_ms,omitempty"`
+	BoundCPUMS []float64 `json:"bound_cpu_ms,omitempty"`
 }
 
 // prepareRequest is what the issue counts as a continuation's preparation: resolve, render,
@@ -221,6 +234,12 @@ func timeInterleaved(ctx context.Context, runs []*modeRun, reps int) error {
 					return fmt.Errorf("%s: %w", sl.run.result.Mode, err)
 				}
 			}
+			if m := sl.run.proxy.model; m != nil {
+				text := newText(sl.sample.in.Items, len(sl.sample.in.StoredIDs))
+				for range 1 + reps {
+					timeBound(m, text, sl.out)
+				}
+			}
 		}
 	}
 	return nil
@@ -242,6 +261,19 @@ func timeOnce(ctx context.Context, p prepare.Engine, stop []uint32, s prepSample
 		t.CPUMS = append(t.CPUMS, float64((cpu1-cpu0).Microseconds())/1000)
 	}
 	return nil
+}
+
+// timeBound tokenizes text once and appends its wall and thread CPU time to t's bound.
+func timeBound(m *render.Renderer, text string, t *PrepTiming) {
+	cpu0, cpuOK := threadCPU()
+	start := time.Now()
+	m.Encode(text)
+	elapsed := time.Since(start)
+	cpu1, _ := threadCPU()
+	t.BoundMS = append(t.BoundMS, float64(elapsed)/1e6)
+	if cpuOK {
+		t.BoundCPUMS = append(t.BoundCPUMS, float64(cpu1-cpu0)/1e6)
+	}
 }
 
 // observations returns a copy of every turn's recorded preparation.

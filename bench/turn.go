@@ -205,7 +205,7 @@ func timeTurns(ctx context.Context, runs []*modeRun, opts Options) error {
 }
 
 // profileReps is how many times the profile pass sends each 100k turn.
-const profileReps = 20
+const profileReps = 60
 
 // turnPaths are the paths a mode's proxy has: the hot one only without artifacts, Redis only
 // with a portable tier.
@@ -418,10 +418,9 @@ func fillTurns(mr *ModeResult) {
 	}
 }
 
-// newText is the text a continuation adds: its new input items' contents (message text, tool
-// outputs; other items as their JSON), joined by newlines. Tokenizing it alone is the physical
-// bound of a continuation's preparation (prep_bound_ms_p50): whatever else preparation does
-// (markup, lookups, the request's encoding) comes on top.
+// newText is the text a continuation's new input items hold (message text, tool outputs; other
+// items as their JSON), joined by newlines: boundText's stand-in where no mode of the run has an
+// artifact of the previous prompt.
 func newText(items []json.RawMessage, stored int) string {
 	var b strings.Builder
 	for _, raw := range items[min(stored, len(items)):] {

@@ -420,7 +420,6 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 	for _, t := range turns {
 		maxBody = max(maxBody, t.bodyBytes)
 	}
-	mr.Memory = memoryBound(peak, m != ModeFull, opts.Workload.Concurrency, int64(maxBody), mr.BytesFromClients)
 	if mr.Storage, err = measureStorage(ctx, p, turns, rs != nil); err != nil {
 		return nil, fmt.Errorf("measure storage: %w", err)
 	}
@@ -429,6 +428,7 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 		mr.PromptTokensTokenized += int64(o.tokens - o.reused)
 		mr.MaxPromptTokens = max(mr.MaxPromptTokens, o.tokens)
 	}
+	mr.Memory = memoryBound(peak, m != ModeFull, opts.Workload.Concurrency, mr.MaxPromptTokens, int64(maxBody), mr.BytesFromClients)
 	// The simulator stays up for the turn pass (turn.go); its CPU is read now where the platform
 	// tells, else when it stops (and then includes the turn pass's few turns).
 	if c, ok := simi.(interface{ cpuSoFar() (float64, bool) }); ok {

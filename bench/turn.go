@@ -43,7 +43,7 @@ const (
 const (
 	turnRepsHot          = 3
 	turnRepsCold         = 2
-	turnSamplesPerBucket = 6
+	turnSamplesPerBucket = samplesPerBucket
 )
 
 // TurnTiming is one sampled continuation sent again, whole (parse, store reads, preparation,

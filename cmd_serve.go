@@ -90,7 +90,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		logger.Info("no --upstream given: running the built-in simulator with the bundled demo model (not a real LLM)",
 			"sim", upstreamURL, "model", first.Name)
 	}
-	applyMemoryLimit(logger, cfg.Server.MemoryLimitMB)
+	applyMemoryLimit(logger, cfg)
 	up, maxLens, closeUp, err := connectUpstream(ctx, logger, cfg, upstreamURL, models) // cmd_serve_grpc.go
 	if err != nil {
 		return err

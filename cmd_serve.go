@@ -68,7 +68,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		}
 	}
 	// Before Open's caches and stores allocate.
-	applyMemoryLimit(logger, cfg.Server.MemoryLimitMB)
+	applyMemoryLimit(logger, cfg)
 	st, err := stack.Open(ctx, stack.Config{Settings: cfg, Models: models, Logger: logger, Registry: reg})
 	if err != nil {
 		return err

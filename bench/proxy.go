@@ -107,6 +107,15 @@ type proxy struct {
 	stop   []uint32       // the model's stop_token_ids
 	arts   *stack.Artifacts
 	store  *store.Tiered // the artifact store (nil in full mode)
+	// held is the timing engine's hot cache, holding the entries of the sampled turns' previous
+	// responses (nil in full mode); the turn pass copies them back into the live cache.
+	held *prepare.HotArtifacts
+	// model is the served model (its tokenizer times prep_bound); l2 whether the store has Redis.
+	model *render.Renderer
+	l2    bool
+	// handled receives one value each time a replayed turn's handler returns (turn.go): the turn
+	// pass's CPU window closes after the server's work for the turn, not at its last byte.
+	handled chan struct{}
 }
 
 // proxyOptions are what newProxy needs besides the mode.
@@ -136,7 +145,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	p := &proxy{}
+	p := &proxy{model: o.model, l2: o.redis != nil && o.mode != ModeFull}
 	var err error
 	if p.up, err = newCountingUpstream(o); err != nil {
 		return nil, err
@@ -169,6 +178,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		if p.arts.Hot != nil {
 			quiet.Hot = prepare.NewHotArtifacts(int64(sc.Settings.Artifacts.HotMB)<<20*3/4, nil)
 			live, held := p.arts.Hot, quiet.Hot
+			p.held = held
 			p.rec.hotCopy = func(tenant, id string) { live.CopyTo(held, tenant, id) }
 			p.rec.hotDrop = held.Forget
 		}
@@ -185,7 +195,8 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		p.close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	p.hs = &http.Server{Handler: withTurn(p.st.Server), ReadHeaderTimeout: 30 * time.Second}
+	p.handled = make(chan struct{}, 1)
+	p.hs = &http.Server{Handler: withTurn(p.st.Server, p.handled), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = p.hs.Serve(ln) }()
 	p.url = "http://" + ln.Addr().String()
 	return p, nil
@@ -198,6 +209,7 @@ func proxyConfig(o proxyOptions) (stack.Config, stack.ModelConfig, error) {
 	settings := configs.Default()
 	settings.Upstream.MaxModelLen = o.w.MaxModelLen
 	settings.Artifacts.AuditRate = o.auditRate
+	settings.Artifacts.CacheMB, settings.Artifacts.HotMB = benchCacheMB, benchHotMB // memory.go's bound reads them
 	settings.Artifacts.Disabled = o.mode == ModeFull
 	profile := configs.ModelProfile{Name: o.w.Model}
 	if o.mode != ModeFull {
@@ -256,9 +268,18 @@ type turnKey struct{ session, turn int }
 type turnCtxKey struct{}
 
 // withTurn puts the driver's turn header into the request context, where the preparation
-// recorder finds it (the server passes the request context to Prepare).
-func withTurn(next http.Handler) http.Handler {
+// recorder finds it (the server passes the request context to Prepare). A replayed turn (the turn
+// pass's replayHeader) signals handled, when not nil, once the server's handler returned.
+func withTurn(next http.Handler, handled chan<- struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if handled != nil && r.Header.Get(replayHeader) != "" {
+			defer func() {
+				select {
+				case handled <- struct{}{}:
+				default:
+				}
+			}()
+		}
 		if s, t, ok := strings.Cut(r.Header.Get(turnHeader), "/"); ok {
 			si, err1 := strconv.Atoi(s)
 			ti, err2 := strconv.Atoi(t)

@@ -70,7 +70,8 @@ type Config struct {
 }
 
 // Stack is an assembled stitch server and everything it runs on. Open builds it; Close releases
-// it. Its fields are read-only.
+// it. Its fields are read-only; Server is safe for concurrent use, Close is not (call it once,
+// after serving stopped).
 type Stack struct {
 	// Server is the HTTP API (an http.Handler); Server.Shutdown drains background responses.
 	Server *server.Server
@@ -103,8 +104,9 @@ func (s *Stack) opened(what string, close func() error) {
 
 // Close releases what Open opened, in reverse order: the artifact tiers, the Redis fallback's
 // replay, the Redis client, the store sweeper, the Bolt file, the upstream client, the built-in
-// simulator. It returns every failure joined. It does not drain the server: call
-// Server.Shutdown first (and stop serving HTTP before that).
+// simulator (parts a caller gave in Config stay open). It returns every failure joined; a second
+// Close does nothing. It does not drain the server: stop serving HTTP, call Server.Shutdown, then
+// Close.
 func (s *Stack) Close() error {
 	var errs []error
 	for i := len(s.closers) - 1; i >= 0; i-- {

@@ -122,7 +122,7 @@ func (s *Stack) Close() error {
 // sealer, artifact tiers, the models' runtimes, authentication, limits and cache salts. On an
 // error it releases what it had opened. ctx bounds the start (upstream probes) and, while it
 // lasts, the store's sweeper.
-func Open(ctx context.Context, c Config) (st *Stack, err error) {
+func Open(ctx context.Context, c Config) (_ *Stack, err error) {
 	cfg := c.Settings
 	if cfg == nil || len(cfg.Models) == 0 {
 		return nil, errors.New("stack: Open needs Settings with at least one model")

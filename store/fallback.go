@@ -294,6 +294,9 @@ func (f *Fallback) GetResponse(ctx context.Context, tenant, id string) (*Checkpo
 			if errors.Is(err, ErrCorrupt) || errors.Is(lerr, ErrDeleted) {
 				return nil, err // unreadable for good, or deleted here: no write can cure it
 			}
+			if checkKey(tenant, id) != nil {
+				return nil, err // never storable: a definite miss
+			}
 			return confirmMiss(ctx, f, err, func() (*Checkpoint, error) { return f.shared.GetResponse(ctx, tenant, id) })
 		}
 		f.counters.localReads.Add(1)
@@ -350,7 +353,7 @@ func (f *Fallback) GetItems(ctx context.Context, tenant string, ids []string) ([
 	f.noteErr(err)
 	local, lerr := f.local.GetItems(ctx, tenant, ids)
 	if lerr != nil {
-		if errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt) && storableIDs(tenant, ids) {
 			return confirmMiss(ctx, f, err, func() ([]Item, error) { return f.shared.GetItems(ctx, tenant, ids) })
 		}
 		return nil, err
@@ -367,7 +370,7 @@ func (f *Fallback) DeleteResponse(ctx context.Context, tenant, id string) error 
 	_, lerr := f.local.GetResponse(ctx, tenant, id)
 	held := lerr == nil
 	existed, err := f.shared.deleteResponse(ctx, tenant, id, held)
-	if err == nil && !existed && !held {
+	if err == nil && !existed && !held && checkKey(tenant, id) == nil {
 		// Perhaps queued on another pod: delete again once proven absent, in
 		// case it landed meanwhile.
 		_, perr := confirmMiss(ctx, f, nil, func() (bool, error) {
@@ -442,6 +445,20 @@ func (f *Fallback) proveAbsent(ctx context.Context) error {
 			len(pods), truncate(strings.Join(pods, ",")), ErrUnavailable)
 	}
 	return nil
+}
+
+// storableIDs reports whether every id could have been stored for tenant (a
+// malformed one is a definite miss).
+func storableIDs(tenant string, ids []string) bool {
+	if !validTenant(tenant) {
+		return false
+	}
+	for _, id := range ids {
+		if !validStoredID(id) {
+			return false
+		}
+	}
+	return true
 }
 
 // noteErr records trouble when err says the shared store did not answer.

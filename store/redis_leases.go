@@ -45,23 +45,30 @@ return exp - now
 
 // leaseCheckScript: KEYS = pods hash; ARGV = gone ms, asking pod. Returns the
 // names of the other pods that do not vouch now (expired, or stamped by
-// another Redis process); drops leases expired for longer than gone.
+// another Redis process), and the asking pod's own name when its lease is
+// missing or stamped by another Redis process: Redis restarted (or lost its
+// data) since the asking pod last synced, so it cannot know yet what the
+// restart lost. Drops leases expired for longer than gone.
 var leaseCheckScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') or ''
 local gone = tonumber(ARGV[1])
 local out = {}
+local self = false
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local exp, r = string.match(all[i + 1], '^(%d+):(%w*)$')
   exp = tonumber(exp)
   if exp == nil or exp < now - gone then
     redis.call('HDEL', KEYS[1], all[i])
-  elseif all[i] ~= ARGV[2] and (exp <= now or r ~= run) then
+  elseif all[i] == ARGV[2] then
+    self = (r == run)
+  elseif exp <= now or r ~= run then
     out[#out + 1] = all[i]
   end
 end
+if not self then out[#out + 1] = ARGV[2] end
 return out
 `)
 

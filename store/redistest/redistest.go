@@ -1,7 +1,7 @@
 // Package redistest runs a throwaway redis-server for tests.
 //
-// Each server is a subprocess on a free loopback port with persistence off,
-// killed in t.Cleanup. Tests skip when redis-server is not on PATH, except
+// Each server is a subprocess on a free loopback port with persistence off
+// (StartPersistent: AOF on), killed in t.Cleanup. Tests skip when redis-server is not on PATH, except
 // under CI=true, where they fail: CI must exercise the Redis backends.
 package redistest
 
@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,6 +37,7 @@ type Server struct {
 	bin  string
 	port int
 	dir  string
+	aof  bool // appendonly with fsync always: a restart keeps every write
 
 	mu   sync.Mutex
 	proc *proc
@@ -51,6 +53,19 @@ type proc struct {
 // and restart it. It is killed when the test ends.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	return startServer(t, false)
+}
+
+// StartPersistent is StartServer with AOF persistence (appendfsync always):
+// Restart brings back every acknowledged write, as a production Redis with AOF
+// does, and a new run_id.
+func StartPersistent(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, true)
+}
+
+func startServer(t testing.TB, aof bool) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -58,7 +73,7 @@ func StartServer(t testing.TB) *Server {
 		}
 		t.Skipf("redis-server not on PATH; install it (apt-get install redis-server) to run this test: %v", err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), aof: aof}
 	t.Cleanup(s.Stop)
 	var lastErr error
 	// A free port found by listening on :0 can be taken by someone else before
@@ -111,12 +126,38 @@ func (s *Server) Restart() {
 	}
 }
 
+// Pause stops the server with SIGSTOP: connections stay open and nothing is
+// answered, as a Redis stalled by a fork, swapping or a long command. Resume
+// continues it. A paused server is resumed at cleanup (before Stop).
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		s.t.Fatalf("redistest: signal %v: server %s not running", sig, s.Addr)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: signal %v: %v", sig, err)
+	}
+}
+
 func (s *Server) start() error {
+	appendonly := "no"
+	if s.aof {
+		appendonly = "yes"
+	}
 	cmd := exec.Command(s.bin,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
-		"--appendonly", "no",
+		"--appendonly", appendonly,
+		"--appendfsync", "always",
 		"--dir", s.dir,
 		"--protected-mode", "no",
 	)

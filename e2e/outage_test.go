@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -152,6 +153,7 @@ func testStallMidLoad(t *testing.T, cl *ptCluster) {
 	cl.redis.Resume()
 	paused = false
 	tally := map[int]int{}
+	slices.Reverse(ids) // the stall's responses first, while pod A may still be replaying them
 	for _, id := range ids {
 		other := cl.b
 		if servedBy[id] == cl.b {

@@ -202,4 +202,3 @@ func testReadyzPausedRedis(t *testing.T, cl *ptCluster) {
 		})
 	}
 }
-

@@ -192,6 +192,10 @@ func testReadyzPausedRedis(t *testing.T, cl *ptCluster) {
 			return status == http.StatusServiceUnavailable
 		})
 		t.Logf("pod %s, Redis paused: /readyz 503 %q", p.name, body)
+		// Operators who keep pods in rotation through an outage probe /readyz?store=ignore.
+		if status, _, b := ptDo(t, p, http.MethodGet, "/readyz?store=ignore", "", nil); status != http.StatusOK {
+			t.Errorf("pod %s, Redis paused: /readyz?store=ignore = %d %s, want 200", p.name, status, b)
+		}
 	}
 	cl.redis.Resume()
 	paused = false

@@ -38,8 +38,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	// The shared store first: with Redis answering nothing every continuation and every
-	// background response fails (503), though the model server is fine.
-	if s.opts.StoreReady != nil {
+	// background response fails (503), though the model server is fine. ?store=ignore leaves it
+	// out, for operators who keep pods in rotation through a Redis outage (new responses are
+	// still stored on the pod and queued).
+	if s.opts.StoreReady != nil && r.URL.Query().Get("store") != "ignore" {
 		if err := s.opts.StoreReady(ctx); err != nil {
 			http.Error(w, "response store not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return

@@ -145,7 +145,9 @@ func (cl *ptCluster) newPod(t *testing.T, name string, extra ...string) *ptPod {
 func (cl *ptCluster) startPod(t *testing.T, p *ptPod) {
 	t.Helper()
 	// Not cl.procs.start: a failure must fail t (maybe a subtest), not the test owning cl.procs.
-	sp, err := startReady(cl.bin, "serve", "/readyz", func(addr string) []string {
+	// Pods restart during Redis outages in these scenarios: wait for the pod itself, not Redis
+	// (/readyz alone is 503 while Redis answers nothing).
+	sp, err := startReady(cl.bin, "serve", "/readyz?store=ignore", func(addr string) []string {
 		return append([]string{"serve", "--listen", addr, "--upstream", "http://" + cl.sim.addr,
 			"--served-model-name", modelName, "--data-dir", p.dataDir,
 			"--redis", cl.redisURL, "--seal-keys", cl.sealPath, "--api-keys", cl.keysPath,

@@ -615,6 +615,15 @@ func (f *Fallback) renewLease(ctx context.Context, enqueues uint64) error {
 	settled = settled && f.queued.Load() == 0 && f.enqueues.Load() == enqueues
 	left, err := f.shared.renewLease(ctx, f.pod, f.lease, settled)
 	if err != nil {
+		if settled {
+			// The script may have run and only its reply been lost: Redis may vouch for this
+			// pod until now+lease, so a queued response must wait that long too.
+			f.mu.Lock()
+			if until := time.Now().Add(f.lease); until.After(f.vouchUntil) {
+				f.vouchUntil = until
+			}
+			f.mu.Unlock()
+		}
 		return err
 	}
 	f.mu.Lock()

@@ -32,7 +32,7 @@ func TestRedisSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(master.Addr)
-	if err := rc.SlaveOf(ctx, host, port).Err(); err != nil {
+	if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() error {

@@ -23,6 +23,7 @@ func TestRedisOutage(t *testing.T) {
 	cl := startPortableClusterOn(t, rs, "redis://"+rs.Addr)
 	t.Run("queued_write_on_a_frozen_pod", func(t *testing.T) { testQueuedWriteFrozenPod(t, cl) })
 	t.Run("stall_mid_load", func(t *testing.T) { testStallMidLoad(t, cl) })
+	t.Run("continue_at_once_after_aof_restart", func(t *testing.T) { testContinueAfterRestart(t, cl) })
 	t.Run("readyz_paused_redis", func(t *testing.T) { testReadyzPausedRedis(t, cl) })
 }
 
@@ -162,6 +163,33 @@ func testStallMidLoad(t *testing.T, cl *ptCluster) {
 		awaitContinuation(t, other, id, tally)
 	}
 	t.Logf("stall mid-load: %d responses continued on the other pod after the stall: %v (status → count); false not-found: %d",
+		len(ids), tally, tally[http.StatusBadRequest]+tally[http.StatusNotFound])
+}
+
+// testContinueAfterRestart: Redis (AOF) is down while pod A completes responses (queued); it
+// comes back, and at once, before A's next sync can replay them, each is continued on pod B.
+// Without proof of absence B used to answer 400 for those A had not replayed yet; now 503 until
+// A replayed, then 200.
+func testContinueAfterRestart(t *testing.T, cl *ptCluster) {
+	cl.redis.Stop()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			cl.redis.Restart()
+		}
+	})
+	var ids []string
+	for i := range 4 {
+		r := cl.post(t, cl.a, keyAcme, map[string]any{"model": modelName, "input": fmt.Sprintf("During the outage, %d.", i)}).mustComplete(t, "turn on A, Redis down")
+		ids = append(ids, r.resp.ID)
+	}
+	cl.redis.Restart()
+	restarted = true
+	tally := map[int]int{}
+	for _, id := range ids {
+		awaitContinuation(t, cl.b, id, tally)
+	}
+	t.Logf("continued at once on B after the restart: %d responses, answers %v (status → count); false not-found: %d",
 		len(ids), tally, tally[http.StatusBadRequest]+tally[http.StatusNotFound])
 }
 

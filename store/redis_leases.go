@@ -48,7 +48,8 @@ return exp - now
 // another Redis process), and the asking pod's own name when its lease is
 // missing or stamped by another Redis process: Redis restarted (or lost its
 // data) since the asking pod last synced, so it cannot know yet what the
-// restart lost. Drops leases expired for longer than gone.
+// restart lost (its own lease's expiry does not matter: the asking pod knows its
+// own queue). Drops other pods' leases expired for longer than gone.
 var leaseCheckScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -60,10 +61,10 @@ local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local exp, r = string.match(all[i + 1], '^(%d+):(%w*)$')
   exp = tonumber(exp)
-  if exp == nil or exp < now - gone then
+  if all[i] == ARGV[2] then
+    self = (exp ~= nil and r == run)
+  elseif exp == nil or exp < now - gone then
     redis.call('HDEL', KEYS[1], all[i])
-  elseif all[i] == ARGV[2] then
-    self = (r == run)
   elseif exp <= now or r ~= run then
     out[#out + 1] = all[i]
   end

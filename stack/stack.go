@@ -211,7 +211,7 @@ func Open(ctx context.Context, c Config) (_ *Stack, err error) {
 		Logger: logger, Registry: reg, Upstream: s.Upstream, Models: s.Runtimes, Checkpoints: stores.checkpoints, Auth: auth, Reseed: reseed,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, MaxInputItems: cfg.Server.MaxInputItems, UpstreamMetricsPath: cfg.Server.UpstreamMetricsPath,
 		Limits: serverLimits(cfg, renderers), CacheSalt: salt,
-		Instance: instanceName(),
+		Instance: instanceName(), StoreReady: stores.ready,
 	}
 	if stores.records != nil {
 		opts.Runs = store.NewRuns(stores.records, store.RunsOptions{Lease: cfg.Server.BackgroundLease})

@@ -17,8 +17,10 @@ type stores struct {
 	checkpoints store.Checkpoints
 	records     store.RecordBackend // nil: in process memory (the server's default)
 	portable    store.PortableCache // nil: single pod
-	sealKeys    []store.SealKey
-	sealer      *store.Sealer
+	// ready is the shared store's part of /readyz (server.Options.StoreReady); nil: none.
+	ready    func(context.Context) error
+	sealKeys []store.SealKey
+	sealer   *store.Sealer
 }
 
 // openStores opens the response store (Config.Checkpoints, else the Bolt file, behind Redis with
@@ -79,6 +81,7 @@ func (s *Stack) openStores(ctx context.Context, c Config) (*stores, error) {
 	redis.SetLogger(redisLogger{logger})
 	rc := store.NewRedisClient(ropts)
 	s.opened("redis client", rc.Close)
+	st.ready = store.NewRedisProbe(rc, 500*time.Millisecond, time.Second).Check
 	fallback := store.NewFallback(store.NewRedisCheckpoints(rc, store.RedisCheckpointsOptions{TTL: cfg.Store.ResponseTTL, Sealer: checkpointSealer}), local, store.FallbackOptions{Logger: logger})
 	s.opened("redis fallback", fallback.Close) // before local and rc are closed
 	st.checkpoints = fallback

@@ -214,12 +214,9 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		if err := res.WriteJSON(f.out); err != nil {
 			return err
 		}
-		if len(res.Modes) > 0 {
-			if err := bench.WritePlots(res, f.out); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(env.stderr, "wrote %s/bench.json, prep.png, prep_cpu.png, hit_ratio.png\n", f.out)
+		// The plots are drawn by a separate command (tools/benchplot) so that the server binary
+		// does not link the plotting libraries.
+		fmt.Fprintf(env.stderr, "wrote %s/bench.json; plots: go run ./tools/benchplot %s\n", f.out, f.out)
 	}
 	return nil
 }

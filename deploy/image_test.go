@@ -105,7 +105,10 @@ func runImage(t *testing.T, tag string) string {
 	docker(t, t.Context(), append(args, tag)...)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("container logs:\n%s", docker(t, context.Background(), "logs", "--tail", "40", name))
+			// The container's stderr (stitch logs there) comes back on docker logs' stderr.
+			out, _ := exec.Command("docker", "logs", "--tail", "40", name).CombinedOutput()
+			t.Logf("container %s: %s\nlogs:\n%s", name,
+				docker(t, context.Background(), "inspect", "-f", "exit {{.State.ExitCode}} {{.State.Error}}", name), out)
 		}
 		docker(t, context.Background(), "rm", "-f", name)
 	})

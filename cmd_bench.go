@@ -38,7 +38,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	def := bench.DefaultWorkload()
 	f.w = def
 	fs.BoolVar(&f.quick, "quick", false, "small workload that finishes in under a minute (two sessions, contexts past 100k tokens)")
-	fs.StringVar(&f.out, "out", "", "`directory` for bench.json, prep.png, prep_cpu.png and hit_ratio.png (created)")
+	fs.StringVar(&f.out, "out", "", "`directory` for bench.json (created); go run ./tools/benchplot DIR draws its plots")
 	fs.StringVar(&f.target, "target", "", "drive a running stitch serve at this base `URL` instead of in-process servers (client-side numbers only)")
 	fs.StringVar(&f.modes, "modes", "full,canonical,exact", "comma-separated `modes` to compare: full (--no-artifacts), canonical, exact")
 	fs.StringVar(&f.transports, "transports", "http", "comma-separated upstream `transports` to run each mode over: http, grpc (the simulator's gRPC engine API; adds the upstream body-decode comparison)")

@@ -7,9 +7,10 @@ GO        ?= go
 # ten- to fifty-fold. bench and fleet drive the same servers and simulators from outside and link
 # llm-d-kv-cache (controller-runtime, client-go, otel: ~900 packages whose race build alone costs
 # minutes on two cores); the concurrency they start is sim's and server's, tested with -race there.
+# tools/benchplot imports bench (and gonum/plot) and starts no goroutines of its own.
 # Everything else runs with -race.
 MODULE      := github.com/stitchllm/stitch
-NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/... ./bench/... ./fleet/...
+NORACE_PKGS := . ./render/bpe/... ./render/jinja/... ./e2e/... ./bench/... ./fleet/... ./tools/benchplot/...
 # render's golden sweeps are pure CPU (22 templates' renders tokenized in full; every split of the
 # corpus resumed from an items prefix) and take minutes
 # under -race; they run without it, render's concurrency tests with it.

@@ -25,7 +25,8 @@ LABEL org.opencontainers.image.title="stitch" \
       org.opencontainers.image.revision="${COMMIT}" \
       org.opencontainers.image.created="${BUILD_DATE}" \
       org.opencontainers.image.source="https://github.com/stitchllm/stitch"
-# /usr/local/bin/stitch, /etc/passwd and /etc/group (user stitch, 65532), the CA bundle; owned by root.
+# /usr/local/bin/stitch, /etc/passwd and /etc/group (user stitch, 65532), the CA bundle, /var/lib;
+# owned by root.
 COPY .image/rootfs/ /
 # The embedded response store lives here, owned by the runtime user; mount a volume on it to keep
 # responses across restarts.

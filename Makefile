@@ -85,9 +85,11 @@ image: image-context
 	$(DOCKER) build -t $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) .
 
 # .image/rootfs is copied to / (root-owned), .image/data to /var/lib/stitch (owned by IMAGE_UID).
+# rootfs holds var/lib so that /var and /var/lib exist, root-owned, before the --chown copy: BuildKit
+# would create them owned by IMAGE_UID, the classic builder by root.
 image-context:
 	rm -rf .image
-	mkdir -p .image/rootfs/usr/local/bin .image/rootfs/etc/ssl/certs .image/data
+	mkdir -p .image/rootfs/usr/local/bin .image/rootfs/etc/ssl/certs .image/rootfs/var/lib .image/data
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=false -ldflags "$(IMAGE_LDFLAGS)" -o .image/rootfs/usr/local/bin/stitch .
 	printf 'root:x:0:0:root:/:/sbin/nologin\nstitch:x:$(IMAGE_UID):$(IMAGE_UID):stitch:/var/lib/stitch:/sbin/nologin\n' >.image/rootfs/etc/passwd
 	printf 'root:x:0:\nstitch:x:$(IMAGE_UID):\n' >.image/rootfs/etc/group

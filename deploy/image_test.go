@@ -1,9 +1,11 @@
 package deploy
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -50,6 +52,7 @@ func TestImage(t *testing.T) {
 			if user := strings.TrimSpace(docker(t, t.Context(), "image", "inspect", "-f", "{{.Config.User}}", tag)); user != "65532:65532" {
 				t.Errorf("image user = %q, want 65532:65532", user)
 			}
+			checkImageFiles(t, tag)
 			base := runImage(t, tag)
 			id := createResponse(t, base)
 			// The response was stored in the embedded store under /var/lib/stitch: the data
@@ -63,6 +66,65 @@ func TestImage(t *testing.T) {
 				t.Errorf("GET /v1/responses/%s = %d, want 200", id, resp.StatusCode)
 			}
 		})
+	}
+}
+
+// checkImageFiles reads the image's file system (docker export of a created container) and
+// checks what the Dockerfile promises: the binary and /etc root's, the data directory (and it
+// alone) the runtime user's, a passwd entry for that user, no shell.
+func checkImageFiles(t *testing.T, tag string) {
+	t.Helper()
+	name := strings.NewReplacer(":", "-", "/", "-").Replace(tag) + "-files"
+	docker(t, t.Context(), "create", "--name", name, tag)
+	defer docker(t, context.Background(), "rm", name)
+	cmd := exec.CommandContext(t.Context(), "docker", "export", name)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]int{}
+	var passwd string
+	tr := tar.NewReader(stdout)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("docker export: %v", err)
+		}
+		p := strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")
+		owners[p] = h.Uid
+		if p == "etc/passwd" {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			passwd = string(b)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("docker export: %v", err)
+	}
+	want := map[string]int{
+		"usr/local/bin/stitch": 0, "etc/passwd": 0, "etc/group": 0,
+		"var": 0, "var/lib": 0, "var/lib/stitch": 65532,
+	}
+	for p, uid := range want {
+		if got, ok := owners[p]; !ok || got != uid {
+			t.Errorf("image file %s: owner %d (present %v), want %d", p, got, ok, uid)
+		}
+	}
+	for _, p := range []string{"bin/sh", "usr/bin/wget", "bin/busybox"} {
+		if _, ok := owners[p]; ok {
+			t.Errorf("image has %s; want the binary alone", p)
+		}
+	}
+	if !strings.Contains(passwd, "\nstitch:x:65532:65532:") {
+		t.Errorf("image /etc/passwd has no stitch user 65532:\n%s", passwd)
 	}
 }
 

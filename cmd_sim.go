@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/modeldir"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/bpe"
@@ -184,7 +185,7 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 	}
 	opts.VocabSize = cfg.VocabSize
 	if cfg.Harmony && opts.ToolCallParser == "" {
-		opts.ToolCallParser = sim.ParserOpenAI // vLLM serves gpt_oss through Harmony
+		opts.ToolCallParser = family.HarmonyNames().ToolCallParser // vLLM serves gpt_oss through Harmony
 	}
 	if f.record == "" {
 		return opts, nop, nil

@@ -2,10 +2,8 @@ package stream
 
 // ConverterOptions configures a [Converter].
 type ConverterOptions struct {
-	// Parser configures the Qwen3-family [Parser], used when Output is nil.
-	Parser ParserOptions
-	// Output, when set, is the turn's output parser (a model family's own);
-	// Parser is then ignored.
+	// Output is the turn's output parser (a model family's own, e.g. from
+	// package family). Required.
 	Output  OutputParser
 	Emitter EmitterOptions
 	// Logprobs, when set, gives message text deltas the logprobs of their tokens; its Decoder
@@ -15,9 +13,9 @@ type ConverterOptions struct {
 
 // Converter runs one turn: vLLM chunks in, Responses events out. It
 // accumulates every generated token id (the token artifact's output part),
-// parses them with a [Parser] and emits with an [Emitter]:
+// parses them with its [OutputParser] and emits with an [Emitter]:
 //
-//	c := stream.NewConverter(tok.NewDecodeStream(), opts)
+//	c := stream.NewConverter(opts)
 //	enc.EncodeAll(c.Start(nil))
 //	for {
 //		ch, err := chunks.Next()
@@ -39,14 +37,13 @@ type Converter struct {
 	finish string
 }
 
-// NewConverter returns a Converter decoding text with dec (for example a
-// fresh *bpe.DecodeStream). It panics if dec or opts.Emitter.NewID is nil.
-func NewConverter(dec TokenDecoder, opts ConverterOptions) *Converter {
-	p := opts.Output
-	if p == nil {
-		p = NewParser(dec, opts.Parser)
+// NewConverter returns a Converter. It panics if opts.Output or
+// opts.Emitter.NewID is nil.
+func NewConverter(opts ConverterOptions) *Converter {
+	if opts.Output == nil {
+		panic("stream: NewConverter without an Output parser")
 	}
-	return &Converter{p: p, e: NewEmitter(opts.Emitter), lp: opts.Logprobs}
+	return &Converter{p: opts.Output, e: NewEmitter(opts.Emitter), lp: opts.Logprobs}
 }
 
 // Emitter returns the underlying Emitter (for ID and Ranges).
@@ -154,8 +151,7 @@ func (c *Converter) mapLogprobs(pieces []Piece) {
 }
 
 // malformedReporter is the optional method of an [OutputParser] that reports
-// a tool call broken after it began ([Parser], [FamilyParser],
-// [HarmonyParser]).
+// a tool call broken after it began ([FamilyParser], [HarmonyParser]).
 type malformedReporter interface{ Malformed() bool }
 
 func (c *Converter) fallbackUsage() *Usage {

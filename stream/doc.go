@@ -4,7 +4,7 @@
 //
 // # Pipeline
 //
-// One model turn flows through four stages, each usable on its own:
+// One model turn flows through four stages:
 //
 //  1. [Decoder] splits the upstream byte stream into W3C server-sent events
 //     (https://html.spec.whatwg.org/multipage/server-sent-events.html).
@@ -13,13 +13,13 @@
 //  3. An [OutputParser] ([FamilyParser], [HarmonyParser]) consumes generated
 //     token ids one at a time and reports semantic [Piece]s: reasoning text,
 //     message text, tool-call name and argument bytes.
-//  4. [Emitter] turns pieces into the ordered Responses event stream
+//  4. An [Emitter] turns pieces into the ordered Responses event stream
 //     (response.created … response.completed) and the final [Response] object;
-//     [Encoder] writes the events as `event: <type>\ndata: <json>\n\n`.
+//     [Encoder] (or [AppendEvent]) writes the events as `event: <type>\ndata: <json>\n\n`.
 //
-// [Converter] wires stages 3 and 4 for one turn: feed it every [Chunk], write what
-// it returns with an [Encoder], and read [Converter.Response] and
-// [Converter.TokenIDs] at the end.
+// [Converter] wires stages 3 and 4 for one turn (it owns the Emitter): feed it
+// every [Chunk], write what it returns with an [Encoder], and read
+// [Converter.Response] and [Converter.TokenIDs] at the end.
 //
 // # Model families
 //

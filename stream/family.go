@@ -148,9 +148,6 @@ var _ OutputParser = (*FamilyParser)(nil)
 // Ended reports whether an end-of-turn id was seen (or Finish was called).
 func (p *FamilyParser) Ended() bool { return p.mode == fmEnded }
 
-// Count returns the number of ids given to Append.
-func (p *FamilyParser) Count() int { return p.n }
-
 // Malformed reports that a tool call broke after it began: it ended
 // Incomplete, and the caller should end the response incomplete rather than
 // completed (issue 16 item 2).

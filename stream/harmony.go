@@ -111,9 +111,6 @@ func (p *HarmonyParser) Ended() bool { return p.state == hsEnded }
 // Malformed reports that the output broke the Harmony format; see [HarmonyParser].
 func (p *HarmonyParser) Malformed() bool { return p.malformed }
 
-// Count returns the number of ids given to Append.
-func (p *HarmonyParser) Count() int { return p.n }
-
 func (p *HarmonyParser) endsTurn(id uint32) bool {
 	switch id {
 	case p.opts.Tokens.Return, p.opts.Tokens.Call, p.opts.Tokens.EndOfText:

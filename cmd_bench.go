@@ -25,6 +25,7 @@ type benchFlags struct {
 	fleetOnly                        bool
 	fleetPolicies                    string
 	out, target, modelDir, modes     string
+	profileDir                       string
 	transports, toolCallParser       string
 	reasoningParser, chatTemplate    string
 	auditRate                        float64
@@ -50,6 +51,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
 	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
 	fs.IntVar(&f.prepReps, "prep-reps", 5, "warm repetitions of each sampled turn's preparation, after one cold")
+	fs.StringVar(&f.profileDir, "profile-dir", "", "`directory` for a CPU profile per mode of its 100k-token turns sent again whole (turn-<mode>.pprof; go tool pprof reads them)")
 	fs.IntVar(&f.fleet, "fleet", 0, "also run the fleet comparison on `N` simulated replicas behind a router scoring with llm-d-kv-cache's KV-block index fed by their KV events: policies round_robin, precise_prefix (gateway: stitch → router), sidecar_render (router → stitch via /v1/responses/render) and session_affinity, each in the modes given (0: no fleet run)")
 	fs.StringVar(&f.fleetPolicies, "fleet-policies", strings.Join(bench.FleetPolicies, ","), "with --fleet: comma-separated `policies` to compare")
 	fs.BoolVar(&f.fleetOnly, "fleet-only", false, "with --fleet: skip the single-replica comparison and the streaming measurement")
@@ -128,7 +130,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		transports = append(transports, t)
 	}
 
-	opts := bench.Options{Workload: w, Modes: modes, Transports: transports, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps,
+	opts := bench.Options{Workload: w, Modes: modes, Transports: transports, Target: f.target, AuditRate: f.auditRate, PrepReps: f.prepReps, ProfileDir: f.profileDir,
 		Progress: env.stderr, Logger: slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.target == "" {
 		p := configs.ModelProfile{Dir: f.modelDir, ToolCallParser: f.toolCallParser, ReasoningParser: f.reasoningParser, ChatTemplate: f.chatTemplate}

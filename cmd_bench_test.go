@@ -67,13 +67,24 @@ func TestBenchTiny(t *testing.T) {
 	if !strings.Contains(out, "prefix-cache hit ratio") || !strings.Contains(out, "canonical hit ratio == full") {
 		t.Errorf("table lacks the hit ratio rows:\n%s", out)
 	}
+	for _, want := range []string{"turn CPU ms p50 @1k", "turn CPU ms p50 @1k, from L1", "prep bound CPU ms p50 @1k", "memory bound MiB (formula)",
+		"memory canonical: peak RSS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
 	var doc struct {
 		Workload struct {
 			Sessions, Turns int
 		} `json:"workload"`
 		Modes []struct {
-			Mode     string  `json:"mode"`
-			HitRatio float64 `json:"hit_ratio"`
+			Mode         string              `json:"mode"`
+			HitRatio     float64             `json:"hit_ratio"`
+			TurnCPUMSP50 map[string]*float64 `json:"turn_cpu_ms_p50"`
+			Memory       *struct {
+				RSSPeakMB float64 `json:"rss_peak_mb"`
+				BoundMB   float64 `json:"bound_mb"`
+			} `json:"memory"`
 		} `json:"modes"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
@@ -84,6 +95,11 @@ func TestBenchTiny(t *testing.T) {
 	}
 	if doc.Modes[0].Mode != "full" || doc.Modes[1].Mode != "canonical" || doc.Modes[1].HitRatio != doc.Modes[0].HitRatio {
 		t.Errorf("modes = %+v: want canonical's hit ratio equal to full's", doc.Modes)
+	}
+	for _, m := range doc.Modes {
+		if m.TurnCPUMSP50["1k"] == nil || *m.TurnCPUMSP50["1k"] <= 0 || m.Memory == nil || m.Memory.BoundMB <= 0 {
+			t.Errorf("mode %s: turn_cpu_ms_p50 %v, memory %+v", m.Mode, m.TurnCPUMSP50, m.Memory)
+		}
 	}
 }
 

@@ -90,7 +90,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		logger.Info("no --upstream given: running the built-in simulator with the bundled demo model (not a real LLM)",
 			"sim", upstreamURL, "model", first.Name)
 	}
-	applyMemoryLimit(logger, cfg.Server.MemoryLimitMB)
+	applyMemoryLimit(logger, cfg)
 	up, maxLens, closeUp, err := connectUpstream(ctx, logger, cfg, upstreamURL, models) // cmd_serve_grpc.go
 	if err != nil {
 		return err
@@ -135,6 +135,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	}
 	var checkpoints store.Checkpoints = local
 	var portable store.PortableCache
+	var storeReady func(context.Context) error // nil: no shared store to check
 	// Background responses and conversations: in the data directory's file, or in Redis (shared
 	// by every replica) with --redis.
 	records, err := store.BoltRecords(local)
@@ -151,6 +152,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		redis.SetLogger(redisLogger{logger})
 		rc := store.NewRedisClient(ropts)
 		defer rc.Close()
+		storeReady = store.NewRedisProbe(rc, 500*time.Millisecond, time.Second).Check
 		fallback := store.NewFallback(store.NewRedisCheckpoints(rc, store.RedisCheckpointsOptions{TTL: cfg.Store.ResponseTTL, Sealer: checkpointSealer}), local, store.FallbackOptions{Logger: logger})
 		defer fallback.Close() // before local.Close and rc.Close (defers run last-first)
 		checkpoints = fallback
@@ -212,6 +214,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 		Runs:          store.NewRuns(records, store.RunsOptions{Lease: cfg.Server.BackgroundLease}),
 		Conversations: store.NewConversations(records, store.ConversationsOptions{TTL: cfg.Store.ResponseTTL, MaxItems: cfg.Server.MaxInputItems}),
 		Instance:      instanceName(),
+		StoreReady:    storeReady,
 	})
 	if err != nil {
 		return err

@@ -83,7 +83,9 @@ func TestRunTiny(t *testing.T) {
 		_ = json.Unmarshal(md["mode"], &name)
 		names = append(names, name)
 		for _, k := range []string{"hit_ratio", "prep_ms_p50", "prep_ms_p99", "ttft_ms_p50", "ttft_ms_p99",
-			"cpu_s_per_turn", "bytes_to_upstream", "bytes_from_clients", "peak_rss_mb"} {
+			"cpu_s_per_turn", "bytes_to_upstream", "bytes_from_clients", "peak_rss_mb",
+			"turn_cpu_ms_p50", "turn_cpu_l1_ms_p50", "turn_cpu_redis_ms_p50", "turn_alloc_kb_p50", "turn_cpu_ratio_vs_full",
+			"prep_bound_ms_p50", "prep_bound_cpu_ms_p50", "memory", "turn_samples"} {
 			if _, ok := md[k]; !ok {
 				t.Errorf("mode %s lacks %q", name, k)
 			}
@@ -120,6 +122,7 @@ func TestRunTiny(t *testing.T) {
 		t.Errorf("full mode reports storage: %+v", full.Storage)
 	}
 	_, redisErr := exec.LookPath("redis-server")
+	checkTurnPass(t, res, redisErr == nil)
 	for _, m := range []*ModeResult{canon, exact} {
 		s := m.Storage
 		if s == nil || s.Conversations != tinyWorkload().Sessions || s.L1BytesPerConversation == 0 || s.LatestArtifactBytes.L1 == 0 ||
@@ -354,6 +357,63 @@ func TestRatiosVsFull(t *testing.T) {
 	for k, m := range ratios(&Result{Modes: []ModeResult{canon}}) {
 		if diff := cmp.Diff(null, asText(m)); diff != "" {
 			t.Errorf("without a full mode, %s (-want +got):\n%s", k, diff)
+		}
+	}
+}
+
+// checkTurnPass checks the whole-turn pass: every mode replayed its sampled turns down each of
+// its paths, taking the path named (the hot entry, L1, Redis), with a CPU time per repetition,
+// and reports its memory against the formula.
+func checkTurnPass(t *testing.T, res *Result, redis bool) {
+	t.Helper()
+	for i := range res.Modes {
+		m := &res.Modes[i]
+		if m.Memory == nil || m.Memory.BoundMB <= 0 || m.Memory.RSSPeakMB != m.PeakRSSMB {
+			t.Errorf("mode %s memory = %+v (peak RSS %v)", m.Mode, m.Memory, m.PeakRSSMB)
+		}
+		want := []string{pathHot}
+		if m.Mode != string(ModeFull) {
+			want = append(want, pathL1)
+			if redis {
+				want = append(want, pathRedis)
+			}
+		}
+		paths := map[string]int{}
+		for _, s := range m.TurnSamples {
+			paths[s.Path]++
+			if len(s.CPUMS) == 0 || slices.Min(s.CPUMS) <= 0 || len(s.AllocKB) != len(s.CPUMS) {
+				t.Errorf("mode %s turn %d/%d (%s): cpu %v alloc %v", m.Mode, s.Session, s.Turn, s.Path, s.CPUMS, s.AllocKB)
+			}
+			wantOutcome, wantTier := "hit_local", "local"
+			switch {
+			case m.Mode == string(ModeFull):
+				wantOutcome = "disabled"
+			case s.Path == pathRedis:
+				wantOutcome, wantTier = "hit_portable", "redis"
+			}
+			if s.Outcome != wantOutcome || s.Tier != wantTier || (m.Mode != string(ModeFull) && s.Reused == 0) {
+				t.Errorf("mode %s turn %d/%d down %s: outcome %s, tier %s, reused %d; want %s from %s", m.Mode, s.Session, s.Turn, s.Path,
+					s.Outcome, s.Tier, s.Reused, wantOutcome, wantTier)
+			}
+		}
+		t.Logf("mode %s: turn samples by path %v; turn CPU p50 @1k %s, from L1 %s, from Redis %s; memory %+v", m.Mode, paths,
+			ms(m.TurnCPUMSP50.K1), ms(m.TurnCPUL1MSP50.K1), ms(m.TurnCPURedisMSP50.K1), *m.Memory)
+		for _, p := range want {
+			if paths[p] == 0 {
+				t.Errorf("mode %s: no turn down path %s (%v)", m.Mode, p, paths)
+			}
+		}
+		if len(paths) != len(want) {
+			t.Errorf("mode %s: paths %v, want %v", m.Mode, paths, want)
+		}
+		var bounds int
+		for _, s := range m.PrepSamples {
+			if len(s.BoundCPUMS) > 0 || len(s.BoundMS) > 0 {
+				bounds++
+			}
+		}
+		if len(m.PrepSamples) > 0 && bounds == 0 {
+			t.Errorf("mode %s: no sampled turn timed its bound", m.Mode)
 		}
 	}
 }

@@ -22,6 +22,13 @@
 //     tokenization) per context bucket, measured in a separate sequential pass that re-runs
 //     Prepare on the exact inputs of a deterministic sample of the workload's turns, after the
 //     workload ran, so concurrency does not blur it (see [Run]);
+//   - the whole turn's CPU (turn_cpu_ms_p50: parse, store reads, preparation, upstream request,
+//     stream handling, persistence), measured in a serial pass after the workload that sends
+//     the sampled continuations again over a raw connection and reads this process's CPU clock
+//     around each (see timeTurns), down the workload's path (the hot entry) and the truly cold
+//     ones (the artifact read back from L1, and from Redis), with the preparation's physical
+//     bound (prep_bound_ms_p50: tokenizing only the text the turn adds to the previous prompt);
+//   - peak RSS against the operator guide's memory formula for the run's settings (memory);
 //   - time to first token as the client sees it (request sent → first *.delta event), which
 //     adds the proxy's preparation to the simulator's latency model;
 //   - the proxy's CPU seconds per turn (getrusage of this process, which runs the proxy and the

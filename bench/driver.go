@@ -43,6 +43,8 @@ type driver struct {
 
 	mu      sync.Mutex
 	results []turnResult
+	// bodies are the requests sent, by turn: the turn pass sends sampled ones again (turn.go).
+	bodies map[turnKey][]byte
 }
 
 func newDriver(w Workload, base string) *driver {
@@ -128,6 +130,10 @@ func (d *driver) step(ctx context.Context, st *sessionState, t int) error {
 	res.responseID = id
 	d.mu.Lock()
 	d.results = append(d.results, res)
+	if d.bodies == nil {
+		d.bodies = map[turnKey][]byte{}
+	}
+	d.bodies[turnKey{st.s, t}] = body
 	d.mu.Unlock()
 	st.prev, st.pending = id, calls
 	return nil

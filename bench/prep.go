@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stitchllm/stitch/prepare"
+	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/upstream"
 )
 
@@ -68,6 +69,9 @@ type prepRecorder struct {
 	tenantID string // the turns' tenant (the bench has one)
 	obs      map[turnKey]prepObs
 	samples  map[string][]prepSample // bin → kept samples, lowest priority first
+	// replayOutcome and replayReused are the last replayed turn's resolution (turn.go).
+	replayOutcome string
+	replayReused  int
 }
 
 func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
@@ -79,11 +83,15 @@ func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
 func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare.Prompt, error) {
 	p, err := r.inner.Prepare(ctx, in)
 	key, ok := turnFrom(ctx)
-	if err != nil || !ok {
+	if err != nil {
 		return p, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !ok { // a replayed turn (turn.go): its outcome only
+		r.replayOutcome, r.replayReused = string(p.Outcome), p.Reused
+		return p, nil
+	}
 	r.tenantID = in.Tenant
 	r.obs[key] = prepObs{tokens: len(p.IDs), reused: p.Reused, outcome: string(p.Outcome)}
 	if in.PreviousID == "" {
@@ -151,6 +159,11 @@ type PrepTiming struct {
 	// cold (CPU caches holding other work), the others warm.
 	MS    []float64 `json:"ms"`
 	CPUMS []float64 `json:"cpu_ms,omitempty"`
+	// BoundMS and BoundCPUMS time tokenizing only the turn's new text (boundText: the prompt's
+	// ids after those it shares with the previous prompt, decoded) with the same tokenizer,
+	// first cold then warm as MS: the physical bound of the preparation.
+	BoundMS    []float64 `json:"bound_ms,omitempty"`
+	BoundCPUMS []float64 `json:"bound_cpu_ms,omitempty"`
 }
 
 // prepareRequest is what the issue counts as a continuation's preparation: resolve, render,
@@ -212,36 +225,92 @@ func timeInterleaved(ctx context.Context, runs []*modeRun, reps int) error {
 		// the heap it has, while the timing pass, allocating without pause, would otherwise
 		// measure the kernel handing it fresh pages.
 		runtime.GC()
-		for _, sl := range byKey[k] {
+		texts := make([]string, len(byKey[k]))
+		shared := ""
+		for i, sl := range byKey[k] {
+			var ids []uint32
 			for range 1 + reps { // the first is the cold one
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if err := timeOnce(ctx, sl.run.proxy.timing, sl.run.proxy.stop, sl.sample, sl.out); err != nil {
+				var err error
+				if ids, err = timeOnce(ctx, sl.run.proxy.timing, sl.run.proxy.stop, sl.sample, sl.out); err != nil {
 					return fmt.Errorf("%s: %w", sl.run.result.Mode, err)
 				}
+			}
+			if texts[i] = boundText(ctx, sl.run.proxy, sl.sample, ids); texts[i] != "" && shared == "" {
+				shared = texts[i]
+			}
+		}
+		for i, sl := range byKey[k] {
+			m := sl.run.proxy.model
+			if m == nil {
+				continue
+			}
+			text := texts[i]
+			if text == "" { // full mode: the same turn's text in a mode with artifacts
+				text = shared
+			}
+			if text == "" {
+				text = newText(sl.sample.in.Items, len(sl.sample.in.StoredIDs))
+			}
+			for range 1 + reps {
+				timeBound(m, text, sl.out)
 			}
 		}
 	}
 	return nil
 }
 
-// timeOnce prepares one sampled turn and appends its wall and thread CPU time to t.
-func timeOnce(ctx context.Context, p prepare.Engine, stop []uint32, s prepSample, t *PrepTiming) error {
+// boundText is the text a continuation adds to the previous turn's prompt, as the tokenizer
+// sees it: the prompt's ids after those it shares with the previous response's prompt (its
+// artifact), decoded. Any preparation must tokenize at least that much; tokenizing it alone is
+// the physical bound (prep_bound_ms_p50). "" without an artifact store (full mode).
+func boundText(ctx context.Context, p *proxy, s prepSample, ids []uint32) string {
+	if p.store == nil || p.model == nil || s.in.PreviousID == "" {
+		return ""
+	}
+	prev, _, err := p.store.Get(ctx, s.in.Tenant, s.in.PreviousID)
+	if err != nil {
+		return ""
+	}
+	k := 0
+	for k < min(len(ids), len(prev.PromptIDs)) && ids[k] == prev.PromptIDs[k] {
+		k++
+	}
+	return p.model.Tokenizer().Decode(ids[k:])
+}
+
+// timeOnce prepares one sampled turn, appends its wall and thread CPU time to t and returns the
+// prompt's ids.
+func timeOnce(ctx context.Context, p prepare.Engine, stop []uint32, s prepSample, t *PrepTiming) ([]uint32, error) {
 	cpu0, cpuOK := threadCPU()
 	start := time.Now()
 	res, _, err := prepareRequest(ctx, p, stop, s.in)
 	elapsed := time.Since(start)
 	cpu1, _ := threadCPU()
 	if err != nil {
-		return fmt.Errorf("time preparation of session %d turn %d: %w", s.key.session, s.key.turn, err)
+		return nil, fmt.Errorf("time preparation of session %d turn %d: %w", s.key.session, s.key.turn, err)
 	}
 	t.Tokens, t.Reused, t.Outcome = len(res.IDs), res.Reused, string(res.Outcome)
 	t.MS = append(t.MS, float64(elapsed.Microseconds())/1000)
 	if cpuOK {
 		t.CPUMS = append(t.CPUMS, float64((cpu1-cpu0).Microseconds())/1000)
 	}
-	return nil
+	return res.IDs, nil
+}
+
+// timeBound tokenizes text once and appends its wall and thread CPU time to t's bound.
+func timeBound(m *render.Renderer, text string, t *PrepTiming) {
+	cpu0, cpuOK := threadCPU()
+	start := time.Now()
+	m.Encode(text)
+	elapsed := time.Since(start)
+	cpu1, _ := threadCPU()
+	t.BoundMS = append(t.BoundMS, float64(elapsed)/1e6)
+	if cpuOK {
+		t.BoundCPUMS = append(t.BoundCPUMS, float64(cpu1-cpu0)/1e6)
+	}
 }
 
 // observations returns a copy of every turn's recorded preparation.

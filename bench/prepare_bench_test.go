@@ -21,6 +21,8 @@ type prepFixture struct {
 	inputs map[Mode]map[string]prepSample
 	timing map[Mode]*proxy
 	model  *render.Renderer
+	// bodies[mode] are the workload's requests, for the whole-turn benchmarks.
+	bodies map[Mode]map[turnKey][]byte
 }
 
 var fixture prepFixture
@@ -34,7 +36,7 @@ func loadFixture(b testing.TB) *prepFixture {
 		w := DefaultWorkload()
 		w.Sessions, w.Concurrency, w.Drift = 1, 1, 0
 		w.TTFTBase, w.PrefillPerToken, w.DecodePerToken = 0, 0, 0
-		fixture.inputs, fixture.timing = map[Mode]map[string]prepSample{}, map[Mode]*proxy{}
+		fixture.inputs, fixture.timing, fixture.bodies = map[Mode]map[string]prepSample{}, map[Mode]*proxy{}, map[Mode]map[turnKey][]byte{}
 		for _, mode := range []Mode{ModeFull, ModeCanonical} {
 			simi, err := (InProcessSim{Model: m}).Start(context.Background(), w)
 			if err != nil {
@@ -52,6 +54,7 @@ func loadFixture(b testing.TB) *prepFixture {
 				return
 			}
 			d.close()
+			fixture.bodies[mode] = d.bodies
 			fixture.timing[mode] = p // kept open: its artifact cache serves the benchmark
 			byBucket := map[string]prepSample{}
 			for _, bk := range buckets {

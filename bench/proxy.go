@@ -105,6 +105,15 @@ type proxy struct {
 	stop   []uint32       // the model's stop_token_ids
 	arts   *server.Artifacts
 	store  *store.Tiered // the artifact store (nil in full mode)
+	// held is the timing engine's hot cache, holding the entries of the sampled turns' previous
+	// responses (nil in full mode); the turn pass copies them back into the live cache.
+	held *prepare.HotArtifacts
+	// model is the served model (its tokenizer times prep_bound); l2 whether the store has Redis.
+	model *render.Renderer
+	l2    bool
+	// handled receives one value each time a replayed turn's handler returns (turn.go): the turn
+	// pass's CPU window closes after the server's work for the turn, not at its last byte.
+	handled chan struct{}
 }
 
 // proxyOptions are what newProxy needs besides the mode.
@@ -134,7 +143,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	p := &proxy{}
+	p := &proxy{model: o.model, l2: o.redis != nil && o.mode != ModeFull}
 	var err error
 	if p.up, err = newCountingUpstream(o); err != nil {
 		return nil, err
@@ -176,7 +185,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 			l2 = store.NewRedisArtifacts(o.redis, store.RedisArtifactsOptions{Prefix: prefix})
 		}
 		// stitch serve's defaults: --artifact-cache-mb 256, --artifact-hot-mb 256, --artifact-ttl 1h.
-		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 256, HotMB: 256, TTL: time.Hour, L2: l2,
+		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: benchCacheMB, HotMB: benchHotMB, TTL: time.Hour, L2: l2,
 			AuditRate: o.auditRate, Checkpoints: checkpoints, Logger: o.logger, Registry: reg}); err != nil {
 			return nil, err
 		}
@@ -188,8 +197,9 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		// pass prepares those next turns again: the recorder copies the entry each sampled turn
 		// was prepared from into the timing engine's own hot cache, where nothing retires it.
 		if p.arts.Hot != nil {
-			quiet.Hot = prepare.NewHotArtifacts(256<<20*3/4, nil)
+			quiet.Hot = prepare.NewHotArtifacts(benchHotMB<<20*3/4, nil)
 			live, held := p.arts.Hot, quiet.Hot
+			p.held = held
 			hotCopy = func(tenant, id string) { live.CopyTo(held, tenant, id) }
 			hotDrop = held.Forget
 		}
@@ -222,7 +232,8 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		p.close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	p.hs = &http.Server{Handler: withTurn(srv), ReadHeaderTimeout: 30 * time.Second}
+	p.handled = make(chan struct{}, 1)
+	p.hs = &http.Server{Handler: withTurn(srv, p.handled), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = p.hs.Serve(ln) }()
 	p.url = "http://" + ln.Addr().String()
 	return p, nil
@@ -249,9 +260,18 @@ type turnKey struct{ session, turn int }
 type turnCtxKey struct{}
 
 // withTurn puts the driver's turn header into the request context, where the preparation
-// recorder finds it (the server passes the request context to Prepare).
-func withTurn(next http.Handler) http.Handler {
+// recorder finds it (the server passes the request context to Prepare). A replayed turn (the turn
+// pass's replayHeader) signals handled, when not nil, once the server's handler returned.
+func withTurn(next http.Handler, handled chan<- struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if handled != nil && r.Header.Get(replayHeader) != "" {
+			defer func() {
+				select {
+				case handled <- struct{}{}:
+				default:
+				}
+			}()
+		}
 		if s, t, ok := strings.Cut(r.Header.Get(turnHeader), "/"); ok {
 			si, err1 := strconv.Atoi(s)
 			ti, err2 := strconv.Atoi(t)

@@ -65,6 +65,21 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("prompt tokens recomputed", func(m *ModeResult) string { return fmt.Sprint(m.PromptTokensRecomputed) })
 	row("prompt tokens tokenized", func(m *ModeResult) string { return fmt.Sprint(m.PromptTokensTokenized) })
 	for _, b := range buckets {
+		row("turn CPU ms p50 @"+b.name, func(m *ModeResult) string { return ms(m.TurnCPUMSP50.get(b.name)) })
+	}
+	for _, b := range buckets {
+		row("turn CPU ms p50 @"+b.name+", from L1", func(m *ModeResult) string { return ms(m.TurnCPUL1MSP50.get(b.name)) })
+	}
+	for _, b := range buckets {
+		row("turn CPU ms p50 @"+b.name+", from Redis", func(m *ModeResult) string { return ms(m.TurnCPURedisMSP50.get(b.name)) })
+	}
+	for _, b := range buckets {
+		row("turn alloc KiB p50 @"+b.name, func(m *ModeResult) string { return kib(m.TurnAllocKBP50.get(b.name)) })
+	}
+	for _, b := range buckets {
+		row("prep bound CPU ms p50 @"+b.name, func(m *ModeResult) string { return ms(m.PrepBoundCPUMSP50.get(b.name)) })
+	}
+	for _, b := range buckets {
 		row("prep ms p50 @"+b.name, func(m *ModeResult) string { return ms(m.PrepMSP50.get(b.name)) })
 		row("prep ms p99 @"+b.name, func(m *ModeResult) string { return ms(m.PrepMSP99.get(b.name)) })
 	}
@@ -84,6 +99,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("MB client → proxy", func(m *ModeResult) string { return fmt.Sprintf("%.1f", float64(m.BytesFromClients)/1e6) })
 	row("MB proxy → upstream", func(m *ModeResult) string { return fmt.Sprintf("%.1f", float64(m.BytesToUpstream)/1e6) })
 	row("peak RSS MiB", func(m *ModeResult) string { return fmt.Sprintf("%.0f", m.PeakRSSMB) })
+	row("memory bound MiB (formula)", func(m *ModeResult) string {
+		if m.Memory == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.0f", m.Memory.BoundMB)
+	})
 	row("wall s", func(m *ModeResult) string { return fmt.Sprintf("%.1f", m.WallS) })
 	row("outcomes", func(m *ModeResult) string { return outcomes(m.Outcomes) })
 	if err := tw.Flush(); err != nil {
@@ -110,6 +131,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "; most streams under the bound: %d\n", s.MaxStreamsUnderBound)
 	}
 	return nil
+}
+
+func kib(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", *v)
 }
 
 func ms(v *float64) string {
@@ -182,6 +210,26 @@ func (r *Result) Checks() []string {
 				}
 				out = append(out, line)
 			}
+		}
+	}
+	if full != nil && canon != nil {
+		// Issue 32: the whole turn at 100k costs at most half a full render's, and preparation at
+		// most twice the physical bound (tokenizing only the new text).
+		if f, c := full.TurnCPUMSP50.get("100k"), canon.TurnCPUMSP50.get("100k"); f != nil && c != nil && *f > 0 {
+			out = append(out, fmt.Sprintf("turn CPU p50 @100k: canonical / full = %.2f ms / %.2f ms = %.2f× (want ≤ 0.5×: %s)",
+				*c, *f, *c / *f, verdict(*c / *f <= 0.5)))
+		}
+	}
+	if canon != nil {
+		if p, b := canon.PrepCPUMSP50.get("100k"), canon.PrepBoundCPUMSP50.get("100k"); p != nil && b != nil && *b > 0 {
+			out = append(out, fmt.Sprintf("prep CPU p50 @100k: canonical / bound = %.3f ms / %.3f ms = %.2f× (want ≤ 2×: %s)",
+				*p, *b, *p / *b, verdict(*p / *b <= 2)))
+		}
+	}
+	for i := range r.Modes {
+		if m := r.Modes[i].Memory; m != nil && m.RSSPeakMB > 0 {
+			out = append(out, fmt.Sprintf("memory %s: peak RSS %.0f MiB vs bound %.0f MiB (operator guide formula; want ≤: %s)",
+				r.Modes[i].Mode, m.RSSPeakMB, m.BoundMB, verdict(m.RSSPeakMB <= m.BoundMB)))
 		}
 	}
 	if s := r.Streaming; s != nil && s.ProxyCPURatio > 0 {

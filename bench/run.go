@@ -55,6 +55,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress receives one line per phase; nil discards.
 	Progress io.Writer
+	// ProfileDir, when set, receives a CPU profile per mode of its 100k-token turns sent again
+	// down the workload's path (turn-<mode>.pprof), after the turn pass.
+	ProfileDir string
 }
 
 // Result is a whole run: bench.json.
@@ -163,6 +166,26 @@ type ModeResult struct {
 	PrepCPURatioVsFull     BucketRatio `json:"prep_cpu_ratio_vs_full"`
 	PrepColdRatioVsFull    BucketRatio `json:"prep_cold_ratio_vs_full"`
 	PrepColdCPURatioVsFull BucketRatio `json:"prep_cold_cpu_ratio_vs_full"`
+	// TurnCPUMSP50 is the whole turn's process CPU time per context bucket (parse, store reads,
+	// preparation, upstream request, stream handling, persistence: every thread of this
+	// process), the sampled continuations sent again one at a time down the workload's path
+	// (the hot entry; a full render in full mode). TurnCPUL1MSP50 and TurnCPURedisMSP50 are the
+	// truly cold paths: the hot entry dropped, the artifact read back from L1 and extended; its
+	// L1 links dropped too, read from Redis (null without artifacts, or without Redis).
+	// TurnAllocKBP50 is the heap a hot-path turn allocates, in KiB (what the collector is left).
+	// TurnCPURatioVsFull is full's TurnCPUMSP50 over this mode's (≥ 2 is issue 32's bar).
+	TurnCPUMSP50       BucketMS    `json:"turn_cpu_ms_p50"`
+	TurnCPUL1MSP50     BucketMS    `json:"turn_cpu_l1_ms_p50"`
+	TurnCPURedisMSP50  BucketMS    `json:"turn_cpu_redis_ms_p50"`
+	TurnAllocKBP50     BucketMS    `json:"turn_alloc_kb_p50"`
+	TurnCPURatioVsFull BucketRatio `json:"turn_cpu_ratio_vs_full"`
+	// PrepBoundMSP50 and PrepBoundCPUMSP50 are the physical bound of a continuation's
+	// preparation: tokenizing only the new turn's text with the same tokenizer (warm, wall and
+	// thread CPU), for the same sampled turns as PrepMSP50.
+	PrepBoundMSP50    BucketMS `json:"prep_bound_ms_p50"`
+	PrepBoundCPUMSP50 BucketMS `json:"prep_bound_cpu_ms_p50"`
+	// Memory is the mode's peak RSS against the operator guide's bound for its settings.
+	Memory *MemoryResult `json:"memory,omitempty"`
 	// TTFTMSP50/P99 are the client's times to first token (request sent → first delta event).
 	TTFTMSP50 float64 `json:"ttft_ms_p50"`
 	TTFTMSP99 float64 `json:"ttft_ms_p99"`
@@ -188,6 +211,8 @@ type ModeResult struct {
 	// Storage is what the artifact tiers hold per conversation after the workload (null in full
 	// mode).
 	Storage *StorageResult `json:"storage,omitempty"`
+	// TurnSamples are the turns of the turn pass.
+	TurnSamples []TurnTiming `json:"turn_samples"`
 }
 
 // Run drives the workload once per mode and returns the numbers.
@@ -234,7 +259,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	runs := make([]*modeRun, 0, len(opts.Modes))
 	defer func() {
 		for _, r := range runs {
-			r.proxy.close()
+			_ = r.close()
 		}
 	}()
 	rs, err := startRedis(ctx)
@@ -271,8 +296,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := timeInterleaved(ctx, timed, opts.PrepReps); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(opts.Progress, "timing whole turns of %d modes, serially, interleaved…\n", len(timed))
+	if err := timeTurns(ctx, timed, opts); err != nil {
+		return nil, err
+	}
 	for _, r := range runs {
+		if err := r.close(); err != nil {
+			return nil, fmt.Errorf("mode %s: %w", r.result.Mode, err)
+		}
 		fillPrep(r.result)
+		fillTurns(r.result)
 		res.Modes = append(res.Modes, *r.result)
 	}
 	res.fillRatios()
@@ -292,6 +325,33 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 type modeRun struct {
 	result *ModeResult
 	proxy  *proxy
+	// sim is the mode's simulator, kept up for the turn pass; bodies the workload's requests.
+	sim         SimInstance
+	bodies      map[turnKey][]byte
+	concurrency int
+	closed      bool
+}
+
+// close stops the mode's proxy and simulator; the simulator's CPU is read now where it was not
+// read after the workload.
+func (r *modeRun) close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.proxy.close()
+	if r.sim == nil {
+		return nil
+	}
+	err := r.sim.Close()
+	if r.result.SimCPUS == 0 {
+		r.result.SimCPUS = r.sim.CPUSeconds()
+	}
+	r.sim = nil
+	if err != nil {
+		return fmt.Errorf("stop simulator: %w", err)
+	}
+	return nil
 }
 
 // runMode runs the workload against a fresh simulator and a fresh proxy in mode m. Peak RSS is
@@ -306,7 +366,12 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 	if err != nil {
 		return nil, err
 	}
-	defer simi.Close()
+	simKept := false
+	defer func() {
+		if !simKept {
+			_ = simi.Close()
+		}
+	}()
 	po := proxyOptions{mode: m, model: opts.Model, harmony: opts.Harmony, family: opts.Family, upstream: simi.URL(), transport: tr, w: opts.Workload,
 		auditRate: opts.AuditRate, logger: opts.Logger}
 	if rs != nil {
@@ -351,6 +416,10 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 		mr.HitRatio = float64(st.Hits) / float64(st.Queries)
 	}
 	fillClient(mr, turns)
+	var maxBody int
+	for _, t := range turns {
+		maxBody = max(maxBody, t.bodyBytes)
+	}
 	if mr.Storage, err = measureStorage(ctx, p, turns, rs != nil); err != nil {
 		return nil, fmt.Errorf("measure storage: %w", err)
 	}
@@ -359,12 +428,14 @@ func runMode(ctx context.Context, opts Options, m Mode, tr Transport, base float
 		mr.PromptTokensTokenized += int64(o.tokens - o.reused)
 		mr.MaxPromptTokens = max(mr.MaxPromptTokens, o.tokens)
 	}
-	if err := simi.Close(); err != nil {
-		return nil, fmt.Errorf("stop simulator: %w", err)
+	mr.Memory = memoryBound(peak, m != ModeFull, opts.Workload.Concurrency, mr.MaxPromptTokens, int64(maxBody), mr.BytesFromClients)
+	// The simulator stays up for the turn pass (turn.go); its CPU is read now where the platform
+	// tells, else when it stops (and then includes the turn pass's few turns).
+	if c, ok := simi.(interface{ cpuSoFar() (float64, bool) }); ok {
+		mr.SimCPUS, _ = c.cpuSoFar()
 	}
-	mr.SimCPUS = simi.CPUSeconds()
-	kept = true
-	return &modeRun{result: mr, proxy: p}, nil
+	kept, simKept = true, true
+	return &modeRun{result: mr, proxy: p, sim: simi, bodies: d.bodies, concurrency: opts.Workload.Concurrency}, nil
 }
 
 // runTarget drives an external server: client-side numbers only.
@@ -445,6 +516,7 @@ func (r *Result) fillRatios() {
 		m.PrepCPURatioVsFull = ratioOf(f.PrepCPUMSP50, m.PrepCPUMSP50)
 		m.PrepColdRatioVsFull = ratioOf(f.PrepColdMSP50, m.PrepColdMSP50)
 		m.PrepColdCPURatioVsFull = ratioOf(f.PrepColdCPUMSP50, m.PrepColdCPUMSP50)
+		m.TurnCPURatioVsFull = ratioOf(f.TurnCPUMSP50, m.TurnCPUMSP50)
 	}
 }
 

@@ -195,6 +195,12 @@ func (p *child) GRPCAddr() string { return p.grpcAddr }
 
 func (p *child) CPUSeconds() float64 { return p.cpu }
 
+// cpuSoFar returns the running child's CPU seconds and true, where the platform tells (Linux).
+func (p *child) cpuSoFar() (float64, bool) {
+	d, ok := childCPU(p.cmd.Process.Pid)
+	return d.Seconds(), ok
+}
+
 // waitHealthy polls GET /health until the child answers (it loads the tokenizer first).
 func (p *child) waitHealthy(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)

@@ -147,9 +147,15 @@ func (h *HotArtifacts) harmonyDigests(tenant, responseID string) *harmony.Digest
 // the whole bound is not kept.
 func (h *HotArtifacts) put(e *hotEntry) {
 	// The render memo keeps the conversation's messages, whose strings are about as long as the
-	// text: count the text twice.
-	e.size = int64(2*len(e.text)+len(e.promptJSON)) + 4*int64(len(e.enc.IDs)+len(e.art.GeneratedIDs)) +
-		int64(len(e.enc.Boundaries))*(int64(render.DigestSize)+24+8) + 256*int64(e.messages) + 512
+	// text: count the text twice. The ids and their JSON are counted by the arrays they keep
+	// alive (their arenas' room included), not their length: an entry holds those arrays whole
+	// (issue 31: arena rooms were most of the real heap of a cache that counted lengths).
+	jsonHeld := int64(cap(e.promptJSON))
+	if e.jsonArena != nil {
+		jsonHeld = max(jsonHeld, int64(e.jsonArena.Cap()))
+	}
+	e.size = int64(2*len(e.text)) + jsonHeld + 4*int64(e.enc.HeldIDs()+cap(e.art.GeneratedIDs)) +
+		int64(len(e.enc.Boundaries))*(2*32+8) + 256*int64(e.messages) + 512
 	if e.items != nil {
 		e.size += int64(e.items.Bytes())
 	}
@@ -256,6 +262,10 @@ func appendPromptJSON(dst []byte, ids []uint32, from int, bounds []render.Bounda
 // as many ids as render's room for the ids themselves, at up to 7 bytes each.
 const jsonRoom = 7 * (16 << 10)
 
+// jsonFloor is the least room a short conversation's JSON gets (arena.Room), about as many ids
+// as render's floor for the ids themselves.
+const jsonFloor = 7 * (1 << 10)
+
 // promptJSON encodes the prompt's ids for the next turn's upstream request: the JSON of
 // enc.IDs[:jsonPrefixIDs] (jsonPrefix, with the offsets jsonPrefixAt of its boundaries' ids) is
 // kept, in place in the previous turn's arena when the rest fits after it, and the rest is
@@ -276,7 +286,7 @@ func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
 	for b := len(prefixAt); b < len(at); b++ {
 		at[b] += len(prefix)
 	}
-	js, a := arena.Join(from, base, len(prefix), tail, jsonRoom)
+	js, a := arena.Join(from, base, len(prefix), tail, arena.Room(len(prefix)+len(tail), jsonFloor, jsonRoom))
 	return js, at, a
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stitchllm/stitch/internal/arena"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/store"
 )
@@ -89,5 +90,28 @@ func TestHotArtifactsRetire(t *testing.T) {
 	h.retire("t", "absent") // nothing to retire
 	if b, n := h.usage(); n != 2 || b != h.EntryBytes("t", "c1")+h.EntryBytes("t", "c2") {
 		t.Fatalf("usage %d bytes in %d entries", b, n)
+	}
+}
+
+// TestHotEntryCountsArenas: an entry is counted by the arrays it keeps alive, the room of its
+// ids' and JSON's arenas included (issue 31: a cache of short conversations counted their
+// lengths while their arenas' room held most of the heap), and a short conversation's arenas
+// hold a few times its ids, not render's whole room.
+func TestHotEntryCountsArenas(t *testing.T) {
+	ids := make([]uint32, 300)
+	enc := render.JoinIDs(render.Encoding{}, 0, ids)
+	js, jsonArena := arena.Join[byte](nil, nil, 0, make([]byte, 7*len(ids)), arena.Room(7*len(ids), jsonFloor, jsonRoom))
+	e := &hotEntry{key: hotKey{"t", "r"}, art: &store.Artifact{Tenant: "t", ResponseID: "r", PromptIDs: enc.IDs},
+		text: string(make([]byte, 4*len(ids))), enc: enc, promptJSON: js, jsonArena: jsonArena}
+	NewHotArtifacts(1<<30, nil).put(e)
+	held := int64(4*enc.HeldIDs() + jsonArena.Cap())
+	if enc.HeldIDs() <= len(ids) || jsonArena.Cap() <= len(js) {
+		t.Fatalf("no room after the ids (%d of %d) or the JSON (%d of %d)", len(ids), enc.HeldIDs(), len(js), jsonArena.Cap())
+	}
+	if e.size < held+int64(2*len(e.text)) {
+		t.Errorf("entry counted %d bytes; its arrays hold %d and its text %d", e.size, held, len(e.text))
+	}
+	if enc.HeldIDs() > 8*len(ids) || jsonArena.Cap() > 8*len(js) {
+		t.Errorf("a %d-id conversation keeps %d ids and %d JSON bytes for %d", len(ids), enc.HeldIDs(), jsonArena.Cap(), len(js))
 	}
 }

@@ -360,6 +360,20 @@ func (p *prevPieces) pieces() []piece {
 // memory for copies).
 const idRoom = 16 << 10
 
+// idFloor is the least room a short conversation's ids get (arena.Room: twice their number
+// above it), so that a cache of many short conversations does not hold idRoom for each.
+const idFloor = 1 << 10
+
+// HeldIDs returns how many ids the encoding keeps in memory: its arena's whole array (the room
+// after its ids included) when it has one, else the capacity of IDs. A cache that keeps the
+// encoding accounts that, not len(IDs).
+func (e Encoding) HeldIDs() int {
+	if e.arena != nil {
+		return max(e.arena.Cap(), cap(e.IDs))
+	}
+	return cap(e.IDs)
+}
+
 // JoinIDs returns the Encoding (without boundaries) of prev.IDs[:keep] followed by tail: written
 // after prev's ids in the arena they share when it has room and holds nothing else there (a
 // continuation that keeps all of the previous prompt costs only its own ids), else copied with
@@ -373,7 +387,7 @@ func JoinIDs(prev Encoding, keep int, tail []uint32) Encoding {
 // joinIDs returns prev.IDs[:keep] followed by tail, and the arena it lives in, appended in place
 // when prev's ids have room for them (arena.Join).
 func joinIDs(prev Encoding, keep int, tail []uint32) ([]uint32, *arena.Arena[uint32]) {
-	return arena.Join(prev.arena, prev.IDs, keep, tail, idRoom)
+	return arena.Join(prev.arena, prev.IDs, keep, tail, arena.Room(keep+len(tail), idFloor, idRoom))
 }
 
 // fillDigests sets the prefix digests of e.Boundaries[from:] for text and returns the digest of

@@ -1,6 +1,10 @@
 package store
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+)
 
 // Artifact chains (docs/design.md "Storage tiers"). A turn's artifact is
 // stored as a link: the ids it added to the artifact it extends (its base,
@@ -101,14 +105,34 @@ func commonIDs(a1, a2, b1, b2 []uint32) int {
 	}
 }
 
+// commonPrefix returns the length of the common prefix of a and b (len(b) >= len(a)). A turn's
+// ids usually share the backing array of its base's (render's arena: the prompt continues the
+// previous one in place), which needs no compare at all; otherwise blocks are compared as bytes
+// (memequal) and only the block that differs element by element, so that writing a turn costs
+// about its own ids rather than a loop over the whole history.
 func commonPrefix(a, b []uint32) int {
 	b = b[:len(a)]
-	for i := range a {
+	if len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b) {
+		return len(a)
+	}
+	const block = 1024
+	i := 0
+	for ; i+block <= len(a); i += block {
+		if !bytes.Equal(idBytes(a[i:i+block]), idBytes(b[i:i+block])) {
+			break
+		}
+	}
+	for ; i < len(a); i++ {
 		if a[i] != b[i] {
 			return i
 		}
 	}
 	return len(a)
+}
+
+// idBytes views ids as their bytes, for memequal.
+func idBytes(ids []uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), 4*len(ids))
 }
 
 // commonBounds returns the length of the common prefix of two boundary tables.

@@ -119,3 +119,39 @@ func equalIDs(a, b []uint32) bool {
 	}
 	return true
 }
+
+// TestCommonPrefixBlocks: the block-wise compare finds the first difference wherever it falls
+// (first element, inside or at the edge of a block, in the tail after the last whole block), and
+// a slice sharing its backing array with the other is its whole length.
+func TestCommonPrefixBlocks(t *testing.T) {
+	base := make([]uint32, 5000)
+	for i := range base {
+		base[i] = uint32(i*7 + 1)
+	}
+	naive := func(a, b []uint32) int {
+		for i := range a {
+			if a[i] != b[i] {
+				return i
+			}
+		}
+		return len(a)
+	}
+	for _, n := range []int{0, 1, 1023, 1024, 1025, 4096, 5000} {
+		for _, diff := range []int{-1, 0, 1, 511, 1023, 1024, 1025, 2047, 4095, 4096, 4999} {
+			if diff >= n {
+				continue
+			}
+			a := append([]uint32(nil), base[:n]...)
+			b := append([]uint32(nil), base...)
+			if diff >= 0 {
+				b[diff]++
+			}
+			if got, want := commonPrefix(a, b), naive(a, b); got != want {
+				t.Errorf("n %d, differing at %d: commonPrefix = %d, want %d", n, diff, got, want)
+			}
+		}
+	}
+	if got := commonPrefix(base[:3000], base); got != 3000 {
+		t.Errorf("shared backing: commonPrefix = %d, want 3000", got)
+	}
+}

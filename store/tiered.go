@@ -364,6 +364,14 @@ func (t *Tiered) Delete(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
+// EvictLocal drops the artifact's link from L1 only, as an L1 eviction would: the next Get reads
+// it from L2 (and fills L1 again). For a benchmark of the cold path; absent is not an error.
+func (t *Tiered) EvictLocal(tenant, id string) {
+	if t.l1 != nil {
+		t.l1.Delete(tenant, id)
+	}
+}
+
 // Stats returns current counters.
 func (t *Tiered) Stats() TieredStats {
 	s := TieredStats{

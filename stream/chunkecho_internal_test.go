@@ -1,6 +1,9 @@
 package stream
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // idsBefore is fastParser.ids as it was before the prompt echo was only counted (it decoded every
 // id into dst, and the echo into a throw-away slice): the reference for FuzzIDsCount.
@@ -44,6 +47,11 @@ func FuzzIDsCount(f *testing.F) {
 		`[]`, "[ \n]", `[7]`, `[0]`, `[1,2,3]`, "[ 1 ,2\n,\t3 ]", `[4294967295]`, `[4294967296]`,
 		`[9999999999]`, `[12345678901]`, `[01]`, `[-1]`, `[1.0]`, `[1e3]`, `[[1]]`, `[1,]`, `[,1]`,
 		`[1,,2]`, `[1 2]`, `[1,2`, `[1,`, `[`, `[1]}`, `[151643,872,198]`,
+		// Compact arrays longer than one eight-byte word (countCompactIDs), with a fault at
+		// each place a word boundary can put it.
+		`[151643,872,198,4294967295,0,12]`, `[151643,872,198,4294967296,0,12]`, `[151643,872,198,04,12]`,
+		`[151643,872,198,,12]`, `[151643,872,198 ,12]`, `[151643,872,198,12345678901,7]`, `[1,2,3,4,5,6,7,8,9,10,11,12,13]`,
+		`[1,2,3,4,5,6,7,8,9,10,11,12,13`, `[12345678,12345678,12345678]`, `[12345678,12345678,1234567,]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -81,4 +89,32 @@ func FuzzIDsCount(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCountCompactIDsEcho: a 100k-id echo as vLLM writes it is counted by the word-at-a-time path,
+// to the same count and end as the byte loop, and a bad byte anywhere in it is refused.
+func TestCountCompactIDsEcho(t *testing.T) {
+	echo := []byte{'['}
+	for i := range 100000 {
+		if i > 0 {
+			echo = append(echo, ',')
+		}
+		echo = fmt.Appendf(echo, "%d", (i*7919)%151936)
+	}
+	echo = append(echo, ']', '}')
+	n, end, ok := countCompactIDs(echo, 1)
+	if !ok || n != 100000 || end != len(echo)-1 {
+		t.Fatalf("countCompactIDs = %d, %d, %v; want 100000, %d, true", n, end, ok, len(echo)-1)
+	}
+	for _, at := range []int{1, 7, 8, 9, 1000, len(echo) / 2, len(echo) - 3} {
+		bad := append([]byte(nil), echo...)
+		for bad[at] == ',' {
+			at++
+		}
+		bad[at] = 'x'
+		p := fastParser{b: bad}
+		if _, ok := p.ids(nil); ok {
+			t.Errorf("an x at %d was taken", at)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -391,6 +393,12 @@ func (p *fastParser) ids(dst *[]uint32) (int, bool) {
 		return 0, true
 	}
 	b, i := p.b, p.i
+	if dst == nil {
+		if n, end, ok := countCompactIDs(b, i); ok {
+			p.i = end
+			return n, true
+		}
+	}
 	count := 0
 	for {
 		// One id: 1–10 digits, no leading zero, at most 2³²-1.
@@ -431,4 +439,71 @@ func (p *fastParser) ids(dst *[]uint32) (int, bool) {
 		}
 		return 0, false
 	}
+}
+
+// SWAR constants: a byte's high bit in each lane, and each lane's low seven bits.
+const (
+	laneHigh = 0x8080808080808080
+	laneLow  = 0x7f7f7f7f7f7f7f7f
+)
+
+// countCompactIDs counts the ids of an array written as vLLM writes the prompt echo, digits and
+// single commas up to ']' with no whitespace, starting at b[i] (just after '['): the count and
+// the index after ']'. It checks eight bytes at a time that they are digits or commas and then
+// each id between two commas (1–10 digits, no leading zero, at most 2³²-1), so the 100k-id echo
+// costs a few bytes' work per id instead of a branch per byte. ok is false for anything else
+// (whitespace, a bad id, the end of b): the caller's byte loop then reads the array from i and
+// takes or refuses it, so this only ever agrees with that loop (FuzzIDsCount).
+func countCompactIDs(b []byte, i int) (count, end int, ok bool) {
+	start := i // where the current id starts
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		x := w ^ 0x2c2c2c2c2c2c2c2c // ',' lanes become zero
+		commas := ^(((x & laneLow) + laneLow) | x) & laneHigh
+		d := w ^ 0x3030303030303030 // '0'..'9' lanes become 0..9
+		digits := ^(((d & laneLow) + 0x7676767676767676) | d) & laneHigh
+		if commas|digits != laneHigh {
+			break // ']', whitespace or anything else: the bytes below
+		}
+		for commas != 0 {
+			at := i + bits.TrailingZeros64(commas)/8
+			if !compactID(b[start:at]) {
+				return 0, 0, false
+			}
+			count++
+			start = at + 1
+			commas &= commas - 1
+		}
+	}
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
+		case isDigit(c):
+		case c == ',' || c == ']':
+			if !compactID(b[start:i]) {
+				return 0, 0, false
+			}
+			count++
+			if c == ']' {
+				return count, i + 1, true
+			}
+			start = i + 1
+		default:
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// compactID reports whether the digits of one id are 1–10 long, without a leading zero and at
+// most 2³²-1 (the caller checked they are digits).
+func compactID(id []byte) bool {
+	switch n := len(id); {
+	case n == 0 || n > 10:
+		return false
+	case n > 1 && id[0] == '0':
+		return false
+	case n == 10:
+		return string(id) <= "4294967295"
+	}
+	return true
 }

@@ -41,6 +41,21 @@ func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) 
 	return buf[:n:n], &Arena[T]{buf: buf[:cap(buf)], used: n}
 }
 
+// Room is the least room to give a copy of n elements: twice its length, at least floor and at
+// most most. A short chain's room stays in proportion to it (a cache that holds many short
+// conversations holds about three times their elements, not most each), while a long one's
+// room is most, plus the quarter of its length Join adds.
+func Room(n, floor, most int) int { return min(most, max(2*n, floor)) }
+
+// Cap returns the elements the arena's backing array holds (used or not): what it costs in
+// memory, for a cache that accounts what it keeps alive.
+func (a *Arena[T]) Cap() int {
+	if a == nil {
+		return 0
+	}
+	return len(a.buf) // buf is the whole array, written once
+}
+
 // extend returns s followed by more, sharing a's array, when s is a prefix of it and every
 // element already written after s agrees with more (a retried or repeated continuation finds
 // its own there); the rest of more is written into the room, if it fits.

@@ -101,3 +101,21 @@ func TestJoinConcurrent(t *testing.T) {
 		root, a = Join[byte](nil, nil, 0, []byte("root:"), 64)
 	}
 }
+
+// TestRoomAndCap: a copy's room is twice its length between the floor and the most, and Cap
+// counts the whole backing array, room included.
+func TestRoomAndCap(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{0, 100}, {10, 100}, {60, 120}, {400, 800}, {600, 1000}, {5000, 1000}} {
+		if got := Room(c.n, 100, 1000); got != c.want {
+			t.Errorf("Room(%d, 100, 1000) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	s, a := Join[uint32](nil, nil, 0, make([]uint32, 60), Room(60, 100, 1000))
+	if a.Cap() < 60+120 || a.Cap() > 60+2*120 || len(s) != 60 {
+		t.Errorf("60 elements with room 120: len %d, Cap %d", len(s), a.Cap())
+	}
+	var none *Arena[uint32]
+	if none.Cap() != 0 {
+		t.Error("a nil arena holds something")
+	}
+}

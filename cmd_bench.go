@@ -244,10 +244,8 @@ func benchModel(p configs.ModelProfile) (*render.Renderer, *prepare.Harmony, fam
 		}
 		return m, h, family.Names{}, nil
 	}
-	if names != (family.Names{}) && names.ToolCallParser == "" {
-		names.ToolCallParser = "hermes" // serve's default tool parser (configs' normalize)
-	}
 	if names != (family.Names{}) {
+		names = names.WithDefaults() // as serve: a reasoning parser alone goes with the default tool parser
 		if err := family.Check(names); err != nil {
 			return nil, nil, names, err
 		}

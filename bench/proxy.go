@@ -156,11 +156,9 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	}
 	mc := server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
 		Family: o.family}
-	if mc.Family == (family.Names{}) {
-		mc.Family = family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}
-	}
+	mc.Family = mc.Family.WithDefaults()
 	if o.harmony != nil {
-		mc.Family, mc.Harmony = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, o.harmony
+		mc.Family, mc.Harmony = family.HarmonyNames(), o.harmony
 	}
 	timing := mc
 	var hotCopy, hotDrop func(tenant, id string)

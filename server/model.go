@@ -148,10 +148,7 @@ func NewModelRuntime(c ModelConfig) (*ModelRuntime, error) {
 		return nil, fmt.Errorf("model %s: no render model", c.Name)
 	}
 	tok := c.Render.Tokenizer()
-	names := c.Family
-	if names == (family.Names{}) {
-		names = family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}
-	}
+	names := c.Family.WithDefaults()
 	fam, err := family.New(names, family.Vocabulary{TokenID: tok.TokenID, StopTokenIDs: c.Render.StopTokenIDs})
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", c.Name, err)

@@ -221,9 +221,9 @@ func proxyConfig(o proxyOptions) (stack.Config, stack.ModelConfig, error) {
 	settings.Models = []configs.ModelProfile{profile}
 	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
 	mc := stack.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
-		Family: o.family, Mode: profile.ContinuationMode}
+		Family: o.family.WithDefaults(), Mode: profile.ContinuationMode}
 	if o.harmony != nil {
-		mc.Family, mc.Harmony = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, o.harmony
+		mc.Family, mc.Harmony = family.HarmonyNames(), o.harmony
 	}
 	sc := stack.Config{Settings: settings, Logger: o.logger, Checkpoints: o.checkpoints,
 		Models:    map[string]stack.Model{o.w.Model: {Render: o.model, Harmony: mc.Harmony, Family: mc.Family}},

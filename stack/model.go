@@ -23,7 +23,8 @@ import (
 type ModelConfig struct {
 	Name   string
 	Render *render.Renderer
-	// Family names the model family by vLLM's parser names; zero: hermes + qwen3.
+	// Family names the model family by vLLM's parser names; empty names: the default family's
+	// (family.Names.WithDefaults: hermes + qwen3).
 	Family family.Names
 	// MaxModelLen is the context length (prompt + output).
 	MaxModelLen        int
@@ -124,10 +125,7 @@ func NewModelRuntime(c ModelConfig) (*server.ModelRuntime, error) {
 		return nil, fmt.Errorf("model %s: no render model", c.Name)
 	}
 	tok := c.Render.Tokenizer()
-	names := c.Family
-	if names == (family.Names{}) {
-		names = family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}
-	}
+	names := c.Family.WithDefaults()
 	fam, err := family.New(names, family.Vocabulary{TokenID: tok.TokenID, StopTokenIDs: c.Render.StopTokenIDs})
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", c.Name, err)

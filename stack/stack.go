@@ -31,7 +31,8 @@ type Model struct {
 	Render *render.Renderer
 	// Harmony, when set, renders its prompts with Harmony (gpt-oss); Render still tokenizes.
 	Harmony *prepare.Harmony
-	// Family names the model family by vLLM's parser names; zero: hermes + qwen3.
+	// Family names the model family by vLLM's parser names; empty names: the default family's
+	// (family.Names.WithDefaults: hermes + qwen3).
 	Family family.Names
 }
 

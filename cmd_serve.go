@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -73,7 +71,7 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	if err != nil {
 		return err
 	}
-	defer func() { // after the drain (serveUntilDone), in reverse order of what Open opened
+	defer func() { // after Serve's drain, in reverse order of what Open opened
 		if err := st.Close(); err != nil {
 			logger.Warn("shutdown: release the stack", "err", err)
 		}
@@ -82,7 +80,6 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	hs := &http.Server{Handler: st.Server, ReadHeaderTimeout: 30 * time.Second}
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
@@ -92,39 +89,13 @@ func runServeReady(ctx context.Context, env cliEnv, args []string, ready func(ad
 	if cfg.Auth.APIKeysFile == "" && !loopbackOnly(ln.Addr()) {
 		logger.Warn("authentication is off and the listener accepts connections from other hosts: anyone who reaches it reads and continues every stored response; set --api-keys, or --listen 127.0.0.1:PORT", "addr", ln.Addr().String())
 	}
-	return serveUntilDone(ctx, logger, hs, ln, cfg.Server.ShutdownTimeout, st.Server.Shutdown)
+	return st.Serve(ctx, ln, cfg.Server.ShutdownTimeout)
 }
 
 // loopbackOnly reports whether a listener's address is reachable from this host only.
 func loopbackOnly(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
-}
-
-// serveUntilDone serves until ctx ends, then shuts down gracefully, letting open streams and
-// background responses (drain) finish within timeout; drain fails those still running then.
-func serveUntilDone(ctx context.Context, logger *slog.Logger, hs *http.Server, ln net.Listener, timeout time.Duration, drain func(context.Context) error) error {
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down", "timeout", timeout)
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	herr := hs.Shutdown(sctx)
-	if err := drain(sctx); err != nil {
-		logger.Warn("shutdown: background responses", "err", err)
-	}
-	if herr != nil {
-		return fmt.Errorf("shutdown: %w", herr)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 // loadModel loads a model directory (the bundled demo model when dir is ""), with the chat

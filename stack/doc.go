@@ -1,7 +1,7 @@
 // Package stack is stitch's composition root: it assembles a server from its settings and
 // releases it, the one assembly that stitch serve, stitch bench and the server's tests share.
 //
-// # Open and Close
+// # Open, Serve and Close
 //
 // Open(ctx, Config) builds, in order: the upstream client (vLLM's HTTP API, its gRPC engine API,
 // or the built-in simulator when no URL is set; upstream.go), the response store (the Bolt file
@@ -9,8 +9,10 @@
 // artifact tiers and caches (NewArtifacts), authentication, each model's runtime
 // (NewModelRuntime), the limits and cache salts (limits.go), and the server. Close releases what
 // Open opened in reverse order and joins the errors; on an error Open releases what it had
-// opened itself. Open neither listens nor drains: the caller serves Stack.Server, and on
-// shutdown stops serving, drains with Server.Shutdown, then calls Close.
+// opened itself. Serve runs stitch serve's HTTP lifecycle on a listener: it serves until its
+// context ends, then stops accepting, lets open streams finish and drains background responses
+// (Server.Shutdown) within the shutdown timeout. A caller with its own HTTP server (the bench)
+// serves Stack.Server itself. Close comes last, after serving stopped.
 //
 // # Settings and parts
 //

@@ -106,8 +106,8 @@ func (s *Stack) opened(what string, close func() error) {
 // Close releases what Open opened, in reverse order: the artifact tiers, the Redis fallback's
 // replay, the Redis client, the store sweeper, the Bolt file, the upstream client, the built-in
 // simulator (parts a caller gave in Config stay open). It returns every failure joined; a second
-// Close does nothing. It does not drain the server: stop serving HTTP, call Server.Shutdown, then
-// Close.
+// Close does nothing. It does not drain the server: Serve does (or stop serving HTTP and call
+// Server.Shutdown), then Close.
 func (s *Stack) Close() error {
 	var errs []error
 	for i := len(s.closers) - 1; i >= 0; i-- {

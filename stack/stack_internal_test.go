@@ -3,12 +3,14 @@ package stack
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -58,9 +60,9 @@ func post(t *testing.T, url, body string) (int, []byte) {
 }
 
 // TestOpenServeClose: Open assembles what stitch serve runs (built-in simulator, upstream client,
-// Bolt file and its sweeper, artifact tiers) in that order, the server answers a turn, and Close
-// releases the parts last-first: the Bolt file is free again, and a stack opened on it continues
-// the stored response.
+// Bolt file and its sweeper, artifact tiers) in that order, Serve answers a turn and returns once
+// its context ends (shut down and drained), and Close releases the parts last-first: the Bolt
+// file is free again, and a stack opened on it continues the stored response.
 func TestOpenServeClose(t *testing.T) {
 	dir := t.TempDir()
 	cfg, models := serveSettings(t, dir)
@@ -75,15 +77,21 @@ func TestOpenServeClose(t *testing.T) {
 	if want := []string{"built-in simulator", "upstream client", "embedded store", "store sweeper", "artifact tiers"}; !slices.Equal(opened, want) {
 		t.Errorf("opened %q, want %q", opened, want)
 	}
-	hs := httptest.NewServer(st.Server)
-	status, body := post(t, hs.URL, `{"model":"qwen3","input":"hello"}`)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- st.Serve(ctx, ln, 10*time.Second) }()
+	status, body := post(t, "http://"+ln.Addr().String(), `{"model":"qwen3","input":"hello"}`)
 	if status != http.StatusOK {
 		t.Fatalf("create: %d %s", status, body)
 	}
 	id := gjson.GetBytes(body, "id").String()
-	hs.Close()
-	if err := st.Server.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve after its context ended: %v", err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -426,6 +426,9 @@ func (cl *ptCluster) runLoad(t *testing.T, key string, workers, turns, want int,
 		failures  = map[string]int{}
 		completed atomic.Int64
 		wg        sync.WaitGroup
+		// stopping ends the load gracefully: each client finishes the request it has sent, so
+		// that no abandoned request is still being served (and counted) after runLoad returns.
+		stopping atomic.Bool
 	)
 	fail := func(what string) {
 		mu.Lock()
@@ -444,9 +447,9 @@ func (cl *ptCluster) runLoad(t *testing.T, key string, workers, turns, want int,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for conv := 0; ctx.Err() == nil; conv++ {
+			for conv := 0; !stopping.Load() && ctx.Err() == nil; conv++ {
 				prev := ""
-				for turn := 0; turn < turns && ctx.Err() == nil; turn++ {
+				for turn := 0; turn < turns && !stopping.Load() && ctx.Err() == nil; turn++ {
 					req := map[string]any{"model": modelName, "input": fmt.Sprintf("Load %d, conversation %d, turn %d.", w, conv, turn)}
 					if prev != "" {
 						req["previous_response_id"] = prev
@@ -480,11 +483,20 @@ func (cl *ptCluster) runLoad(t *testing.T, key string, workers, turns, want int,
 	}
 	stopped := false
 	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			wg.Wait()
+		if stopped {
+			return
 		}
+		stopped = true
+		stopping.Store(true)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(portablePoll): // a request that hangs: abandon it
+			cancel()
+			<-done
+		}
+		cancel()
 	}
 	defer stop()
 	fired := event == nil

@@ -70,8 +70,12 @@ type countingUpstream struct {
 
 func (c *countingUpstream) Completions(ctx context.Context, body [][]byte) (io.ReadCloser, error) {
 	if c.grpc != nil {
-		return c.grpc.capture(ctx, func(ctx context.Context) (io.ReadCloser, error) { return c.Upstream.Completions(ctx, body) },
-			func() []byte { return bytes.Join(body, nil) })
+		var rc io.ReadCloser
+		err := c.grpc.capture(ctx, func(ctx context.Context) (err error) {
+			rc, err = c.Upstream.Completions(ctx, body)
+			return err
+		}, func() []byte { return bytes.Join(body, nil) })
+		return rc, err
 	}
 	for _, p := range body {
 		c.sent.Add(int64(len(p)))
@@ -155,7 +159,7 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		p.close()
 		return nil, err
 	}
-	sc.Upstream = p.up
+	sc.Upstream = p.up.serverUpstream()
 	sc.WrapEngine = func(_ string, e prepare.Engine) prepare.Engine {
 		p.rec = newPrepRecorder(e, o.w.Seed)
 		return p.rec

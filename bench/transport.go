@@ -117,20 +117,32 @@ func (s *countingStream) SendMsg(m any) error {
 	return s.ClientStream.SendMsg(m)
 }
 
-// requestUpstream is server's optional typed capability (vllmgrpc.Client.CompletionsRequest).
-type requestUpstream interface {
-	CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error)
+// countingGRPC is countingUpstream on the gRPC transport, with the server's typed token path
+// (vllmgrpc.Client.CompletionChunks: protobuf out, chunks back) forwarded and counted by the
+// interceptor. The HTTP transport's upstream lacks the method, so the server sends JSON there.
+type countingGRPC struct {
+	*countingUpstream
+	chunks interface {
+		CompletionChunks(ctx context.Context, req *upstream.CompletionRequest) (upstream.ChunkStream, error)
+	}
 }
 
-// CompletionsRequest forwards the server's typed token path to a gRPC client (counted by the
-// interceptor); on HTTP it encodes and counts as Completions does.
-func (c *countingUpstream) CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error) {
-	ru, ok := c.Upstream.(requestUpstream)
-	if !ok || c.grpc == nil {
-		return c.Completions(ctx, req.Parts())
+// CompletionChunks forwards the server's typed token path.
+func (c countingGRPC) CompletionChunks(ctx context.Context, req *upstream.CompletionRequest) (upstream.ChunkStream, error) {
+	var cs upstream.ChunkStream
+	err := c.grpc.capture(ctx, func(ctx context.Context) (err error) {
+		cs, err = c.chunks.CompletionChunks(ctx, req)
+		return err
+	}, func() []byte { return req.AppendJSON(nil) })
+	return cs, err
+}
+
+// serverUpstream is what the proxy's server talks to: countingGRPC on gRPC, c itself on HTTP.
+func (c *countingUpstream) serverUpstream() stack.Upstream {
+	if g, ok := c.Upstream.(*vllmgrpc.Client); ok && c.grpc != nil {
+		return countingGRPC{countingUpstream: c, chunks: g}
 	}
-	return c.grpc.capture(ctx, func(ctx context.Context) (io.ReadCloser, error) { return ru.CompletionsRequest(ctx, req) },
-		func() []byte { return req.AppendJSON(nil) })
+	return c
 }
 
 // bodyPair is one turn's upstream request in both encodings.
@@ -152,9 +164,9 @@ type captureSlot struct{ req *pb.GenerateRequest }
 
 // capture runs call with a slot for the GenerateRequest it sends and keeps the turn's two
 // encodings when its bucket has none yet (jsonBody makes the HTTP body then, and only then).
-func (g *grpcCapture) capture(ctx context.Context, call func(ctx context.Context) (io.ReadCloser, error), jsonBody func() []byte) (io.ReadCloser, error) {
+func (g *grpcCapture) capture(ctx context.Context, call func(ctx context.Context) error, jsonBody func() []byte) error {
 	slot := &captureSlot{}
-	rc, err := call(context.WithValue(ctx, captureKey{}, slot))
+	err := call(context.WithValue(ctx, captureKey{}, slot))
 	if slot.req != nil {
 		n := len(slot.req.GetTokenized().GetInputIds())
 		if b := bucketOf(n); b != "" {
@@ -168,7 +180,7 @@ func (g *grpcCapture) capture(ctx context.Context, call func(ctx context.Context
 			g.mu.Unlock()
 		}
 	}
-	return rc, err
+	return err
 }
 
 func (g *grpcCapture) pairs() map[string]*bodyPair {

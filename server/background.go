@@ -215,6 +215,7 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 	var runErr error
 	var final []stream.Event
 	rc, err := s.openUpstream(ctx, t)
+	opened := err == nil
 	if err != nil {
 		ae := classify(err)
 		runErr = err
@@ -271,7 +272,7 @@ func (s *Server) runBackground(ctx context.Context, cancel context.CancelCauseFu
 	// Claimed: no cancel can win any more; the response is stored, its artifact advanced and
 	// its conversation appended before its end is recorded (a reader that sees it finished can
 	// continue from it).
-	if rc != nil {
+	if opened {
 		final = s.settle(wctx, t, out, runErr, final)
 	} else {
 		s.metrics.responses.WithLabelValues("failed").Inc()

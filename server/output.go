@@ -127,9 +127,20 @@ func (o *output) beginQueued() []stream.Event { return o.conv.StartQueued(nil) }
 // nothing is held while waiting for upstream, and the first token leaves as soon as the data that
 // carried it is processed), and when its queue passes a bound. An upstream that delivers many
 // chunks at once then costs one write to the client, as a reverse proxy's copy loop does (issue 20).
-func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) error {
-	chunks := stream.NewChunkReader(flushBeforeRead{r: body, sink: sink})
-	chunks.ExpectPromptEcho(o.echoIDs) // one buffer for the echo, not doublings (issue 32)
+func (o *output) consume(ctx context.Context, up upstreamStream, sink eventSink) error {
+	var next func() (*stream.Chunk, error)
+	if up.chunks != nil {
+		next = func() (*stream.Chunk, error) { // one Next, one wait for the engine: flush first
+			if err := sink.flush(); err != nil {
+				return nil, fmt.Errorf("%w: %w", errClientWrite, err)
+			}
+			return up.chunks.Next()
+		}
+	} else {
+		chunks := stream.NewChunkReader(flushBeforeRead{r: up.body, sink: sink})
+		chunks.ExpectPromptEcho(o.echoIDs) // one buffer for the echo, not doublings (issue 32)
+		next = chunks.Next
+	}
 	var events []stream.Event
 	if len(o.forced) > 0 {
 		events = o.conv.Chunk(events, &stream.Chunk{TokenIDs: o.forced})
@@ -140,7 +151,7 @@ func (o *output) consume(ctx context.Context, body io.Reader, sink eventSink) er
 		}
 	}
 	for {
-		ch, err := chunks.Next()
+		ch, err := next()
 		switch {
 		case errors.Is(err, io.EOF):
 			o.checkLoweredLimit()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func TestConsumeCoalescesBufferedChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := bytes.NewReader(bytes.Join(upstreamEvents(tokens), nil))
-	if err := o.consume(context.Background(), body, sink); err != nil {
+	if err := o.consume(context.Background(), upstreamStream{body: io.NopCloser(body)}, sink); err != nil {
 		t.Fatal(err)
 	}
 	if err := sink.write(o.finish(nil)); err != nil {
@@ -142,7 +143,7 @@ func TestConsumeFlushesBeforeEachRead(t *testing.T) {
 		}
 		lastDeltas = deltas
 	}}
-	if err := o.consume(context.Background(), body, sink); err != nil {
+	if err := o.consume(context.Background(), upstreamStream{body: io.NopCloser(body)}, sink); err != nil {
 		t.Fatal(err)
 	}
 	if lastDeltas != tokens {

@@ -343,15 +343,38 @@ func reasoningOff(kwargs json.RawMessage, key string) bool {
 	return v.IsArray() && len(v.Array()) == 0 || v.IsObject() && v.Raw == "{}"
 }
 
-// requestUpstream is the optional capability of an Upstream that takes the request itself rather
-// than its JSON encoding (vllmgrpc: the ids go out as protobuf; no JSON is built or parsed).
-type requestUpstream interface {
-	CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error)
+// chunkUpstream is the optional capability of an Upstream that takes the request itself rather
+// than its JSON encoding and yields the chunks stream would parse from vLLM's SSE (vllmgrpc: the
+// ids go out as protobuf and the engine's messages come back as chunks; no JSON is built and no
+// SSE text written or parsed: issue 34).
+type chunkUpstream interface {
+	CompletionChunks(ctx context.Context, req *upstream.CompletionRequest) (upstream.ChunkStream, error)
 }
 
-// openUpstream sends the prompt to the model server and returns its event stream; closing it
-// ends the upstream request.
-func (s *Server) openUpstream(ctx context.Context, t *turn) (io.ReadCloser, error) {
+// upstreamStream is a generation as the upstream gives it: vLLM's SSE bytes (read through
+// stream.ChunkReader) or, from a chunkUpstream, the chunks themselves. Close ends it.
+type upstreamStream struct {
+	body   io.ReadCloser
+	chunks upstream.ChunkStream
+	cancel context.CancelFunc // the request's context; nil: none of its own
+}
+
+func (u upstreamStream) Close() error {
+	var err error
+	if u.chunks != nil {
+		err = u.chunks.Close()
+	} else if u.body != nil {
+		err = u.body.Close()
+	}
+	if u.cancel != nil {
+		u.cancel()
+	}
+	return err
+}
+
+// openUpstream sends the prompt to the model server and returns its stream; closing it ends the
+// upstream request.
+func (s *Server) openUpstream(ctx context.Context, t *turn) (upstreamStream, error) {
 	req := t.req
 	prompt := t.prompt.IDs
 	if len(t.forced) > 0 {
@@ -377,29 +400,18 @@ func (s *Server) openUpstream(ctx context.Context, t *turn) (io.ReadCloser, erro
 		creq.StructuredOutputs = json.RawMessage(`{"json_object":true}`)
 	}
 	upCtx, cancelUp := context.WithCancel(ctx)
-	var rc io.ReadCloser
+	up := upstreamStream{cancel: cancelUp}
 	var err error
-	if ru, ok := s.opts.Upstream.(requestUpstream); ok {
-		rc, err = ru.CompletionsRequest(upCtx, &creq)
+	if cu, ok := s.opts.Upstream.(chunkUpstream); ok {
+		up.chunks, err = cu.CompletionChunks(upCtx, &creq)
 	} else {
-		rc, err = s.opts.Upstream.Completions(upCtx, creq.Parts())
+		up.body, err = s.opts.Upstream.Completions(upCtx, creq.Parts())
 	}
 	if err != nil {
 		cancelUp()
-		return nil, err
+		return upstreamStream{}, err
 	}
-	return cancelOnClose{rc, cancelUp}, nil
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
+	return up, nil
 }
 
 // execute sends the prompt upstream and streams (or collects) the response, then persists it.
@@ -454,7 +466,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, t *turn) {
 
 // generate reads the model's stream into out, handing events to sink, and returns the held
 // terminal event and the stream's error.
-func (s *Server) generate(ctx context.Context, out *output, rc io.Reader, sink eventSink) ([]stream.Event, error) {
+func (s *Server) generate(ctx context.Context, out *output, rc upstreamStream, sink eventSink) ([]stream.Event, error) {
 	runErr := out.consume(ctx, rc, sink)
 	return s.finished(out, runErr), runErr
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stitchllm/stitch/stream"
 )
 
 // ErrTimeout means vLLM accepted a generation but sent nothing for too long: no first byte within
@@ -62,30 +64,79 @@ func (w *Watchdog) SawByte() { w.progress.sawByte() }
 // as an HTTP request waits for response headers), or when a read of the returned body waits
 // longer than Idle. Closing the body stops the timers and cancels send's context.
 func (w *Watchdog) Open(ctx context.Context, send func(ctx context.Context) (io.ReadCloser, error)) (io.ReadCloser, error) {
+	wb, sctx := w.watch(ctx)
+	rc, err := send(sctx)
+	if err != nil {
+		return nil, wb.failed(err, w.FirstByte)
+	}
+	wb.rc = rc
+	return wb, nil
+}
+
+// OpenChunks is Open for an upstream that yields chunks rather than bytes (vllmgrpc): a chunk is
+// what a byte is to Open, so the first-byte bound ends at the first chunk and the idle bound
+// spans two chunks.
+func (w *Watchdog) OpenChunks(ctx context.Context, send func(ctx context.Context) (ChunkStream, error)) (ChunkStream, error) {
+	wb, sctx := w.watch(ctx)
+	cs, err := send(sctx)
+	if err != nil {
+		return nil, wb.failed(err, w.FirstByte)
+	}
+	return &watchedChunks{cs: cs, wb: wb}, nil
+}
+
+// watch returns the timers of one stream, started, and the context its send must use.
+func (w *Watchdog) watch(ctx context.Context) (*watchedBody, context.Context) {
 	if w.FirstByte <= 0 && w.Idle <= 0 {
-		rc, err := send(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &watchedBody{rc: rc, progress: &w.progress, cancel: func(error) {}, ctx: ctx}, nil
+		return &watchedBody{progress: &w.progress, cancel: func(error) {}, ctx: ctx}, ctx
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	wb := &watchedBody{progress: &w.progress, cancel: cancel, ctx: ctx, idle: w.Idle}
 	if w.FirstByte > 0 {
 		wb.timer = time.AfterFunc(w.FirstByte, func() { cancel(errFirstByte) })
 	}
-	rc, err := send(ctx)
-	if err != nil {
-		wb.stop()
-		if cause := context.Cause(ctx); errors.Is(cause, ErrTimeout) {
-			w.progress.sawTimeout()
-			return nil, fmt.Errorf("%w (after %v)", cause, w.FirstByte)
-		}
-		cancel(nil)
-		return nil, err
+	return wb, ctx
+}
+
+// failed ends the timers of a stream whose send failed, naming the timeout when one caused it.
+func (wb *watchedBody) failed(err error, firstByte time.Duration) error {
+	wb.stop()
+	if cause := context.Cause(wb.ctx); errors.Is(cause, ErrTimeout) {
+		wb.progress.sawTimeout()
+		return fmt.Errorf("%w (after %v)", cause, firstByte)
 	}
-	wb.rc = rc
-	return wb, nil
+	wb.cancel(nil)
+	return err
+}
+
+// ChunkStream is a generation read as the chunks stitch's stream package parses from vLLM's
+// SSE, for an upstream that has them without SSE text (vllmgrpc). Next returns io.EOF after the
+// last chunk (the usage chunk, when asked for); Close ends the generation.
+type ChunkStream interface {
+	Next() (*stream.Chunk, error)
+	Close() error
+}
+
+// watchedChunks is a ChunkStream under a stream's timers.
+type watchedChunks struct {
+	cs ChunkStream
+	wb *watchedBody
+}
+
+func (w *watchedChunks) Next() (*stream.Chunk, error) {
+	ch, err := w.cs.Next()
+	n := 0
+	if ch != nil {
+		n = 1
+	}
+	return ch, w.wb.saw(n, err)
+}
+
+func (w *watchedChunks) Close() error {
+	w.wb.stop()
+	err := w.cs.Close()
+	w.wb.cancel(nil)
+	return err
 }
 
 // withTimeouts posts a generation under the client's watchdog.
@@ -119,6 +170,12 @@ type watchedBody struct {
 
 func (wb *watchedBody) Read(p []byte) (int, error) {
 	n, err := wb.rc.Read(p)
+	return n, wb.saw(n, err)
+}
+
+// saw records a read's outcome: progress when it returned n > 0 units (bytes or chunks), and the
+// timeout that ended the stream, when one did, in place of its error.
+func (wb *watchedBody) saw(n int, err error) error {
 	if n > 0 {
 		now := time.Now().UnixNano()
 		wb.progress.sawByteAt(now)
@@ -131,10 +188,10 @@ func (wb *watchedBody) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		if cause := context.Cause(wb.ctx); errors.Is(cause, ErrTimeout) {
 			wb.progress.sawTimeout()
-			return n, cause
+			return cause
 		}
 	}
-	return n, err
+	return err
 }
 
 // firstByte stops the first-byte timer and starts the idle one, if there is an idle bound.

@@ -14,14 +14,13 @@ import (
 )
 
 // readLogprobs collects a token-path stream's ids and logprobs.
-func readLogprobs(t *testing.T, body io.ReadCloser) ([]uint32, []stream.TokenLogprob) {
+func readLogprobs(t *testing.T, chunks chunkSource) ([]uint32, []stream.TokenLogprob) {
 	t.Helper()
-	defer body.Close()
+	defer chunks.Close()
 	var ids []uint32
 	var lps []stream.TokenLogprob
-	cr := stream.NewChunkReader(body)
 	for {
-		c, err := cr.Next()
+		c, err := chunks.Next()
 		if errors.Is(err, io.EOF) {
 			return ids, lps
 		}
@@ -56,12 +55,12 @@ func TestLogprobsSameOverBothTransports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpIDs, httpLPs := readLogprobs(t, body)
-	body, err = p.grpc.CompletionsRequest(ctx, &req)
+	httpIDs, httpLPs := readLogprobs(t, sseChunks(body))
+	cs, err := p.grpc.CompletionChunks(ctx, &req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	grpcIDs, grpcLPs := readLogprobs(t, body)
+	grpcIDs, grpcLPs := readLogprobs(t, cs)
 	if len(httpIDs) == 0 || !cmp.Equal(httpIDs, grpcIDs) {
 		t.Fatalf("ids differ: http %v grpc %v", httpIDs, grpcIDs)
 	}

@@ -90,13 +90,29 @@ type outcome struct {
 	ChunksWithID int
 }
 
-func readOutcome(t *testing.T, body io.ReadCloser) outcome {
+// chunkSource is a token-path stream read as chunks: an SSE body through stream.ChunkReader
+// (sseChunks), or CompletionChunks' stream.
+type chunkSource interface {
+	Next() (*stream.Chunk, error)
+	Close() error
+}
+
+type sseSource struct {
+	*stream.ChunkReader
+	body io.Closer
+}
+
+func (s sseSource) Close() error { return s.body.Close() }
+
+// sseChunks reads an SSE body as the server does.
+func sseChunks(body io.ReadCloser) chunkSource { return sseSource{stream.NewChunkReader(body), body} }
+
+func readOutcome(t *testing.T, chunks chunkSource) outcome {
 	t.Helper()
-	defer body.Close()
+	defer chunks.Close()
 	var o outcome
-	cr := stream.NewChunkReader(body)
 	for {
-		c, err := cr.Next()
+		c, err := chunks.Next()
 		if errors.Is(err, io.EOF) {
 			return o
 		}
@@ -151,17 +167,17 @@ func TestCompletionsSameOverBothTransports(t *testing.T) {
 					if err != nil {
 						t.Fatalf("transport %d: Completions: %v", i, err)
 					}
-					got[i][round] = readOutcome(t, body)
+					got[i][round] = readOutcome(t, sseChunks(body))
 				}
 				// The typed entry (the server's token path) reads what the encoded one reads.
-				body, err := p.grpc.CompletionsRequest(ctx, &req)
+				cs, err := p.grpc.CompletionChunks(ctx, &req)
 				if err != nil {
-					t.Fatalf("CompletionsRequest: %v", err)
+					t.Fatalf("CompletionChunks: %v", err)
 				}
-				typed := readOutcome(t, body)
+				typed := readOutcome(t, cs)
 				typed.Usage.CachedTokens = got[1][round].Usage.CachedTokens // a later request: more cached
 				if diff := cmp.Diff(got[1][round], typed); diff != "" {
-					t.Errorf("round %d: CompletionsRequest differs from Completions (-encoded +typed):\n%s", round, diff)
+					t.Errorf("round %d: CompletionChunks differs from Completions (-encoded +typed):\n%s", round, diff)
 				}
 			}
 			// vLLM's HTTP route echoes the prompt in the first chunk; the engine API does not,
@@ -231,7 +247,7 @@ func TestGenerateStreamInterval(t *testing.T) {
 	if err != nil {
 		t.Fatalf("HTTP Completions: %v", err)
 	}
-	if want := readOutcome(t, body).IDs; !slices.Equal(ids, want) {
+	if want := readOutcome(t, sseChunks(body)).IDs; !slices.Equal(ids, want) {
 		t.Errorf("gRPC ids %v, HTTP ids %v", ids, want)
 	}
 }

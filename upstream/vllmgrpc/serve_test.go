@@ -61,7 +61,7 @@ func TestCacheSalt(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Completions: %v", err)
 			}
-			if o := readOutcome(t, body); len(o.IDs) == 0 {
+			if o := readOutcome(t, sseChunks(body)); len(o.IDs) == 0 {
 				t.Errorf("no ids generated: %+v", o)
 			}
 		})

@@ -39,19 +39,6 @@ func (c *Client) Completions(ctx context.Context, body [][]byte) (io.ReadCloser,
 	})
 }
 
-// CompletionsRequest is Completions for a request not yet encoded: the server's token path
-// calls it when the upstream has it, so no JSON is built for the engine only to be parsed here.
-func (c *Client) CompletionsRequest(ctx context.Context, req *upstream.CompletionRequest) (io.ReadCloser, error) {
-	opts := sseOptions{includeUsage: req.Stream && req.IncludeUsage, returnTokenIDs: req.ReturnTokenIDs}
-	return c.watch.Open(ctx, func(ctx context.Context) (io.ReadCloser, error) {
-		st, err := c.Generate(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return &sseReader{st: st, model: req.Model, opts: opts}, nil
-	})
-}
-
 // sseOptions are the request fields that shape the SSE answer.
 type sseOptions struct {
 	includeUsage   bool

@@ -95,4 +95,3 @@ func TestChunksEqualSSE(t *testing.T) {
 		})
 	}
 }
-

@@ -39,7 +39,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	def := bench.DefaultWorkload()
 	f.w = def
 	fs.BoolVar(&f.quick, "quick", false, "small workload that finishes in under a minute (two sessions, contexts past 100k tokens)")
-	fs.StringVar(&f.out, "out", "", "`directory` for bench.json, prep.png, prep_cpu.png and hit_ratio.png (created)")
+	fs.StringVar(&f.out, "out", "", "`directory` for bench.json (created); go run ./tools/benchplot DIR draws its plots")
 	fs.StringVar(&f.target, "target", "", "drive a running stitch serve at this base `URL` instead of in-process servers (client-side numbers only)")
 	fs.StringVar(&f.modes, "modes", "full,canonical,exact", "comma-separated `modes` to compare: full (--no-artifacts), canonical, exact")
 	fs.StringVar(&f.transports, "transports", "http", "comma-separated upstream `transports` to run each mode over: http, grpc (the simulator's gRPC engine API; adds the upstream body-decode comparison)")
@@ -216,12 +216,9 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		if err := res.WriteJSON(f.out); err != nil {
 			return err
 		}
-		if len(res.Modes) > 0 {
-			if err := bench.WritePlots(res, f.out); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(env.stderr, "wrote %s/bench.json, prep.png, prep_cpu.png, hit_ratio.png\n", f.out)
+		// The plots are drawn by a separate command (tools/benchplot) so that the server binary
+		// does not link the plotting libraries.
+		fmt.Fprintf(env.stderr, "wrote %s/bench.json; plots: go run ./tools/benchplot %s\n", f.out, f.out)
 	}
 	return nil
 }
@@ -247,10 +244,8 @@ func benchModel(p configs.ModelProfile) (*render.Renderer, *prepare.Harmony, fam
 		}
 		return m, h, family.Names{}, nil
 	}
-	if names != (family.Names{}) && names.ToolCallParser == "" {
-		names.ToolCallParser = "hermes" // serve's default tool parser (configs' normalize)
-	}
 	if names != (family.Names{}) {
+		names = names.WithDefaults() // as serve: a reasoning parser alone goes with the default tool parser
 		if err := family.Check(names); err != nil {
 			return nil, nil, names, err
 		}

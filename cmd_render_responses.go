@@ -17,6 +17,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -69,7 +70,7 @@ func renderResponsesHarmony(ctx context.Context, fsys fs.FS, opts harmony.Option
 // The request's "model" is replaced by the served one.
 func renderResponsesTemplate(ctx context.Context, m *render.Renderer, names family.Names, in io.Reader, out io.Writer) error {
 	const name = "render"
-	rt, err := server.NewModelRuntime(server.ModelConfig{Name: name, Render: m, Family: names, MaxModelLen: 1 << 24})
+	rt, err := stack.NewModelRuntime(stack.ModelConfig{Name: name, Render: m, Family: names, MaxModelLen: 1 << 24})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // harmonyNames are the vLLM parser names of the gpt-oss family (family.Harmony).
-var harmonyNames = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}
+var harmonyNames = family.HarmonyNames()
 
 // profileFamily returns the family names a profile is served with: Harmony's when vLLM would
 // serve the model through Harmony on /v1/responses (config.json model_type gpt_oss, or

@@ -1,95 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/stitchllm/stitch/configs"
-	"github.com/stitchllm/stitch/middleware"
-	"github.com/stitchllm/stitch/render"
-	"github.com/stitchllm/stitch/server"
-	"github.com/stitchllm/stitch/upstream"
 )
-
-// serverLimits is the server's hardening configuration (issue 14) from cfg.
-func serverLimits(cfg *configs.Config, models map[string]*render.Renderer) server.Limits {
-	return server.Limits{
-		MaxJSONDepth:           cfg.Server.MaxJSONDepth,
-		MaxConcurrentResponses: cfg.Server.MaxConcurrentResponses,
-		WriteTimeout:           orNegative(cfg.Server.WriteTimeout),
-		MaxTokenBytes:          maxTokenBytes(models),
-		UpstreamFirstByte:      cfg.Upstream.Timeout,
-		UpstreamIdle:           cfg.Upstream.IdleTimeout,
-		Body: middleware.BodyOptions{
-			ReadTimeout:      cfg.Server.BodyReadTimeout,
-			MaxInflightBytes: int64(cfg.Server.MaxInflightBodyMB) << 20,
-		},
-	}
-}
-
-// orNegative maps a configured 0 ("off") to the server's spelling of off (negative).
-func orNegative(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-// maxTokenBytes is, per model, its longest token in bytes (Qwen3: 128, a run of spaces): no text
-// of n bytes tokenizes to fewer than n/max tokens, which lets the server refuse oversized input
-// before tokenizing it.
-func maxTokenBytes(models map[string]*render.Renderer) map[string]int {
-	out := make(map[string]int, len(models))
-	for name, m := range models {
-		tok := m.Tokenizer()
-		longest := 0
-		for id := range tok.VocabSize() {
-			longest = max(longest, len(tok.Decode([]uint32{uint32(id)})))
-		}
-		if longest > 0 {
-			out[name] = longest
-		}
-	}
-	return out
-}
-
-// upstreamOptions is the vLLM client's configuration.
-func upstreamOptions(cfg *configs.Config, url string) upstream.Options {
-	return upstream.Options{BaseURL: url, APIKey: string(cfg.Upstream.APIKey),
-		FirstByteTimeout: cfg.Upstream.Timeout, IdleTimeout: cfg.Upstream.IdleTimeout}
-}
-
-// saltSecret is the key of the per-tenant cache_salt: --cache-salt-secret, else (as before it
-// existed) the first seal key's secret.
-func saltSecret(cfg *configs.Config, sealSecret []byte) []byte {
-	if cfg.Auth.CacheSaltSecret != "" {
-		return []byte(cfg.Auth.CacheSaltSecret)
-	}
-	return sealSecret
-}
-
-// passthroughSalter returns the cache_salt of a tenant for any model a pass-through generation
-// names: the profile's pinned salt for a served model that pins one, else the keyed derivation.
-func passthroughSalter(secret []byte, profiles []configs.ModelProfile) func(tenant, model string) string {
-	pinned := map[string]string{}
-	for _, p := range profiles {
-		if p.CacheSalt != "" {
-			pinned[p.Name] = p.CacheSalt
-		}
-	}
-	return func(tenant, model string) string {
-		if salt, ok := pinned[model]; ok {
-			return salt
-		}
-		return cacheSalter(secret, model, "")(tenant)
-	}
-}
 
 // applyMemoryLimit sets the Go runtime's soft memory limit: --memory-limit-mb, else 90 % of the
 // cgroup's limit. GOMEMLIMIT, when set, was applied by the runtime and wins. Without a limit the
@@ -140,19 +60,4 @@ func cgroupMemoryLimit() (int64, error) {
 		return n, nil
 	}
 	return 0, errors.New("no cgroup memory limit file")
-}
-
-// checkTokenIDs runs one probe generation at startup and logs an error when the upstream ignores
-// return_token_ids: every turn would then fail (stitch decodes ids, never text). An upstream still
-// loading is not an error here; readiness and each turn check again.
-func checkTokenIDs(ctx context.Context, logger *slog.Logger, up *upstream.Client, model string) {
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	switch err := up.Probe(pctx, model); {
-	case errors.Is(err, upstream.ErrNoTokenIDs):
-		logger.Error("the upstream ignores return_token_ids: every response will fail; use vLLM 0.10.2 or later, and no proxy that drops unknown parameters",
-			"model", model, "err", err)
-	case err != nil:
-		logger.Warn("startup probe generation failed; token ids are checked per turn", "model", model, "err", err)
-	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stitchllm/stitch/configs/demomodel"
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/modeldir"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/bpe"
@@ -42,6 +44,16 @@ type simFlags struct {
 	firstByteDelay, shutdownTimeout          time.Duration
 }
 
+// supportedFamilies lists the registered tool_call_parser+reasoning_parser pairs (package
+// family's registry, the one table of them).
+func supportedFamilies() string {
+	var pairs []string
+	for _, n := range family.Supported() {
+		pairs = append(pairs, n.ToolCallParser+"+"+cmp.Or(n.ReasoningParser, "none"))
+	}
+	return strings.Join(pairs, ", ")
+}
+
 func runSim(ctx context.Context, env cliEnv, args []string) error {
 	return runSimReady(ctx, env, args, nil)
 }
@@ -59,8 +71,8 @@ func runSimReady(ctx context.Context, env cliEnv, args []string, ready func(addr
 	fs.StringVar(&f.loraModules, "lora-modules", "", "comma-separated LoRA adapter `names` (vLLM's name=path also accepted; the path is ignored): requests may name them as model; they never share KV blocks with the base")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 32768, "context length in `tokens`; longer prompts get 400")
 	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size in `tokens` (prefix-cache granularity)")
-	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`parser` whose format the answers' tool calls use, as vLLM names it: hermes, qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45, glm47, openai (Harmony; the default for a gpt_oss config.json or a Harmony tokenizer) (empty: hermes with Qwen3 thinking)")
-	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "`parser` whose reasoning block the answers write: qwen3, deepseek_r1, glm45, kimi_k2, mistral, openai_gptoss (Harmony always reasons) (empty: none with --tool-call-parser)")
+	fs.StringVar(&f.toolCallParser, "tool-call-parser", "", "`parser` whose format the answers' tool calls use, as vLLM names it, with --reasoning-parser one of stitch serve's families ("+supportedFamilies()+"); openai (Harmony) is the default for a gpt_oss config.json or a Harmony tokenizer (empty: hermes with Qwen3 thinking)")
+	fs.StringVar(&f.reasoningParser, "reasoning-parser", "", "`parser` whose reasoning block the answers write (see --tool-call-parser; Harmony always reasons) (empty: none with --tool-call-parser)")
 	fs.BoolVar(&f.hybrid, "hybrid", false, "model a hybrid (linear + full attention) model's prefix cache: hits end only where a recurrent state was saved (use with a large --block-size, e.g. 528 or more for Qwen3.5/3.6)")
 	fs.IntVar(&f.maxBatchedTokens, "max-num-batched-tokens", 8192, "with --hybrid: prefill chunk in `tokens` (vLLM's --max-num-batched-tokens); each chunk's end saves a recurrent state")
 	fs.StringVar(&f.layout, "vllm-layout", "newest", "vLLM release whose response shapes and error messages to copy: newest or 0.11")
@@ -184,7 +196,7 @@ func (f *simFlags) options(logger *slog.Logger) (sim.Options, func(), error) {
 	}
 	opts.VocabSize = cfg.VocabSize
 	if cfg.Harmony && opts.ToolCallParser == "" {
-		opts.ToolCallParser = sim.ParserOpenAI // vLLM serves gpt_oss through Harmony
+		opts.ToolCallParser = family.HarmonyNames().ToolCallParser // vLLM serves gpt_oss through Harmony
 	}
 	if f.record == "" {
 		return opts, nop, nil

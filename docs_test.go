@@ -284,8 +284,8 @@ func TestOperatorGuideMetrics(t *testing.T) {
 		for _, m := range metricRE.FindAllStringSubmatch(src, -1) {
 			found[m[1]] = path
 		}
-		// stitch serve registers it through server.NewArtifacts.
-		if (filepath.Dir(path) == "." || filepath.Dir(path) == "server") && strings.Contains(src, "store.NewCollector(") {
+		// stitch serve registers it through stack.NewArtifacts.
+		if (filepath.Dir(path) == "." || filepath.Dir(path) == "stack") && strings.Contains(src, "store.NewCollector(") {
 			wired = true
 		}
 	})
@@ -515,7 +515,7 @@ func TestOperatorGuideOtherCommands(t *testing.T) {
 // the repository root, then from the citing file's directory. Files of other repositories are
 // cited by URL (a path after a '/' is not taken for one of ours).
 func TestCommentPaths(t *testing.T) {
-	pathRE := regexp.MustCompile(`(?:^|[^\w/.-])((?:docs|testdata|deploy|configs|server|store|stream|render|prepare|family|sim|bench|fleet|upstream|middleware|internal|tools|e2e|\.ci)/[\w./-]*\w\.(?:md|go|json|jsonl|yaml|yml|txt|mjs|js|py|proto)(?:\.gz)?)\b`)
+	pathRE := regexp.MustCompile(`(?:^|[^\w/.-])((?:docs|testdata|deploy|configs|server|stack|store|stream|render|prepare|family|sim|bench|fleet|upstream|middleware|internal|tools|e2e|\.ci)/[\w./-]*\w\.(?:md|go|json|jsonl|yaml|yml|txt|mjs|js|py|proto)(?:\.gz)?)\b`)
 	placeholder := regexp.MustCompile(`(^|/)[A-Z_]+(/|$)`) // testdata/models/NAME/tokenizer.json
 	checked := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

@@ -54,14 +54,17 @@ func TestPackageLayering(t *testing.T) {
 	}{
 		{[]string{"render", "stream", "family", "prepare", "store", "configs"},
 			func(imp string) bool {
-				return imp == "net/http" || imp == module+"server" || imp == module+"middleware"
+				return imp == "net/http" || imp == module+"server" || imp == module+"middleware" || imp == module+"stack"
 			},
-			"below the HTTP layer: no net/http, server or middleware"},
+			"below the HTTP layer: no net/http, server, middleware or the composition root (stack)"},
 		{[]string{"configs"},
 			func(imp string) bool {
 				return strings.HasPrefix(imp, module) && !strings.HasPrefix(imp, module+"internal/")
 			},
 			"the configuration imports no package it configures (shared types live in internal/)"},
+		{[]string{"bench"},
+			func(imp string) bool { return imp == module+"server" },
+			"the bench assembles its servers through the composition root (stack), as stitch serve does"},
 	}
 	for _, r := range rules {
 		for dir, ims := range imports {
@@ -79,7 +82,7 @@ func TestPackageLayering(t *testing.T) {
 			}
 		}
 	}
-	if len(imports["render"]) == 0 || len(imports["configs"]) == 0 {
-		t.Fatalf("walked no render or configs sources (%d dirs): run from the repository root", len(imports))
+	if len(imports["render"]) == 0 || len(imports["configs"]) == 0 || len(imports["bench"]) == 0 {
+		t.Fatalf("walked no render, configs or bench sources (%d dirs): run from the repository root", len(imports))
 	}
 }

@@ -50,6 +50,7 @@ func commands() []command {
 		{"tokenize", "tokenize JSON-string lines from stdin into id arrays (or --decode)", runTokenize},
 		{"render", "render chat requests (JSON lines) to prompt text and token ids", runRender},
 		{"bench", "measure full render against token artifacts, side by side", runBench},
+		{"healthcheck", "probe a running serve's /readyz (the container image's health check)", runHealthcheck},
 	}
 }
 
@@ -103,7 +104,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: stitch <command> [flags]")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun `stitch <command> --help` for a command's flags; `stitch --version` for the build.")
 }

@@ -42,6 +42,7 @@
 //
 // # Output
 //
-// [Result] is written as bench.json ([Result.WriteJSON]), printed as a table ([Result.WriteTable])
-// and drawn as PNG plots ([WritePlots]). BENCHMARKS.md at the repository root records a run.
+// [Result] is written as bench.json ([Result.WriteJSON]) and printed as a table
+// ([Result.WriteTable]); tools/benchplot draws its PNG plots from bench.json, outside the stitch
+// binary. BENCHMARKS.md at the repository root records a run.
 package bench

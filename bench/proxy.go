@@ -18,10 +18,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stitchllm/stitch/configs"
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/prepare"
 	"github.com/stitchllm/stitch/render"
-	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 )
 
@@ -55,7 +56,7 @@ func ParseMode(s string) (Mode, error) {
 // JSON bodies on HTTP; on gRPC the GenerateRequest messages (counted by the client's interceptor,
 // see transport.go), the JSON the server hands the adapter being no upstream traffic.
 type countingUpstream struct {
-	server.Upstream
+	stack.Upstream
 	sent  atomic.Int64
 	grpc  *grpcCapture // nil on HTTP
 	close func()
@@ -90,20 +91,21 @@ func (c *countingUpstream) lastBody() []byte {
 	return c.last
 }
 
-var _ server.Upstream = (*countingUpstream)(nil)
+var _ stack.Upstream = (*countingUpstream)(nil)
 
-// proxy is one mode's stitch server, assembled as `stitch serve` assembles it
-// (server.NewArtifacts, server.NewModelRuntime with serve's default cache sizes), with an
-// in-memory checkpoint store instead of bbolt on disk, a random seal key, and a preparation
-// recorder around the model's engine.
+// proxy is one mode's stitch server, assembled by stack.Open as `stitch serve` assembles it
+// (serve's defaults: artifact cache and hot cache sizes, limits), with an in-memory checkpoint
+// store instead of bbolt on disk, a random seal key, a per-tenant cache salt of its own, and a
+// preparation recorder around the model's engine.
 type proxy struct {
 	url    string
 	hs     *http.Server
+	st     *stack.Stack
 	up     *countingUpstream
 	rec    *prepRecorder
 	timing prepare.Engine // the same engine without background audits, for the timing pass
 	stop   []uint32       // the model's stop_token_ids
-	arts   *server.Artifacts
+	arts   *stack.Artifacts
 	store  *store.Tiered // the artifact store (nil in full mode)
 	// held is the timing engine's hot cache, holding the entries of the sampled turns' previous
 	// responses (nil in full mode); the turn pass copies them back into the live cache.
@@ -148,50 +150,25 @@ func newProxy(o proxyOptions) (*proxy, error) {
 	if p.up, err = newCountingUpstream(o); err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
-	var checkpoints store.Checkpoints = store.NewMemory()
-	if o.checkpoints != nil {
-		checkpoints = o.checkpoints
+	sc, mc, err := proxyConfig(o)
+	if err != nil {
+		p.close()
+		return nil, err
 	}
-	mc := server.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
-		Family: o.family}
-	if mc.Family == (family.Names{}) {
-		mc.Family = family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}
+	sc.Upstream = p.up
+	sc.WrapEngine = func(_ string, e prepare.Engine) prepare.Engine {
+		p.rec = newPrepRecorder(e, o.w.Seed)
+		return p.rec
 	}
-	if o.harmony != nil {
-		mc.Family, mc.Harmony = family.Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, o.harmony
+	if p.st, err = stack.Open(context.Background(), sc); err != nil {
+		p.close()
+		return nil, err
 	}
+	rt := p.st.Runtimes[o.w.Model]
+	p.stop = rt.Family.StopTokenIDs()
 	timing := mc
-	var hotCopy, hotDrop func(tenant, id string)
-	if o.mode != ModeFull {
-		secret := o.sealSecret
-		if secret == nil {
-			secret = make([]byte, 32)
-			_, _ = rand.Read(secret)
-		}
-		var sealer *store.Sealer
-		sealer, err = store.NewSealer([]store.SealKey{{ID: "bench", Secret: secret}}, store.SealerOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("sealer: %w", err)
-		}
-		if mc.Mode, err = store.ParseMode(string(o.mode)); err != nil {
-			return nil, err
-		}
-		var l2 store.PortableCache
-		if o.redis != nil {
-			prefix := o.redisPrefix
-			if prefix == "" {
-				prefix = "bench-" + string(o.mode) + "-" + string(o.transport)
-			}
-			l2 = store.NewRedisArtifacts(o.redis, store.RedisArtifactsOptions{Prefix: prefix})
-		}
-		// stitch serve's defaults: --artifact-cache-mb 256, --artifact-hot-mb 256, --artifact-ttl 1h.
-		if p.arts, err = server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: benchCacheMB, HotMB: benchHotMB, TTL: time.Hour, L2: l2,
-			AuditRate: o.auditRate, Checkpoints: checkpoints, Logger: o.logger, Registry: reg}); err != nil {
-			return nil, err
-		}
-		p.store, mc.Artifacts = p.arts.Tiers, p.arts
+	if p.arts = p.st.Artifacts; p.arts != nil {
+		p.store = p.arts.Tiers
 		// The timing engine shares the stores and caches, without audits and with metrics of its own.
 		quiet := *p.arts
 		quiet.AuditRate, quiet.Metrics = 0, prepare.NewArtifactMetrics(prometheus.NewRegistry())
@@ -199,46 +176,75 @@ func newProxy(o proxyOptions) (*proxy, error) {
 		// pass prepares those next turns again: the recorder copies the entry each sampled turn
 		// was prepared from into the timing engine's own hot cache, where nothing retires it.
 		if p.arts.Hot != nil {
-			quiet.Hot = prepare.NewHotArtifacts(benchHotMB<<20*3/4, nil)
+			quiet.Hot = prepare.NewHotArtifacts(int64(sc.Settings.Artifacts.HotMB)<<20*3/4, nil)
 			live, held := p.arts.Hot, quiet.Hot
 			p.held = held
-			hotCopy = func(tenant, id string) { live.CopyTo(held, tenant, id) }
-			hotDrop = held.Forget
+			p.rec.hotCopy = func(tenant, id string) { live.CopyTo(held, tenant, id) }
+			p.rec.hotDrop = held.Forget
 		}
-		timing.Mode, timing.Artifacts = mc.Mode, &quiet
+		timing.Artifacts = &quiet
 	}
-	rt, err := server.NewModelRuntime(mc)
+	trt, err := stack.NewModelRuntime(timing)
 	if err != nil {
 		p.close()
 		return nil, err
 	}
-	trt, err := server.NewModelRuntime(timing)
-	if err != nil {
-		p.close()
-		return nil, err
-	}
-	p.timing, p.stop = trt.Engine, rt.Family.StopTokenIDs()
-	p.rec = newPrepRecorder(rt.Engine, o.w.Seed)
-	p.rec.hotCopy, p.rec.hotDrop = hotCopy, hotDrop
-	rt.Engine = p.rec
-	srv, err := server.New(server.Options{
-		Logger: o.logger, Registry: reg, Upstream: p.up, Models: map[string]*server.ModelRuntime{o.w.Model: rt},
-		Checkpoints: checkpoints,
-	})
-	if err != nil {
-		p.close()
-		return nil, err
-	}
+	p.timing = trt.Engine
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		p.close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	p.handled = make(chan struct{}, 1)
-	p.hs = &http.Server{Handler: withTurn(srv, p.handled), ReadHeaderTimeout: 30 * time.Second}
+	p.hs = &http.Server{Handler: withTurn(p.st.Server, p.handled), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = p.hs.Serve(ln) }()
 	p.url = "http://" + ln.Addr().String()
 	return p, nil
+}
+
+// proxyConfig is the stack a mode runs on: stitch serve's settings with the workload's model,
+// the mode, the audit rate and the bench's stores; and the model's configuration, from which the
+// timing engine is built beside the stack's.
+func proxyConfig(o proxyOptions) (stack.Config, stack.ModelConfig, error) {
+	settings := configs.Default()
+	settings.Upstream.MaxModelLen = o.w.MaxModelLen
+	settings.Artifacts.AuditRate = o.auditRate
+	settings.Artifacts.CacheMB, settings.Artifacts.HotMB = benchCacheMB, benchHotMB // memory.go's bound reads them
+	settings.Artifacts.Disabled = o.mode == ModeFull
+	profile := configs.ModelProfile{Name: o.w.Model}
+	if o.mode != ModeFull {
+		var err error
+		if profile.ContinuationMode, err = store.ParseMode(string(o.mode)); err != nil {
+			return stack.Config{}, stack.ModelConfig{}, err
+		}
+	}
+	settings.Models = []configs.ModelProfile{profile}
+	salt := func(tenant string) string { return "bench-" + tenant } // stable per tenant, as stitch's HMAC salt is
+	mc := stack.ModelConfig{Name: o.w.Model, Render: o.model, MaxModelLen: o.w.MaxModelLen, CacheSalt: salt,
+		Family: o.family.WithDefaults(), Mode: profile.ContinuationMode}
+	if o.harmony != nil {
+		mc.Family, mc.Harmony = family.HarmonyNames(), o.harmony
+	}
+	sc := stack.Config{Settings: settings, Logger: o.logger, Checkpoints: o.checkpoints,
+		Models:    map[string]stack.Model{o.w.Model: {Render: o.model, Harmony: mc.Harmony, Family: mc.Family}},
+		CacheSalt: func(tenant, _ string) string { return salt(tenant) }}
+	if sc.Checkpoints == nil {
+		sc.Checkpoints = store.NewMemory()
+	}
+	secret := o.sealSecret
+	if secret == nil {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+	}
+	sc.SealKeys = []store.SealKey{{ID: "bench", Secret: secret}}
+	if o.redis != nil && o.mode != ModeFull {
+		prefix := o.redisPrefix
+		if prefix == "" {
+			prefix = "bench-" + string(o.mode) + "-" + string(o.transport)
+		}
+		sc.ArtifactL2 = store.NewRedisArtifacts(o.redis, store.RedisArtifactsOptions{Prefix: prefix})
+	}
+	return sc, mc, nil
 }
 
 func (p *proxy) close() {
@@ -247,8 +253,8 @@ func (p *proxy) close() {
 		_ = p.hs.Shutdown(ctx)
 		cancel()
 	}
-	if p.arts != nil {
-		_ = p.arts.Close()
+	if p.st != nil {
+		_ = p.st.Close()
 	}
 	p.up.HTTPClient().CloseIdleConnections()
 	if p.up.close != nil {

@@ -141,7 +141,7 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 
 	w := o.Workload
 	w.TTFTBase, w.PrefillPerToken, w.DecodePerToken, w.Drift, w.OutputLen = 0, 0, 0, 0, o.Tokens
-	err := withStack(ctx, o, w, func(st *stack) error {
+	err := withStack(ctx, o, w, func(st *streamStack) error {
 		simURL, proxyURL, client := st.simURL, st.proxyURL, st.client
 		var direct, proxied []float64
 		for range o.Reps {
@@ -166,13 +166,13 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	}
 	cw := w
 	cw.OutputLen = o.CPUTokens
-	err = withStack(ctx, o, cw, func(st *stack) error { return compareCPU(ctx, o, cw, st, res) })
+	err = withStack(ctx, o, cw, func(st *streamStack) error { return compareCPU(ctx, o, cw, st, res) })
 	if err != nil {
 		return nil, err
 	}
 
 	w.DecodePerToken, w.OutputLen = o.Decode, o.SweepTokens
-	err = withStack(ctx, o, w, func(st *stack) error {
+	err = withStack(ctx, o, w, func(st *streamStack) error {
 		proxyURL, client := st.proxyURL, st.client
 		for _, n := range o.Levels {
 			gaps, err := sweepLevel(ctx, client, proxyURL, w.Model, n, o.SweepTokens)
@@ -195,7 +195,7 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 
 // compareCPU streams the same answer through stitch (st's proxy) and through a plain reverse
 // proxy in front of the simulator, in turn, and fills res's CPU fields.
-func compareCPU(ctx context.Context, o StreamingOptions, w Workload, st *stack, res *StreamingResult) error {
+func compareCPU(ctx context.Context, o StreamingOptions, w Workload, st *streamStack, res *StreamingResult) error {
 	proxyURL, client := st.proxyURL, st.client
 	target, err := url.Parse(st.simURL)
 	if err != nil {
@@ -357,8 +357,8 @@ func responsesBody(model string, maxTokens int) string {
 		model, maxTokens*2)
 }
 
-// stack is a simulator and a canonical-mode proxy in front of it, with a client for both.
-type stack struct {
+// streamStack is a simulator and a canonical-mode proxy in front of it, with a client for both.
+type streamStack struct {
 	simURL, proxyURL string
 	client           *http.Client
 	up               *countingUpstream // the proxy's upstream, keeping its last body
@@ -366,7 +366,7 @@ type stack struct {
 
 // withStack starts a simulator for w and a canonical-mode proxy in front of it, runs f, and stops
 // both.
-func withStack(ctx context.Context, o StreamingOptions, w Workload, f func(st *stack) error) error {
+func withStack(ctx context.Context, o StreamingOptions, w Workload, f func(st *streamStack) error) error {
 	simi, err := o.Sim.Start(ctx, w)
 	if err != nil {
 		return err
@@ -380,7 +380,7 @@ func withStack(ctx context.Context, o StreamingOptions, w Workload, f func(st *s
 	p.up.keepLast = true
 	tr := &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0, DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	return f(&stack{simURL: simi.URL(), proxyURL: p.url, client: &http.Client{Transport: tr}, up: p.up})
+	return f(&streamStack{simURL: simi.URL(), proxyURL: p.url, client: &http.Client{Transport: tr}, up: p.up})
 }
 
 // streamOnce posts body and reads the SSE stream to its end. It returns the wall time, the number

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 
-	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/upstream"
 	"github.com/stitchllm/stitch/upstream/vllmgrpc"
 	pb "github.com/stitchllm/stitch/upstream/vllmgrpc/enginepb"
@@ -88,7 +88,7 @@ func newCountingUpstream(o proxyOptions) (*countingUpstream, error) {
 	return cu, nil
 }
 
-var _ server.Upstream = (*vllmgrpc.Client)(nil)
+var _ stack.Upstream = (*vllmgrpc.Client)(nil)
 
 // countGenerate counts each GenerateRequest's protobuf bytes (the message, without gRPC's 5-byte
 // frame and HTTP/2 headers, as the HTTP count is the body without headers).

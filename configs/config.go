@@ -85,9 +85,10 @@ type ModelProfile struct {
 	Dir string `yaml:"dir"`
 	// ToolCallParser is vLLM's --tool-call-parser for this model, spelled as vLLM spells it; with
 	// ReasoningParser it selects the model family (output parser, stop ids, forced tool calls).
-	// Default "hermes" (Qwen3).
+	// Empty: the default family's, "hermes" (Qwen3; package family's Default).
 	ToolCallParser string `yaml:"tool_call_parser"`
-	// ReasoningParser is vLLM's --reasoning-parser for this model. Default "qwen3".
+	// ReasoningParser is vLLM's --reasoning-parser for this model. Empty with an empty
+	// ToolCallParser: the default family's, "qwen3"; empty with a named one: none.
 	ReasoningParser string `yaml:"reasoning_parser"`
 	// ChatTemplate is a Jinja chat template file that replaces the directory's (vLLM's
 	// --chat-template), for models whose own template renders no tools. Empty: the directory's.

@@ -213,14 +213,8 @@ func (c *Config) normalize() error {
 		if m.Name == "" {
 			m.Name = "qwen3"
 		}
-		// The default family is Qwen3's hermes+qwen3; a named tool parser without a reasoning
-		// parser is that family without reasoning (llama3_json, Qwen2.5's hermes, …), as in vLLM.
-		if m.ToolCallParser == "" {
-			m.ToolCallParser = "hermes"
-			if m.ReasoningParser == "" {
-				m.ReasoningParser = "qwen3"
-			}
-		}
+		// Empty parser names stay empty: package family fills in its default family
+		// (family.Names.WithDefaults), the one place it is named.
 		if m.Mode == "" {
 			m.Mode = c.Artifacts.Mode
 		}

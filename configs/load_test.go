@@ -48,7 +48,7 @@ func TestLoadDefaultsAndSingleModel(t *testing.T) {
 	if cfg.Server.Listen != ":8080" || cfg.Upstream.URL != "" || cfg.Store.DataDir != "./stitch-data" {
 		t.Errorf("defaults not applied: %+v", cfg)
 	}
-	if len(cfg.Models) != 1 || cfg.Models[0].Dir != "/m" || cfg.Models[0].Name != "x" || cfg.Models[0].ToolCallParser != "hermes" {
+	if len(cfg.Models) != 1 || cfg.Models[0].Dir != "/m" || cfg.Models[0].Name != "x" || cfg.Models[0].ToolCallParser != "" {
 		t.Errorf("model = %+v", cfg.Models)
 	}
 }

@@ -173,8 +173,9 @@ func TestComposeStitch(t *testing.T) {
 			if !published {
 				t.Errorf("%s ports = %+v, want 8080:8080", tt.stitch, s.Ports)
 			}
-			if hc := testOf(s); !strings.Contains(hc, "http://127.0.0.1:8080/healthz") {
-				t.Errorf("%s healthcheck = %q, want a probe of /healthz on 8080", tt.stitch, hc)
+			// The image is FROM scratch: no wget, the binary probes itself (/readyz at STITCH_LISTEN).
+			if hc := testOf(s); hc != "CMD /usr/local/bin/stitch healthcheck" {
+				t.Errorf("%s healthcheck = %q, want the image's own `stitch healthcheck`", tt.stitch, hc)
 			}
 			if listen := env(s, configs.EnvName("listen")); listen != ":8080" && listen != "0.0.0.0:8080" {
 				t.Errorf("%s %s = %q, want :8080", tt.stitch, configs.EnvName("listen"), listen)
@@ -201,8 +202,8 @@ func TestComposeSimService(t *testing.T) {
 	if got := flagValue(s.Command, "--listen"); got != "0.0.0.0:8000" {
 		t.Errorf("sim --listen = %q, want 0.0.0.0:8000", got)
 	}
-	if hc := testOf(s); !strings.Contains(hc, "http://127.0.0.1:8000/health") {
-		t.Errorf("sim healthcheck = %q, want a probe of /health on 8000", hc)
+	if hc := testOf(s); hc != "CMD /usr/local/bin/stitch healthcheck --url http://127.0.0.1:8000/health" {
+		t.Errorf("sim healthcheck = %q, want `stitch healthcheck` of /health on 8000", hc)
 	}
 }
 

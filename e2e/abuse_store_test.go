@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -118,14 +119,17 @@ func testPodRestartDuringOutage(t *testing.T, cl *ptCluster) {
 	// Each conversation stays on one pod: a continuation of another pod's response would be 503.
 	own := func(w, _ int) []*ptPod { return cl.alternate(w)[:1] }
 	ids, servedBy := cl.runLoad(t, keyAcme, 4, 2, 12, own, nil)
+	// Pod B must hold some of them: the first acknowledgements of an outage wait out the pod's
+	// own lease (store/redis_leases.go), so which pod completes the first twelve is a race.
+	onlyB := func(int, int) []*ptPod { return []*ptPod{cl.b} }
+	idsB, servedByB := cl.runLoad(t, keyAcme, 2, 2, 4, onlyB, nil)
+	ids = append(ids, idsB...)
+	maps.Copy(servedBy, servedByB)
 	onB := 0
 	for _, p := range servedBy {
 		if p == cl.b {
 			onB++
 		}
-	}
-	if onB == 0 {
-		t.Fatalf("Redis down: pod B served none of the load")
 	}
 	// A response is persisted after its client has it: wait for every one B served to be
 	// queued (one queued write each) rather than reading the gauge while writes are in flight.

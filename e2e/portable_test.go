@@ -55,6 +55,7 @@ type ptPod struct {
 type ptCluster struct {
 	bin      string
 	redis    *redistest.Server
+	redisURL string // the pods' --redis
 	rdb      *redis.Client
 	sim      *proc
 	recPath  string
@@ -91,9 +92,17 @@ func startPortableCluster(t *testing.T) *ptCluster {
 		t.Skip("external stack (STITCH_E2E_BASE_URL): cannot start Redis-backed pods")
 	}
 	rs := redistest.StartServer(t) // skips without redis-server, fails under CI=true
+	return startPortableClusterOn(t, rs, "redis://"+rs.Addr)
+}
+
+// startPortableClusterOn is startPortableCluster with the pods on the Redis at redisURL; rs is
+// that server when the test started one (nil for a Redis Cluster: cl.rdb is then nil too).
+func startPortableClusterOn(t *testing.T, rs *redistest.Server, redisURL string) *ptCluster {
+	t.Helper()
+	st := requireStack(t)
 	dir := t.TempDir()
 	cl := &ptCluster{
-		bin: st.bin, redis: rs, recPath: filepath.Join(dir, "record.jsonl"),
+		bin: st.bin, redis: rs, redisURL: redisURL, recPath: filepath.Join(dir, "record.jsonl"),
 		keysPath: filepath.Join(dir, "api-keys.json"), stored: map[string][]string{}, globexKey: keyGlobex,
 		tally: map[string]int{},
 	}
@@ -104,8 +113,10 @@ func startPortableCluster(t *testing.T) *ptCluster {
 	cl.sealer = loadTestSealer(t, cl.sealPath)
 	readJSONFile(t, filepath.Join("testdata", "portable", "script.json"), &cl.script)
 	cl.writeKeys(t, map[string]string{keyAcme: tenantAcme, keyGlobex: tenantGlobex})
-	cl.rdb = redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1})
-	t.Cleanup(func() { cl.rdb.Close() })
+	if rs != nil {
+		cl.rdb = redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1})
+		t.Cleanup(func() { cl.rdb.Close() })
+	}
 
 	cl.procs = newExtraProcs(t) // registered after redistest: pods stop before Redis does
 	cl.sim = cl.procs.start("recording sim", func() (*proc, error) { return st.startSim("--record", cl.recPath) })
@@ -134,10 +145,12 @@ func (cl *ptCluster) newPod(t *testing.T, name string, extra ...string) *ptPod {
 func (cl *ptCluster) startPod(t *testing.T, p *ptPod) {
 	t.Helper()
 	// Not cl.procs.start: a failure must fail t (maybe a subtest), not the test owning cl.procs.
-	sp, err := startReady(cl.bin, "serve", "/readyz", func(addr string) []string {
+	// Pods restart during Redis outages in these scenarios: wait for the pod itself, not Redis
+	// (/readyz alone is 503 while Redis answers nothing).
+	sp, err := startReady(cl.bin, "serve", "/readyz?store=ignore", func(addr string) []string {
 		return append([]string{"serve", "--listen", addr, "--upstream", "http://" + cl.sim.addr,
 			"--served-model-name", modelName, "--data-dir", p.dataDir,
-			"--redis", "redis://" + cl.redis.Addr, "--seal-keys", cl.sealPath, "--api-keys", cl.keysPath,
+			"--redis", cl.redisURL, "--seal-keys", cl.sealPath, "--api-keys", cl.keysPath,
 			"--audit-rate", "1"}, p.extra...)
 	})
 	if sp != nil {

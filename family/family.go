@@ -10,7 +10,9 @@
 //   - whether a generation prompt opened a reasoning block, and the chat_template_kwargs switch
 //     that turns reasoning on and off.
 //
-// Nothing outside this package (and the parsers in package stream) knows a family's token ids.
+// Nothing outside this package (and the parsers in package stream) knows a family's token ids; the
+// registry (family.go) is the one table that maps vLLM's parser names to a family, and Default is
+// the one place the default family (hermes + qwen3) is named.
 //
 // # Adding a family
 //
@@ -21,7 +23,9 @@
 //     v.TokenID (an error when the vocabulary lacks one the family cannot work without);
 //  2. one row in registry (family.go) naming the vLLM parser names that select it, spelled as
 //     vLLM spells them (--tool-call-parser, --reasoning-parser; see vllm/tool_parsers and
-//     vllm/reasoning in vLLM's repository);
+//     vllm/reasoning in vLLM's repository). A family read by one of package stream's parsers
+//     needs no type of its own: its row names the stream parser specs and a profile
+//     (parsers.go) instead of a constructor;
 //  3. family/<name>_test.go: the constructor on a vocabulary of the family, the forced-tool-call
 //     text, CloseTurn, OpensReasoning and ReasoningSwitch, and a parse of a generated turn
 //     through NewParser.
@@ -137,38 +141,77 @@ func (n Names) String() string {
 	return "tool_call_parser " + n.ToolCallParser + " with reasoning_parser " + n.ReasoningParser
 }
 
-// entry is one row of the registry.
-type entry struct {
-	names Names
-	new   func(Vocabulary) (Family, error)
+// The default family: a profile that names no parser is served as Qwen3 (hermes tool calls, qwen3
+// reasoning). Every command and package that needs the default reads it from here (Default,
+// Names.WithDefaults); configs leaves the names empty.
+const (
+	defaultToolCallParser  = "hermes"
+	defaultReasoningParser = "qwen3"
+)
+
+// Default returns the parser names of the default family, Qwen3: hermes + qwen3.
+func Default() Names {
+	return Names{ToolCallParser: defaultToolCallParser, ReasoningParser: defaultReasoningParser}
 }
 
-// registry lists the families and the vLLM parser names that select them. A new family adds one
-// row (see the package documentation). It is a function, not a variable: nothing can change it.
+// HarmonyNames returns the parser names of the gpt-oss family ([Harmony]): openai +
+// openai_gptoss, as vLLM serves gpt-oss.
+func HarmonyNames() Names { return Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"} }
+
+// WithDefaults returns n as stitch serves it: without a tool-call parser, the default family's
+// (hermes), and without either parser, the default family. A named tool parser without a
+// reasoning parser is that family without reasoning (llama3_json, Qwen2.5's hermes, …), as in
+// vLLM.
+func (n Names) WithDefaults() Names {
+	if n.ToolCallParser == "" {
+		n.ToolCallParser = defaultToolCallParser
+		if n.ReasoningParser == "" {
+			n.ReasoningParser = defaultReasoningParser
+		}
+	}
+	return n
+}
+
+// entry is one row of the registry: the vLLM parser names, and what reads and closes the
+// family's turns.
+type entry struct {
+	names Names
+	// tool and reasoning are the stream parsers a spec family's output is read with (reasoning
+	// nil: none); prof is how its chat templates close a turn.
+	tool      func() *stream.ToolParserSpec
+	reasoning func() *stream.ReasoningParserSpec
+	prof      profile
+	// new builds a family with its own parser (Harmony); nil: a spec family from the fields above.
+	new func(Vocabulary) (Family, error)
+}
+
+// registry lists the families and the vLLM parser names that select them: the one table that
+// maps those names to a family (serve, bench, render --responses and the simulator all consult
+// it). A new family adds one row (see the package documentation). It is a function, not a
+// variable: nothing can change it. Pairings are vLLM's documented ones
+// (https://github.com/vllm-project/vllm/blob/main/docs/features/tool_calling.md,
+// https://github.com/vllm-project/vllm/blob/main/docs/features/reasoning_outputs.md).
 func registry() []entry {
 	return []entry{
-		{Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}, newQwen3},
-		{Names{ToolCallParser: "openai", ReasoningParser: "openai_gptoss"}, newHarmony},
-		// The rows below are stream.NewFamilyParser families (parsers.go). Pairings are vLLM's
-		// documented ones (https://github.com/vllm-project/vllm/blob/main/docs/features/tool_calling.md,
-		// https://github.com/vllm-project/vllm/blob/main/docs/features/reasoning_outputs.md).
-		{Names{ToolCallParser: "hermes"}, specRow("hermes", "", qwenProfile)}, // Qwen2.5
-		{Names{ToolCallParser: "qwen3_coder"}, specRow("qwen3_coder", "", qwenProfile)},
-		{Names{ToolCallParser: "qwen3_coder", ReasoningParser: "qwen3"}, specRow("qwen3_coder", "qwen3", qwenThinking)},
-		{Names{ToolCallParser: "llama3_json"}, specRow("llama3_json", "", llamaProfile)},
-		{Names{ToolCallParser: "pythonic"}, specRow("pythonic", "", llamaProfile)},
-		{Names{ToolCallParser: "mistral"}, specRow("mistral", "", mistralProfile)},
-		{Names{ToolCallParser: "mistral", ReasoningParser: "mistral"}, specRow("mistral", "mistral", mistralProfile)},
-		{Names{ToolCallParser: "deepseek_v3"}, specRow("deepseek_v3", "", deepseekProfile)},
-		{Names{ToolCallParser: "deepseek_v3", ReasoningParser: "deepseek_r1"}, specRow("deepseek_v3", "deepseek_r1", deepseekProfile)},
-		{Names{ToolCallParser: "deepseek_v31"}, specRow("deepseek_v31", "", deepseekProfile)},
-		{Names{ToolCallParser: "deepseek_v31", ReasoningParser: "deepseek_v3"}, specRow("deepseek_v31", "deepseek_v3", deepseekV31Thinking)},
-		{Names{ToolCallParser: "kimi_k2"}, specRow("kimi_k2", "", kimiProfile)},
-		{Names{ToolCallParser: "kimi_k2", ReasoningParser: "kimi_k2"}, specRow("kimi_k2", "kimi_k2", kimiProfile)},
-		{Names{ToolCallParser: "glm45"}, specRow("glm45", "", glmProfile)},
-		{Names{ToolCallParser: "glm45", ReasoningParser: "glm45"}, specRow("glm45", "glm45", glmProfile)},
-		{Names{ToolCallParser: "glm47"}, specRow("glm47", "", glmProfile)},
-		{Names{ToolCallParser: "glm47", ReasoningParser: "glm45"}, specRow("glm47", "glm45", glmProfile)},
+		{names: Default(), tool: stream.HermesToolParser, reasoning: stream.Qwen3ReasoningParser, prof: qwen3Profile},
+		{names: HarmonyNames(), new: newHarmony},
+		{names: Names{ToolCallParser: "hermes"}, tool: stream.HermesToolParser, prof: qwenProfile}, // Qwen2.5
+		{names: Names{ToolCallParser: "qwen3_coder"}, tool: stream.Qwen3CoderToolParser, prof: qwenProfile},
+		{names: Names{ToolCallParser: "qwen3_coder", ReasoningParser: "qwen3"}, tool: stream.Qwen3CoderToolParser, reasoning: stream.Qwen3ReasoningParser, prof: qwenThinking},
+		{names: Names{ToolCallParser: "llama3_json"}, tool: stream.Llama3JSONToolParser, prof: llamaProfile},
+		{names: Names{ToolCallParser: "pythonic"}, tool: stream.PythonicToolParser, prof: llamaProfile},
+		{names: Names{ToolCallParser: "mistral"}, tool: stream.MistralToolParser, prof: mistralProfile},
+		{names: Names{ToolCallParser: "mistral", ReasoningParser: "mistral"}, tool: stream.MistralToolParser, reasoning: stream.MistralReasoningParser, prof: mistralProfile},
+		{names: Names{ToolCallParser: "deepseek_v3"}, tool: stream.DeepSeekV3ToolParser, prof: deepseekProfile},
+		{names: Names{ToolCallParser: "deepseek_v3", ReasoningParser: "deepseek_r1"}, tool: stream.DeepSeekV3ToolParser, reasoning: stream.DeepSeekR1ReasoningParser, prof: deepseekProfile},
+		{names: Names{ToolCallParser: "deepseek_v31"}, tool: stream.DeepSeekV31ToolParser, prof: deepseekProfile},
+		{names: Names{ToolCallParser: "deepseek_v31", ReasoningParser: "deepseek_v3"}, tool: stream.DeepSeekV31ToolParser, reasoning: stream.DeepSeekV3ReasoningParser, prof: deepseekV31Thinking},
+		{names: Names{ToolCallParser: "kimi_k2"}, tool: stream.KimiK2ToolParser, prof: kimiProfile},
+		{names: Names{ToolCallParser: "kimi_k2", ReasoningParser: "kimi_k2"}, tool: stream.KimiK2ToolParser, reasoning: stream.KimiK2ReasoningParser, prof: kimiProfile},
+		{names: Names{ToolCallParser: "glm45"}, tool: stream.GLM45ToolParser, prof: glmProfile},
+		{names: Names{ToolCallParser: "glm45", ReasoningParser: "glm45"}, tool: stream.GLM45ToolParser, reasoning: stream.GLM45ReasoningParser, prof: glmProfile},
+		{names: Names{ToolCallParser: "glm47"}, tool: stream.GLM47ToolParser, prof: glmProfile},
+		{names: Names{ToolCallParser: "glm47", ReasoningParser: "glm45"}, tool: stream.GLM47ToolParser, reasoning: stream.GLM45ReasoningParser, prof: glmProfile},
 	}
 }
 
@@ -181,28 +224,35 @@ func Supported() []Names {
 	return out
 }
 
-// Check reports whether a family is registered for names, with an error wrapping [ErrUnknown]
-// that lists the supported names when none is. Configuration validation calls it before any
-// model is loaded.
+// Check reports whether a family is registered for names (with defaults, [Names.WithDefaults]),
+// with an error wrapping [ErrUnknown] that lists the supported names when none is.
+// Configuration validation calls it before any model is loaded.
 func Check(names Names) error {
 	_, err := lookup(names)
 	return err
 }
 
-// New returns the family registered for names, bound to a model's vocabulary.
+// New returns the family registered for names (with defaults, [Names.WithDefaults]), bound to a
+// model's vocabulary.
 func New(names Names, v Vocabulary) (Family, error) {
 	r, err := lookup(names)
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.new(v)
+	var f Family
+	if r.new != nil {
+		f, err = r.new(v)
+	} else {
+		f, err = newSpecFamily(r.tool(), r.reasoning, r.prof, v)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", names, err)
+		return nil, fmt.Errorf("%s: %w", r.names, err)
 	}
 	return f, nil
 }
 
 func lookup(names Names) (entry, error) {
+	names = names.WithDefaults()
 	rows := registry()
 	for _, r := range rows {
 		if r.names == names {

@@ -3,6 +3,7 @@ package family
 import (
 	"fmt"
 
+	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/stream"
 )
 
@@ -16,18 +17,18 @@ type Harmony struct{}
 
 var _ Family = Harmony{}
 
-// The o200k_harmony marker ids (render/harmony's constants; newHarmony checks the vocabulary
-// agrees, so the family never binds to another tokenizer).
+// The o200k_harmony marker ids are render/harmony's (declared there once); newHarmony checks the
+// vocabulary agrees, so the family never binds to another tokenizer.
 const (
-	harmonyReturn uint32 = 200002 // <|return|>: the final answer is done
-	harmonyEnd    uint32 = 200007 // <|end|>: closes every message in history
-	harmonyCall   uint32 = 200012 // <|call|>: the model calls a tool
+	harmonyReturn uint32 = harmony.TokenReturn // <|return|>: the final answer is done
+	harmonyEnd    uint32 = harmony.TokenEnd    // <|end|>: closes every message in history
+	harmonyCall   uint32 = harmony.TokenCall   // <|call|>: the model calls a tool
 )
 
-// harmonyStops are the stop_token_ids vLLM sends with every gpt-oss generation: openai_harmony's
-// stop_tokens_for_assistant_actions, <|return|> and <|call|> (vllm/entrypoints/openai/parser/
-// harmony_utils.py get_stop_tokens_for_assistant_actions, used by serving_responses.py).
-var harmonyStops = []uint32{harmonyReturn, harmonyCall}
+// harmonyTokens are the ids the output parser reads.
+var harmonyTokens = stream.HarmonyTokens{EndOfText: harmony.TokenEndOfText, Return: harmony.TokenReturn,
+	Constrain: harmony.TokenConstrain, Channel: harmony.TokenChannel, Start: harmony.TokenStart, End: harmony.TokenEnd,
+	Message: harmony.TokenMessage, Call: harmony.TokenCall}
 
 func newHarmony(v Vocabulary) (Family, error) {
 	for _, m := range []struct {
@@ -45,11 +46,12 @@ func newHarmony(v Vocabulary) (Family, error) {
 // gpt-oss path has no parallel_tool_calls switch) and needs no reasoning flag (the channel
 // header says what each message is).
 func (Harmony) NewParser(dec stream.TokenDecoder, _ Turn) stream.OutputParser {
-	return stream.NewHarmonyParser(dec, stream.HarmonyOptions{})
+	return stream.NewHarmonyParser(dec, stream.HarmonyOptions{Tokens: harmonyTokens})
 }
 
-// StopTokenIDs implements Family.
-func (Harmony) StopTokenIDs() []uint32 { return harmonyStops }
+// StopTokenIDs implements Family: the stop_token_ids vLLM sends with every gpt-oss generation
+// (harmony.StopTokenIDs: <|return|> and <|call|>).
+func (Harmony) StopTokenIDs() []uint32 { return harmony.StopTokenIDs }
 
 // ForcedToolCall implements Family. vLLM's gpt-oss Responses path does not force calls (it
 // refuses any tool_choice but auto and none: _make_request_with_harmony raises "Only 'auto' or

@@ -1,6 +1,7 @@
 package family
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"strings"
@@ -30,6 +31,10 @@ type profile struct {
 	// (default true) and falls back to its identity parser when it is false
 	// (vllm/reasoning/kimi_k2_reasoning_parser.py).
 	reasoningUnlessOff bool
+	// forcedRequired, when set, replaces the tool parser's forced prefix for tool_choice
+	// "required" (stream.ForcedToolChoice.Required): Qwen3 opens only the tag, "<tool_call>\n",
+	// and the model writes the whole call (Qwen3's forced prefix before the registry held it).
+	forcedRequired string
 	// reasoningOnlyWhenOpen uses the reasoning parser only on turns whose prompt opened a think
 	// block: vLLM's deepseek_v3 reasoning parser delegates to deepseek_r1 only when
 	// chat_template_kwargs thinking is true (vllm/reasoning/deepseek_v3_reasoning_parser.py), and
@@ -37,8 +42,8 @@ type profile struct {
 	reasoningOnlyWhenOpen bool
 }
 
-// specFamily is a family whose output parser is stream.NewFamilyParser: every vLLM tool parser
-// but hermes+qwen3 (the older stream.Parser, [Qwen3]) and openai (Harmony).
+// specFamily is a family whose output parser is stream.NewFamilyParser: every registry row but
+// openai (Harmony).
 type specFamily struct {
 	tool      *stream.ToolParserSpec
 	reasoning *stream.ReasoningParserSpec
@@ -69,9 +74,12 @@ func (f *specFamily) NewCallID(newID func(prefix string) string) string {
 	return string(out)
 }
 
-// specRow returns a registry constructor for the tool parser and reasoning parser named.
-func specRow(tool, reasoning string, prof profile) func(Vocabulary) (Family, error) {
-	return func(v Vocabulary) (Family, error) { return newSpecFamily(tool, reasoning, prof, v) }
+// tokenID looks text up in v (not found when v has no TokenID).
+func tokenID(v Vocabulary, text string) (uint32, bool) {
+	if v.TokenID == nil {
+		return 0, false
+	}
+	return v.TokenID(text)
 }
 
 type lookupFunc func(string) (uint32, bool)
@@ -83,16 +91,11 @@ func (f lookupFunc) TokenID(s string) (uint32, bool) {
 	return f(s)
 }
 
-func newSpecFamily(toolName, reasoningName string, prof profile, v Vocabulary) (Family, error) {
-	tool, err := stream.LookupToolParser(toolName)
-	if err != nil {
-		return nil, err
-	}
+// newSpecFamily binds a registry row's parsers (newReasoning nil: none) and profile to a vocabulary.
+func newSpecFamily(tool *stream.ToolParserSpec, newReasoning func() *stream.ReasoningParserSpec, prof profile, v Vocabulary) (Family, error) {
 	var reasoning *stream.ReasoningParserSpec
-	if reasoningName != "" {
-		if reasoning, err = stream.LookupReasoningParser(reasoningName); err != nil {
-			return nil, err
-		}
+	if newReasoning != nil {
+		reasoning = newReasoning()
 	}
 	markers, err := stream.ResolveMarkers(lookupFunc(v.TokenID), tool, reasoning)
 	if err != nil {
@@ -160,7 +163,7 @@ func (f *specFamily) ForcedToolCall(name string) string {
 		return "[TOOL_CALLS][{\"name\": " + string(jsonappend.String(nil, name)) + ", \"arguments\": "
 	}
 	if name == "" {
-		return f.tool.Forced.Required
+		return cmp.Or(f.prof.forcedRequired, f.tool.Forced.Required)
 	}
 	if f.tool.Forced.Named == nil {
 		return ""
@@ -204,6 +207,9 @@ func (f *specFamily) ReasoningSwitch() string { return f.prof.reasoningSwitch }
 
 // The turn structure of each family's chat templates.
 var (
+	// Qwen3 (the default family, also QwQ): every message ends with <|im_end|>; enable_thinking
+	// switches reasoning; a forced call opens only the tag.
+	qwen3Profile = profile{endOfTurn: []string{"<|im_end|>"}, reasoningSwitch: "enable_thinking", forcedRequired: "<tool_call>\n"}
 	// Qwen2.5, Qwen3-Coder, Qwen3.5: every message ends with <|im_end|>.
 	qwenProfile  = profile{endOfTurn: []string{"<|im_end|>"}}
 	qwenThinking = profile{endOfTurn: []string{"<|im_end|>"}, reasoningSwitch: "enable_thinking"}

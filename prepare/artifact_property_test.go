@@ -325,7 +325,7 @@ func (e *artEnv) respond(p *prepare.Prompt, g generation) *response {
 			break
 		}
 	}
-	conv := stream.NewConverter(nil, stream.ConverterOptions{
+	conv := stream.NewConverter(stream.ConverterOptions{
 		Output:  e.fam.NewParser(e.model.Tokenizer().NewDecodeStream(), family.Turn{ReasoningOpen: p.ReasoningOpen, ParallelToolCalls: true}),
 		Emitter: stream.EmitterOptions{Response: stream.Response{Model: "qwen3"}, NewID: e.newID, Now: e.clock.Now},
 	})

@@ -196,7 +196,7 @@ func (e *hEnv) respond(g hGen) *hResp {
 	} else if len(ids) > 3 {
 		ids = ids[:len(ids)-3]
 	}
-	conv := stream.NewConverter(nil, stream.ConverterOptions{
+	conv := stream.NewConverter(stream.ConverterOptions{
 		Output:  e.fam.NewParser(e.model.Tokenizer().NewDecodeStream(), family.Turn{ParallelToolCalls: true}),
 		Emitter: stream.EmitterOptions{Response: stream.Response{Model: "gptoss"}, NewID: e.newID, Now: e.clock.Now},
 	})

@@ -207,7 +207,7 @@ func chainRespond(t *testing.T, e *hEnv, generated string, stop *string) (*strea
 		finish = "stop"
 	}
 	ids := e.model.Encode(generated)
-	conv := stream.NewConverter(nil, stream.ConverterOptions{
+	conv := stream.NewConverter(stream.ConverterOptions{
 		Output:  e.fam.NewParser(e.model.Tokenizer().NewDecodeStream(), family.Turn{ParallelToolCalls: true}),
 		Emitter: stream.EmitterOptions{Response: stream.Response{Model: "gptoss"}, NewID: e.newID, Now: e.clock.Now},
 	})

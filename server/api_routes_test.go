@@ -17,6 +17,7 @@ import (
 
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -65,7 +66,7 @@ func newAPIStack(t *testing.T) *apiStack {
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}), Checkpoints: cps,
-		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -283,10 +284,10 @@ func TestNoServerErrorOnOddInput(t *testing.T) {
 	}
 }
 
-// mustRuntime builds a model runtime as stitch serve does (server.NewModelRuntime).
-func mustRuntime(t *testing.T, c server.ModelConfig) *server.ModelRuntime {
+// mustRuntime builds a model runtime as stitch serve does (stack.NewModelRuntime).
+func mustRuntime(t *testing.T, c stack.ModelConfig) *server.ModelRuntime {
 	t.Helper()
-	rt, err := server.NewModelRuntime(c)
+	rt, err := stack.NewModelRuntime(c)
 	if err != nil {
 		t.Fatal(err)
 	}

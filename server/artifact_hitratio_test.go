@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -21,10 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/gjson"
 
+	"github.com/stitchllm/stitch/configs"
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
-	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -101,8 +101,8 @@ type stackOptions struct {
 	audit float64
 }
 
-// newSimStack assembles a server with server.NewModelRuntime and server.NewArtifacts as stitch
-// serve does, with the simulator as upstream, checkpoints in memory and a 16 MiB L1.
+// newSimStack assembles a server with stack.Open as stitch serve does (its defaults, a 16 MiB
+// L1), with the simulator as upstream and checkpoints in memory.
 func newSimStack(t *testing.T, o stackOptions) *simStack {
 	t.Helper()
 	m := loadQwen3(t)
@@ -118,38 +118,34 @@ func newSimStack(t *testing.T, o stackOptions) *simStack {
 	simSrv := httptest.NewServer(s)
 	t.Cleanup(simSrv.Close)
 
-	cps := store.NewMemory()
-	mc := server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
-		Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}
+	settings := configs.Default()
+	profile := configs.ModelProfile{Name: "qwen3"}
+	settings.Artifacts.Disabled = o.mode == "none"
+	settings.Artifacts.CacheMB, settings.Artifacts.AuditRate = 16, o.audit
 	if o.mode != "none" {
-		sealer, err := store.NewSealer([]store.SealKey{testSealKey}, store.SealerOptions{})
-		if err != nil {
+		if profile.ContinuationMode, err = store.ParseMode(o.mode); err != nil {
 			t.Fatal(err)
 		}
-		if mc.Mode, err = store.ParseMode(o.mode); err != nil {
-			t.Fatal(err)
-		}
-		arts, err := server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 256,
-			AuditRate: o.audit, Checkpoints: cps, Registry: st.reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { arts.Close() })
-		st.artifacts, mc.Artifacts = arts.Tiers, arts
 	}
-	rt, err := server.NewModelRuntime(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{
-		Logger: slog.New(slog.DiscardHandler), Registry: st.reg,
-		Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}),
-		Models:   map[string]*server.ModelRuntime{"qwen3": rt}, Checkpoints: cps,
+	settings.Models = []configs.ModelProfile{profile}
+	stk, err := stack.Open(t.Context(), stack.Config{
+		Settings: settings, Registry: st.reg,
+		Models:      map[string]stack.Model{"qwen3": {Render: m, Family: family.Names{ToolCallParser: "hermes", ReasoningParser: "qwen3"}}},
+		Upstream:    upstream.New(upstream.Options{BaseURL: simSrv.URL}),
+		Checkpoints: store.NewMemory(), SealKeys: []store.SealKey{testSealKey},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.hs = httptest.NewServer(srv)
+	t.Cleanup(func() {
+		if err := stk.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if stk.Artifacts != nil {
+		st.artifacts = stk.Artifacts.Tiers
+	}
+	st.hs = httptest.NewServer(stk.Server)
 	t.Cleanup(st.hs.Close)
 	st.url = st.hs.URL
 	return st

@@ -19,6 +19,7 @@ import (
 	"github.com/stitchllm/stitch/middleware"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -65,7 +66,7 @@ func (c *bgCluster) pod(t *testing.T, name string) *bgPod {
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: upstream.New(upstream.Options{BaseURL: c.simURL}), Checkpoints: c.checkpoints,
-		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 		Runs:   c.runs, Conversations: c.convs, Instance: name,
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -48,7 +49,7 @@ func newConvStack(t *testing.T, tweaks ...func(*server.Options)) *convStack {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	arts, err := server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 64, AuditRate: 1, SyncAudit: true,
+	arts, err := stack.NewArtifacts(stack.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 64, AuditRate: 1, SyncAudit: true,
 		Checkpoints: checkpoints, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func newConvStack(t *testing.T, tweaks ...func(*server.Options)) *convStack {
 	opts := server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: reg, Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}),
 		Checkpoints: checkpoints, Auth: keyAuth{"key-a": "acme", "key-b": "globex"},
-		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768, Artifacts: arts})},
+		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768, Artifacts: arts})},
 	}
 	for _, tweak := range tweaks {
 		tweak(&opts)

@@ -17,6 +17,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -40,7 +41,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	simSrv := httptest.NewServer(s)
 	defer simSrv.Close()
 	checkpoints := store.NewMemory()
-	rt, err := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})
+	rt, err := stack.NewModelRuntime(stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 // the terminal event is sent, so a client that saw response.completed can always continue from it;
 // the prompt's after-response step (prepare.Prompt.Commit) then advances the artifact.
 //
-// A model's runtime is assembled by NewModelRuntime from a ModelConfig (and NewArtifacts for the
-// shared artifact tiers): the one assembly path of stitch serve, stitch bench and the tests. The
-// design: docs/design.md.
+// A model's runtime (ModelRuntime) and the whole server are assembled by package stack
+// (stack.Open, stack.NewModelRuntime): the one assembly path of stitch serve, stitch bench and the
+// tests. The design: docs/design.md.
 package server

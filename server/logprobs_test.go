@@ -19,6 +19,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 	"github.com/stitchllm/stitch/upstream/vllmgrpc"
@@ -51,7 +52,7 @@ func logprobsStack(t *testing.T, m *render.Renderer, s *sim.Server, overGRPC boo
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: up, Checkpoints: store.NewMemory(),
-		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -53,7 +54,7 @@ func TestUpstreamLoweredMaxTokens(t *testing.T) {
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
 		Upstream: upstream.New(upstream.Options{BaseURL: front.URL}), Checkpoints: store.NewMemory(),
-		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -80,8 +80,8 @@ func (s *Server) newOutput(t *turn) *output {
 	dec, lpm := logprobMapper(t.model, req, t.model.NewDecoder()) // logprobs.go
 	parser := t.model.Family.NewParser(dec, family.Turn{ReasoningOpen: t.prompt.ReasoningOpen, ParallelToolCalls: req.ParallelToolCalls,
 		Tools: toolSchemas(req.Tools), ReasoningOff: reasoningOff(t.kwargs, t.model.Family.ReasoningSwitch())})
-	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts, Logprobs: lpm}, dec, req) // toolpolicy.go
-	conv := stream.NewConverter(nil, copts)
+	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts, Logprobs: lpm}, req) // toolpolicy.go
+	conv := stream.NewConverter(copts)
 	out := &output{conv: conv, start: t.start, now: s.opts.Now, forced: t.forced, sentMax: t.maxTokens}
 	if e, ok := s.opts.Upstream.(promptEchoer); ok && e.EchoesPrompt() && t.prompt != nil {
 		out.echoIDs = len(t.prompt.IDs)

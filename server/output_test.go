@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/stream"
 )
 
@@ -54,8 +55,14 @@ func upstreamEvents(n int) [][]byte {
 }
 
 func newTestOutput() *output {
-	conv := stream.NewConverter(asciiDecoder{}, stream.ConverterOptions{
-		Parser:  stream.Qwen3Options(),
+	// The default family on a vocabulary whose markers lie above the ASCII ids.
+	markers := map[string]uint32{"<think>": 1000, "</think>": 1001, "<tool_call>": 1002, "</tool_call>": 1003}
+	fam, err := family.New(family.Default(), family.Vocabulary{TokenID: func(s string) (uint32, bool) { id, ok := markers[s]; return id, ok }})
+	if err != nil {
+		panic(err)
+	}
+	conv := stream.NewConverter(stream.ConverterOptions{
+		Output:  fam.NewParser(asciiDecoder{}, family.Turn{ParallelToolCalls: true}),
 		Emitter: stream.EmitterOptions{NewID: seqIDs(), Now: time.Now},
 	})
 	return &output{conv: conv, now: time.Now}

@@ -29,13 +29,24 @@ type stallReporter interface {
 	Probe(ctx context.Context, model string) error
 }
 
-// handleReady answers 200 when the upstream is healthy and not stuck. /health alone is not
+// handleReady answers 200 when the shared store (Options.StoreReady) answers and the upstream is
+// healthy and not stuck. /health alone is not
 // enough: an engine can hang while its API server still answers it. When the upstream's latest
 // generation event was a timeout, a one-token probe generation must succeed for the pod to count
 // as ready again (so a pod taken out of rotation can come back without traffic).
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
+	// The shared store first: with Redis answering nothing every continuation and every
+	// background response fails (503), though the model server is fine. ?store=ignore leaves it
+	// out, for operators who keep pods in rotation through a Redis outage (new responses are
+	// still stored on the pod and queued).
+	if s.opts.StoreReady != nil && r.URL.Query().Get("store") != "ignore" {
+		if err := s.opts.StoreReady(ctx); err != nil {
+			http.Error(w, "response store not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
 	if err := s.opts.Upstream.Health(ctx); err != nil {
 		http.Error(w, "upstream not ready: "+err.Error(), http.StatusServiceUnavailable)
 		return

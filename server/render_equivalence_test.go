@@ -20,6 +20,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -63,7 +64,7 @@ func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
 	}
 	simSrv := httptest.NewServer(s)
 	t.Cleanup(simSrv.Close)
-	mc := server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
+	mc := stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768,
 		CacheSalt: func(tenant string) string { return "salt-" + tenant }}
 	checkpoints := store.NewMemory()
 	if artifacts {
@@ -72,7 +73,7 @@ func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
 		if err != nil {
 			t.Fatal(err)
 		}
-		arts, err := server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 256,
+		arts, err := stack.NewArtifacts(stack.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 256,
 			AuditRate: 1, SyncAudit: true, Checkpoints: checkpoints, Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +81,7 @@ func newEquivalenceStack(t *testing.T, artifacts bool) *equivalenceStack {
 		t.Cleanup(func() { arts.Close() })
 		mc.Artifacts = arts
 	}
-	rt, err := server.NewModelRuntime(mc)
+	rt, err := stack.NewModelRuntime(mc)
 	if err != nil {
 		t.Fatal(err)
 	}

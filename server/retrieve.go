@@ -47,14 +47,17 @@ func (s *Server) handleRetrieve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Not stored (yet): a background response in progress, or one that ended without a
-	// checkpoint (cancelled, failed before it was stored). A deleted response stays deleted.
-	if !errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDeleted) {
+	// checkpoint (cancelled, failed before it was stored). A deleted response stays deleted. A
+	// miss the store cannot prove (503: a write queued on another pod, Redis trouble) may still
+	// be a run in progress: the run answers if there is one, else the 503 stands.
+	unproven := errors.Is(err, store.ErrUnavailable)
+	if (!errors.Is(err, store.ErrNotFound) && !unproven) || errors.Is(err, store.ErrDeleted) {
 		writeError(w, err)
 		return
 	}
 	run, rerr := s.loadRun(r.Context(), middleware.Tenant(r.Context()), id)
 	if rerr != nil {
-		if !errors.Is(rerr, store.ErrNotFound) {
+		if !errors.Is(rerr, store.ErrNotFound) && !unproven {
 			err = rerr
 		}
 		writeError(w, err)

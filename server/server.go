@@ -68,6 +68,9 @@ type Options struct {
 	// (the salt is always set, whatever the client sent). Nil: the served model's salter, else a
 	// digest of tenant and model.
 	CacheSalt func(tenant, model string) string
+	// StoreReady, when set, is part of /readyz: an error (Redis answers no commands) makes the pod
+	// not ready. It must be cheap (store.RedisProbe caches its ping). Nil: not checked.
+	StoreReady func(ctx context.Context) error
 }
 
 // Server serves the HTTP API. Create it with New; it is safe for concurrent use.

@@ -128,7 +128,7 @@ func offeredTools(req *request) json.RawMessage {
 // (a function outside allowed_tools, or beyond max_tool_calls) are dropped whole, as the parser
 // itself drops the calls after the first when parallel_tool_calls is false. opts is returned
 // unchanged when the request sets no policy.
-func withToolPolicy(opts stream.ConverterOptions, dec stream.TokenDecoder, req *request) stream.ConverterOptions {
+func withToolPolicy(opts stream.ConverterOptions, req *request) stream.ConverterOptions {
 	p := &policyParser{max: req.MaxToolCalls}
 	if req.ToolChoice.Allowed != nil {
 		p.allowed = req.ToolChoice.Allowed.names
@@ -137,9 +137,6 @@ func withToolPolicy(opts stream.ConverterOptions, dec stream.TokenDecoder, req *
 		return opts
 	}
 	p.inner = opts.Output
-	if p.inner == nil {
-		p.inner = stream.NewParser(dec, opts.Parser)
-	}
 	opts.Output = p
 	return opts
 }

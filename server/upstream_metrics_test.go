@@ -13,6 +13,7 @@ import (
 
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -29,7 +30,7 @@ func TestUpstreamMetricsPassThrough(t *testing.T) {
 	t.Cleanup(simSrv.Close)
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Upstream: upstream.New(upstream.Options{BaseURL: simSrv.URL}),
-		Models:      map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
+		Models:      map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 		Checkpoints: store.NewMemory(), Now: time.Now, Auth: keyAuth{"key-a": "acme"}, UpstreamMetricsPath: "/vllm/metrics",
 	})
 	if err != nil {

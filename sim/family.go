@@ -6,33 +6,35 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	modelfamily "github.com/stitchllm/stitch/family"
 )
 
 // Tool-call parser names (vLLM's --tool-call-parser) whose output format the scripted model
-// writes. The formats follow the families' chat templates and vLLM's parsers
-// (vllm/tool_parsers/*); see docs/operator-guide.md.
+// writes: the keys of callWriters. The formats follow the families' chat templates and vLLM's
+// parsers (vllm/tool_parsers/*); see docs/operator-guide.md. Which pairs exist, and the default,
+// is package family's registry (TestWritersCoverRegistry).
 const (
-	ParserHermes      = "hermes"
-	ParserQwen3Coder  = "qwen3_coder"
-	ParserLlama3JSON  = "llama3_json"
-	ParserPythonic    = "pythonic"
-	ParserMistral     = "mistral"
-	ParserDeepSeekV3  = "deepseek_v3"
-	ParserDeepSeekV31 = "deepseek_v31"
-	ParserKimiK2      = "kimi_k2"
-	ParserGLM45       = "glm45"
-	ParserGLM47       = "glm47"
-	ParserOpenAI      = "openai" // Harmony (gpt-oss)
+	parserHermes      = "hermes"
+	parserQwen3Coder  = "qwen3_coder"
+	parserLlama3JSON  = "llama3_json"
+	parserPythonic    = "pythonic"
+	parserMistral     = "mistral"
+	parserDeepSeekV3  = "deepseek_v3"
+	parserDeepSeekV31 = "deepseek_v31"
+	parserKimiK2      = "kimi_k2"
+	parserGLM45       = "glm45"
+	parserGLM47       = "glm47"
 )
 
-// Reasoning parser names (vLLM's --reasoning-parser).
+// Reasoning parser names (vLLM's --reasoning-parser): the keys of reasoningWriters.
 const (
-	ReasoningQwen3      = "qwen3"
-	ReasoningDeepSeekR1 = "deepseek_r1"
-	ReasoningGLM45      = "glm45"
-	ReasoningKimiK2     = "kimi_k2"
-	ReasoningMistral    = "mistral"
-	ReasoningGptOss     = "openai_gptoss"
+	reasoningQwen3      = "qwen3"
+	reasoningDeepSeekR1 = "deepseek_r1"
+	reasoningDeepSeekV3 = "deepseek_v3"
+	reasoningGLM45      = "glm45"
+	reasoningKimiK2     = "kimi_k2"
+	reasoningMistral    = "mistral"
 )
 
 // toolCall is one call the scripted model makes: the function name and its arguments as a JSON
@@ -64,14 +66,16 @@ type reasoningWriter struct {
 
 var reasoningWriters = map[string]reasoningWriter{
 	// Qwen3: "<think>\n…\n</think>\n\n" (the chat template's own history rendering).
-	ReasoningQwen3: {open: "<think>", close: "</think>", afterOpen: "\n", beforeClose: "\n", after: "\n\n"},
-	// DeepSeek R1 / V3.1 thinking: the generation prompt opens "<think>"; the model closes it.
-	ReasoningDeepSeekR1: {open: "<think>", close: "</think>", afterOpen: "\n", beforeClose: "\n", after: "\n\n"},
+	reasoningQwen3: {open: "<think>", close: "</think>", afterOpen: "\n", beforeClose: "\n", after: "\n\n"},
+	// DeepSeek R1 / V3.1 thinking (vLLM's deepseek_v3 reasoning parser reads V3.1's thinking turns
+	// as deepseek_r1): the generation prompt opens "<think>"; the model closes it.
+	reasoningDeepSeekR1: {open: "<think>", close: "</think>", afterOpen: "\n", beforeClose: "\n", after: "\n\n"},
+	reasoningDeepSeekV3: {open: "<think>", close: "</think>", afterOpen: "\n", beforeClose: "\n", after: "\n\n"},
 	// GLM-4.5…4.7 and Kimi K2 write the block without padding.
-	ReasoningGLM45:  {open: "<think>", close: "</think>", after: "\n"},
-	ReasoningKimiK2: {open: "<think>", close: "</think>"},
+	reasoningGLM45:  {open: "<think>", close: "</think>", after: "\n"},
+	reasoningKimiK2: {open: "<think>", close: "</think>"},
 	// Magistral: [THINK]…[/THINK].
-	ReasoningMistral: {open: "[THINK]", close: "[/THINK]"},
+	reasoningMistral: {open: "[THINK]", close: "[/THINK]"},
 }
 
 // markers returns the reasoning block's token strings.
@@ -80,7 +84,7 @@ func (w reasoningWriter) markers() []string { return []string{w.open, w.close} }
 // callWriters are the formats by parser name; mistral is resolved per tokenizer (Nemo's JSON list
 // or Small 3.2's [CALL_ID]/[ARGS] form), see newFamily.
 var callWriters = map[string]callWriter{
-	ParserHermes: {markers: []string{"<tool_call>", "</tool_call>"}, opener: "<tool_call>\n", write: func(b *strings.Builder, calls []toolCall) {
+	parserHermes: {markers: []string{"<tool_call>", "</tool_call>"}, opener: "<tool_call>\n", write: func(b *strings.Builder, calls []toolCall) {
 		for i, c := range calls {
 			if i > 0 {
 				b.WriteString("\n")
@@ -93,7 +97,7 @@ var callWriters = map[string]callWriter{
 		}
 	}},
 	// Qwen3-Coder / Qwen3.5: XML parameters, values raw (strings unquoted, others as JSON).
-	ParserQwen3Coder: {markers: []string{"<tool_call>", "</tool_call>"}, opener: "<tool_call>\n", write: func(b *strings.Builder, calls []toolCall) {
+	parserQwen3Coder: {markers: []string{"<tool_call>", "</tool_call>"}, opener: "<tool_call>\n", write: func(b *strings.Builder, calls []toolCall) {
 		for i, c := range calls {
 			if i > 0 {
 				b.WriteString("\n")
@@ -107,7 +111,7 @@ var callWriters = map[string]callWriter{
 	}},
 	// Llama 3.1/3.3: bare JSON with "parameters"; parallel calls separated by "; " (vLLM's
 	// llama3_json parser splits on it).
-	ParserLlama3JSON: {opener: "{\"name\": \"", write: func(b *strings.Builder, calls []toolCall) {
+	parserLlama3JSON: {opener: "{\"name\": \"", write: func(b *strings.Builder, calls []toolCall) {
 		for i, c := range calls {
 			if i > 0 {
 				b.WriteString("; ")
@@ -120,7 +124,7 @@ var callWriters = map[string]callWriter{
 		}
 	}},
 	// Llama 3.2/4 pythonic, Gemma: [f(a=1), g(b="x")].
-	ParserPythonic: {opener: "[", write: func(b *strings.Builder, calls []toolCall) {
+	parserPythonic: {opener: "[", write: func(b *strings.Builder, calls []toolCall) {
 		b.WriteString("[")
 		for i, c := range calls {
 			if i > 0 {
@@ -141,7 +145,7 @@ var callWriters = map[string]callWriter{
 		b.WriteString("]")
 	}},
 	// Mistral Nemo (tokenizer v3): [TOOL_CALLS] then a JSON list with 9-character ids.
-	ParserMistral: {markers: []string{"[TOOL_CALLS]"}, opener: "[TOOL_CALLS]", ids: true, write: func(b *strings.Builder, calls []toolCall) {
+	parserMistral: {markers: []string{"[TOOL_CALLS]"}, opener: "[TOOL_CALLS]", ids: true, write: func(b *strings.Builder, calls []toolCall) {
 		b.WriteString("[TOOL_CALLS][")
 		for i, c := range calls {
 			if i > 0 {
@@ -159,7 +163,7 @@ var callWriters = map[string]callWriter{
 	}},
 	// DeepSeek V3: the call type, the name, then the arguments in a json code block (vLLM's
 	// deepseek_v3 parser: <｜tool▁call▁begin｜>type<｜tool▁sep｜>name\n```json\n{…}\n```<｜tool▁call▁end｜>).
-	ParserDeepSeekV3: {markers: deepseekMarkers, opener: "<｜tool▁calls▁begin｜>", write: func(b *strings.Builder, calls []toolCall) {
+	parserDeepSeekV3: {markers: deepseekMarkers, opener: "<｜tool▁calls▁begin｜>", write: func(b *strings.Builder, calls []toolCall) {
 		b.WriteString("<｜tool▁calls▁begin｜>")
 		for i, c := range calls {
 			if i > 0 {
@@ -170,14 +174,14 @@ var callWriters = map[string]callWriter{
 		b.WriteString("<｜tool▁calls▁end｜>")
 	}},
 	// DeepSeek V3.1: name<｜tool▁sep｜>arguments, no code block.
-	ParserDeepSeekV31: {markers: deepseekMarkers, opener: "<｜tool▁calls▁begin｜>", write: func(b *strings.Builder, calls []toolCall) {
+	parserDeepSeekV31: {markers: deepseekMarkers, opener: "<｜tool▁calls▁begin｜>", write: func(b *strings.Builder, calls []toolCall) {
 		b.WriteString("<｜tool▁calls▁begin｜>")
 		for _, c := range calls {
 			b.WriteString("<｜tool▁call▁begin｜>" + c.name + "<｜tool▁sep｜>" + c.args + "<｜tool▁call▁end｜>")
 		}
 		b.WriteString("<｜tool▁calls▁end｜>")
 	}},
-	ParserKimiK2: {markers: []string{"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>"},
+	parserKimiK2: {markers: []string{"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>"},
 		opener: "<|tool_calls_section_begin|>", write: func(b *strings.Builder, calls []toolCall) {
 			b.WriteString("<|tool_calls_section_begin|>")
 			for i, c := range calls {
@@ -185,11 +189,11 @@ var callWriters = map[string]callWriter{
 			}
 			b.WriteString("<|tool_calls_section_end|>")
 		}},
-	ParserGLM45: {markers: glmMarkers, opener: "<tool_call>", write: func(b *strings.Builder, calls []toolCall) {
+	parserGLM45: {markers: glmMarkers, opener: "<tool_call>", write: func(b *strings.Builder, calls []toolCall) {
 		writeGLM(b, calls, "\n")
 	}},
 	// GLM-4.7 writes the same elements without newlines.
-	ParserGLM47: {markers: glmMarkers, opener: "<tool_call>", write: func(b *strings.Builder, calls []toolCall) {
+	parserGLM47: {markers: glmMarkers, opener: "<tool_call>", write: func(b *strings.Builder, calls []toolCall) {
 		writeGLM(b, calls, "")
 	}},
 }
@@ -293,42 +297,39 @@ type tokenLookup interface {
 	TokenID(token string) (uint32, bool)
 }
 
-// newFamily resolves the parser names against the tokenizer: every marker the formats write must
+// newFamily resolves the parser names against package family's registry (an unregistered pair is
+// refused with the list of supported ones) and the tokenizer: every marker the formats write must
 // be one of its tokens, else the model cannot write that format and the simulator refuses it.
 func newFamily(tok tokenLookup, toolParser, reasoningParser string) (*family, error) {
-	f := &family{parser: toolParser}
-	if toolParser == "" && reasoningParser == "" {
-		f.parser, f.legacy = ParserHermes, true
-		f.calls = callWriters[ParserHermes]
-		w := reasoningWriters[ReasoningQwen3]
-		f.reasoning = &w
-		return f, nil
+	names := modelfamily.Names{ToolCallParser: toolParser, ReasoningParser: reasoningParser}
+	legacy := names == (modelfamily.Names{})
+	names = names.WithDefaults()
+	if err := modelfamily.Check(names); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupportedModel, err)
 	}
-	if toolParser == "" {
-		toolParser = ParserHermes
-		f.parser = toolParser
-	}
-	cw, ok := callWriters[toolParser]
+	f := &family{parser: names.ToolCallParser, legacy: legacy}
+	cw, ok := callWriters[names.ToolCallParser]
 	if !ok {
-		return nil, fmt.Errorf("%w: tool call parser %q (known: hermes, qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45, glm47, openai)", ErrUnsupportedModel, toolParser)
+		// Unreachable while TestWritersCoverRegistry passes.
+		return nil, fmt.Errorf("%w: the simulator writes no %s tool calls", ErrUnsupportedModel, names.ToolCallParser)
 	}
-	if toolParser == ParserMistral {
+	if names.ToolCallParser == parserMistral {
 		if _, ok := tok.TokenID("[CALL_ID]"); ok {
 			if _, ok := tok.TokenID("[ARGS]"); ok {
 				cw = mistralCallID
 			}
 		}
 	}
-	if err := requireTokens(tok, "tool call parser "+toolParser, cw.markers); err != nil {
+	if err := requireTokens(tok, "tool call parser "+names.ToolCallParser, cw.markers); err != nil {
 		return nil, err
 	}
 	f.calls = cw
-	if reasoningParser != "" {
-		rw, ok := reasoningWriters[reasoningParser]
+	if names.ReasoningParser != "" {
+		rw, ok := reasoningWriters[names.ReasoningParser]
 		if !ok {
-			return nil, fmt.Errorf("%w: reasoning parser %q (known: qwen3, deepseek_r1, glm45, kimi_k2, mistral, openai_gptoss)", ErrUnsupportedModel, reasoningParser)
+			return nil, fmt.Errorf("%w: the simulator writes no %s reasoning", ErrUnsupportedModel, names.ReasoningParser)
 		}
-		if err := requireTokens(tok, "reasoning parser "+reasoningParser, rw.markers()); err != nil {
+		if err := requireTokens(tok, "reasoning parser "+names.ReasoningParser, rw.markers()); err != nil {
 			return nil, err
 		}
 		f.reasoning = &rw

@@ -3,6 +3,8 @@ package sim
 import (
 	"strings"
 	"testing"
+
+	modelfamily "github.com/stitchllm/stitch/family"
 )
 
 // TestCallWriters pins each family's tool-call text for one call and for two parallel calls.
@@ -15,34 +17,34 @@ func TestCallWriters(t *testing.T) {
 		parser    string
 		one, both string
 	}{
-		{ParserHermes,
+		{parserHermes,
 			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>",
 			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\", \"exact\": true}}\n</tool_call>"},
-		{ParserQwen3Coder,
+		{parserQwen3Coder,
 			"<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
 			"<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n<parameter=tz>\nCET\n</parameter>\n<parameter=exact>\ntrue\n</parameter>\n</function>\n</tool_call>"},
-		{ParserLlama3JSON,
+		{parserLlama3JSON,
 			`{"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}`,
 			`{"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}; {"name": "get_time", "parameters": {"tz": "CET", "exact": true}}`},
-		{ParserPythonic,
+		{parserPythonic,
 			`[get_weather(city="Paris", days=2)]`,
 			`[get_weather(city="Paris", days=2), get_time(tz="CET", exact=True)]`},
-		{ParserMistral,
+		{parserMistral,
 			`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}, "id": "abcDEF123"}]`,
 			`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}, "id": "abcDEF123"}, {"name": "get_time", "arguments": {"tz": "CET", "exact": true}, "id": "xyz789XYZ"}]`},
-		{ParserDeepSeekV3,
+		{parserDeepSeekV3,
 			"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\", \"days\": 2}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
 			"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\", \"days\": 2}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{\"tz\": \"CET\", \"exact\": true}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
-		{ParserDeepSeekV31,
+		{parserDeepSeekV31,
 			`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris", "days": 2}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
 			`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris", "days": 2}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{"tz": "CET", "exact": true}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`},
-		{ParserKimiK2,
+		{parserKimiK2,
 			`<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris", "days": 2}<|tool_call_end|><|tool_calls_section_end|>`,
 			`<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris", "days": 2}<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{"tz": "CET", "exact": true}<|tool_call_end|><|tool_calls_section_end|>`},
-		{ParserGLM45,
+		{parserGLM45,
 			"<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
 			"<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>\n<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n<arg_key>exact</arg_key>\n<arg_value>true</arg_value>\n</tool_call>"},
-		{ParserGLM47,
+		{parserGLM47,
 			"<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>2</arg_value></tool_call>",
 			"<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>2</arg_value></tool_call>\n<tool_call>get_time<arg_key>tz</arg_key><arg_value>CET</arg_value><arg_key>exact</arg_key><arg_value>true</arg_value></tool_call>"},
 		{"mistral small 3.2",
@@ -90,15 +92,15 @@ func TestNewFamilyRefusesMissingMarkers(t *testing.T) {
 		wantErr         string // "" for success
 	}{
 		{"", "", ""},
-		{ParserHermes, ReasoningQwen3, ""},
-		{ParserQwen3Coder, "", ""},
-		{ParserLlama3JSON, "", ""},
-		{ParserGLM45, "", "<arg_key> </arg_key> <arg_value> </arg_value>"},
-		{ParserKimiK2, "", "<|tool_calls_section_begin|>"},
-		{ParserMistral, "", "[TOOL_CALLS]"},
-		{ParserHermes, ReasoningMistral, "[THINK] [/THINK]"},
-		{"nonesuch", "", `"nonesuch"`},
-		{ParserHermes, "nonesuch", `"nonesuch"`},
+		{parserHermes, reasoningQwen3, ""},
+		{parserQwen3Coder, "", ""},
+		{parserLlama3JSON, "", ""},
+		{parserGLM45, "", "<arg_key> </arg_key> <arg_value> </arg_value>"},
+		{parserKimiK2, "", "<|tool_calls_section_begin|>"},
+		{parserMistral, "", "[TOOL_CALLS]"},
+		{parserHermes, reasoningMistral, "tool_call_parser hermes with reasoning_parser mistral (supported"}, // not a registered pair
+		{"nonesuch", "", "tool_call_parser nonesuch"},
+		{parserHermes, "nonesuch", "reasoning_parser nonesuch"},
 	}
 	for _, tt := range tests {
 		_, err := newFamily(qwenLike, tt.tool, tt.reasoning)
@@ -109,7 +111,10 @@ func TestNewFamilyRefusesMissingMarkers(t *testing.T) {
 			t.Errorf("%s/%s: err %v, want one naming %s", tt.tool, tt.reasoning, err, tt.wantErr)
 		}
 	}
-	f, err := newFamily(mapTokens{"[TOOL_CALLS]": true, "[CALL_ID]": true, "[ARGS]": true}, ParserMistral, "")
+	if _, err := newFamily(mapTokens{"[TOOL_CALLS]": true}, parserMistral, reasoningMistral); err == nil || !strings.Contains(err.Error(), "[THINK] [/THINK]") {
+		t.Errorf("mistral/mistral without [THINK]: err %v, want one naming [THINK] [/THINK]", err)
+	}
+	f, err := newFamily(mapTokens{"[TOOL_CALLS]": true, "[CALL_ID]": true, "[ARGS]": true}, parserMistral, "")
 	if err != nil || !strings.Contains(strings.Join(f.calls.markers, " "), "[CALL_ID]") {
 		t.Errorf("a tokenizer with [CALL_ID] and [ARGS] must get Small 3.2's form: %v", err)
 	}
@@ -157,6 +162,22 @@ func TestDialects(t *testing.T) {
 		}
 		if tt.open && tt.name != "mistral tool result" && tt.name != "deepseek tool output" && (len(c.tools) != 1 || c.tools[0].name != "get_weather") {
 			t.Errorf("%s: tools %+v", tt.name, c.tools)
+		}
+	}
+}
+
+// TestWritersCoverRegistry: the simulator can answer in every family package family registers (the
+// registry is the one table of supported pairs; the simulator only writes them).
+func TestWritersCoverRegistry(t *testing.T) {
+	for _, n := range modelfamily.Supported() {
+		if n == modelfamily.HarmonyNames() {
+			continue // Harmony is its own dialect (harmony.go)
+		}
+		if _, ok := callWriters[n.ToolCallParser]; !ok {
+			t.Errorf("%v: no call writer for %s", n, n.ToolCallParser)
+		}
+		if _, ok := reasoningWriters[n.ReasoningParser]; n.ReasoningParser != "" && !ok {
+			t.Errorf("%v: no reasoning writer for %s", n, n.ReasoningParser)
 		}
 	}
 }

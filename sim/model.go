@@ -196,7 +196,7 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 
 	// A forced prefix the family's writer does not start with (hermes: a partial name).
 	if m.fam.calls.opener != "" && len(conv.tools) > 0 {
-		if m.fam.parser == ParserHermes {
+		if m.fam.parser == parserHermes {
 			if i := strings.Index(conv.prefill, "<tool_call>\n"); i >= 0 {
 				m.continueHermes(&b, r, &conv, conv.prefill[i+len("<tool_call>\n"):])
 				return b.String(), endChat
@@ -235,16 +235,16 @@ func (m *scriptedModel) answer(text string, r *rand.Rand) (string, answerEnd) {
 func (m *scriptedModel) writeBroken(b *strings.Builder, calls []toolCall) {
 	calls = calls[:1]
 	switch m.fam.parser {
-	case ParserPythonic, ParserQwen3Coder:
+	case parserPythonic, parserQwen3Coder:
 		var cb strings.Builder
 		m.fam.calls.write(&cb, calls)
 		text := cb.String()
-		cut := map[string]string{ParserPythonic: ")]", ParserQwen3Coder: "\n</parameter>"}[m.fam.parser]
+		cut := map[string]string{parserPythonic: ")]", parserQwen3Coder: "\n</parameter>"}[m.fam.parser]
 		if i := strings.LastIndex(text, cut); i > 0 {
 			text = text[:i]
 		}
 		b.WriteString(text)
-	case ParserGLM45, ParserGLM47:
+	case parserGLM45, parserGLM47:
 		var cb strings.Builder
 		m.fam.calls.write(&cb, calls)
 		text := cb.String()
@@ -341,7 +341,7 @@ func (m *scriptedModel) continueHermes(b *strings.Builder, r *rand.Rand, conv *c
 func (m *scriptedModel) reason(b *strings.Builder, r *rand.Rand, conv *conversation, calls []*toolSpec, toolResult bool) {
 	rw := m.fam.reasoning
 	if rw == nil {
-		qw := reasoningWriters[ReasoningQwen3]
+		qw := reasoningWriters[reasoningQwen3]
 		if p := strings.TrimRight(conv.prefill, "\n"); strings.HasSuffix(p, qw.open) {
 			rw = &qw
 		} else {

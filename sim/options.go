@@ -64,10 +64,10 @@ type Options struct {
 	Renderer ChatRenderer
 
 	// ToolCallParser and ReasoningParser name the family whose output format the scripted model
-	// writes, as vLLM names its parsers (--tool-call-parser, --reasoning-parser): hermes,
-	// qwen3_coder, llama3_json, pythonic, mistral, deepseek_v3, deepseek_v31, kimi_k2, glm45,
-	// glm47; reasoning qwen3, deepseek_r1, glm45, kimi_k2, mistral. Both empty: hermes calls and a
-	// Qwen3 think block on every fresh chat turn. A tool parser without a reasoning parser writes
+	// writes, as vLLM names its parsers (--tool-call-parser, --reasoning-parser): a pair package
+	// family registers (family.Supported; New refuses any other), or openai for Harmony. Both
+	// empty: the default family's hermes calls and a Qwen3 think block on every fresh chat turn;
+	// only a reasoning parser: the default tool parser with it (family.Names.WithDefaults). A tool parser without a reasoning parser writes
 	// no reasoning (it only closes a block the template opened). Every marker a format writes must
 	// be a token of the tokenizer, else New refuses the parser.
 	ToolCallParser, ReasoningParser string

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tidwall/gjson"
+
+	modelfamily "github.com/stitchllm/stitch/family"
 )
 
 // maxBodyBytes bounds a request body (a 32k-token prompt as JSON ids is about 250 kB).
@@ -92,24 +94,25 @@ func New(opts Options) (*Server, error) {
 // tokenizer's chat markup and the configured parsers.
 func (s *Server) selectFamily() error {
 	o := &s.opts
+	hn := modelfamily.HarmonyNames()
 	harmonyTok := requireTokens(s.tok, "tool call parser openai (Harmony)", harmonyMarkers) == nil
-	if o.ToolCallParser == ParserOpenAI || (o.ToolCallParser == "" && harmonyTok) {
+	if o.ToolCallParser == hn.ToolCallParser || (o.ToolCallParser == "" && harmonyTok) {
 		if err := requireTokens(s.tok, "tool call parser openai (Harmony)", harmonyMarkers); err != nil {
 			return err
 		}
-		if o.ReasoningParser != "" && o.ReasoningParser != ReasoningGptOss {
-			return fmt.Errorf("%w: reasoning parser %q with Harmony (want %s)", ErrUnsupportedModel, o.ReasoningParser, ReasoningGptOss)
+		if o.ReasoningParser != "" && o.ReasoningParser != hn.ReasoningParser {
+			return fmt.Errorf("%w: reasoning parser %q with Harmony (want %s)", ErrUnsupportedModel, o.ReasoningParser, hn.ReasoningParser)
 		}
 		s.model.dialect, s.model.harmony = harmonyDialect, true
-		s.model.fam = &family{parser: ParserOpenAI}
+		s.model.fam = &family{parser: hn.ToolCallParser}
 		s.imEnd, _ = s.tok.TokenID(hReturn)
 		s.callEnd, _ = s.tok.TokenID(hCall)
 		s.endOfText, _ = s.tok.TokenID(harmonyDialect.textEnd)
 		s.genStops = []uint32{s.callEnd}
 		return nil
 	}
-	if o.ReasoningParser == ReasoningGptOss {
-		return fmt.Errorf("%w: reasoning parser %s needs --tool-call-parser openai (Harmony)", ErrUnsupportedModel, ReasoningGptOss)
+	if o.ReasoningParser == hn.ReasoningParser {
+		return fmt.Errorf("%w: reasoning parser %s needs --tool-call-parser openai (Harmony)", ErrUnsupportedModel, hn.ReasoningParser)
 	}
 	d, err := detectDialect(s.tok)
 	if err != nil {

@@ -16,6 +16,7 @@ type CheckpointCollector struct {
 	s                                   CheckpointStatser
 	corrupt, diverted, queued, replayed *prometheus.Desc
 	republished, localReads, followed   *prometheus.Desc
+	unproven                            *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*CheckpointCollector)(nil)
@@ -37,12 +38,13 @@ func NewCheckpointCollector(s CheckpointStatser) *CheckpointCollector {
 		republished: d("republished_total", "Local copies written back to a Redis that had lost them."),
 		localReads:  d("local_reads_total", "Reads answered from this pod's local copy (Redis unavailable or missing the record)."),
 		followed:    d("deletions_followed_total", "Deletions announced on Redis's stitch:deletions stream (by any pod) applied to this pod's local store."),
+		unproven:    d("unproven_misses_total", "Reads Redis answered \"not found\" that were answered 503 (retry) instead: store trouble within the settle time, or a pod whose lease does not vouch (it may hold queued responses)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *CheckpointCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.corrupt, c.diverted, c.queued, c.replayed, c.republished, c.localReads, c.followed} {
+	for _, d := range []*prometheus.Desc{c.corrupt, c.diverted, c.queued, c.replayed, c.republished, c.localReads, c.followed, c.unproven} {
 		ch <- d
 	}
 }
@@ -61,4 +63,5 @@ func (c *CheckpointCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.republished, s.Republished)
 	counter(c.localReads, s.LocalReads)
 	counter(c.followed, s.DeletionsFollowed)
+	counter(c.unproven, s.Unproven)
 }

@@ -34,6 +34,15 @@ func TestParseRedisURL(t *testing.T) {
 		{in: "rediss://u:p@h:1/3", check: func(o RedisOptions) bool { return o.Username == "u" && o.Password == "p" && o.DB == 3 && o.TLS != nil }},
 		{in: "redis://a:1,b:2", check: func(o RedisOptions) bool { return len(o.Addrs) == 2 }},
 		{in: "redis://a:1?cluster=true", check: func(o RedisOptions) bool { return o.Cluster }},
+		{in: "redis+sentinel://s1:26379,s2:26379/mymaster/2?sentinel_password=sp", check: func(o RedisOptions) bool {
+			return len(o.Addrs) == 2 && o.MasterName == "mymaster" && o.DB == 2 && o.SentinelPassword == "sp" && o.TLS == nil
+		}},
+		{in: "rediss+sentinel://u:p@s1:26379/mymaster", check: func(o RedisOptions) bool {
+			return o.MasterName == "mymaster" && o.Password == "p" && o.DB == 0 && o.TLS != nil
+		}},
+		{in: "redis+sentinel://s1:26379", err: "needs the master's name"},
+		{in: "redis+sentinel://s1:26379/m?cluster=true", err: "cannot be a cluster"},
+		{in: "redis://a:1,b:2/3", err: "only database 0"},
 		{in: "http://a:1", err: "want redis://"},
 		{in: "redis://", err: "want redis://"},
 		{in: "redis://a:1/x", err: `database "x" is not a number`},

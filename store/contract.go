@@ -91,6 +91,9 @@ type CheckpointStats struct {
 	// stream (by any pod, this one included) that the Fallback applied to
 	// its local store.
 	DeletionsFollowed uint64
+	// Unproven counts misses the Fallback answered ErrUnavailable because it
+	// could not prove them (see Fallback).
+	Unproven uint64
 }
 
 // checkpointCounters are the counters behind CheckpointStats.

@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +25,23 @@ type FallbackOptions struct {
 	SyncInterval time.Duration
 	// Now is the clock for expiries. Nil means time.Now.
 	Now func() time.Time
+	// Lease is how long each successful Sync lets this pod vouch, to the
+	// other pods, that everything it acknowledged is in the shared store (see
+	// redis_leases.go); it is also the longest a response whose write was
+	// queued waits before it is acknowledged. Zero means 3 seconds (three
+	// syncs at the default interval).
+	Lease time.Duration
+	// Settle is how long after this pod last saw the shared store fail (an
+	// error, a restart or failover it noticed) a miss is answered
+	// ErrUnavailable rather than ErrNotFound: long enough for every pod to
+	// notice the same trouble and re-publish. Zero means 5 seconds; negative
+	// disables it (leases alone decide).
+	Settle time.Duration
+	// PresumedGone is how long after its lease expired a pod that stopped
+	// renewing it (killed, or cut off from Redis) still makes misses
+	// ErrUnavailable: it may hold queued responses that a restart would
+	// replay. Zero means 60 seconds.
+	PresumedGone time.Duration
 }
 
 // Fallback is the multi-pod checkpoint store: every response goes to the
@@ -42,6 +62,15 @@ type FallbackOptions struct {
 //   - Deletes are tombstones in both tiers. Redis announces each on a stream
 //     that every pod's Sync follows, dropping its local copy; a replay or
 //     re-publication never resurrects a deleted id.
+//   - A miss is ErrNotFound only when proven: no trouble seen by this pod
+//     within Settle, and every other pod's lease vouching that all it
+//     acknowledged is in Redis (redis_leases.go). Otherwise (a write queued on
+//     another pod, Redis restarted or failed over and maybe lost its last
+//     writes, a pod cut off) the miss is ErrUnavailable: 503, retry. Redis
+//     restarts and failovers (Sync compares the servers' run_ids) and any
+//     failure make each pod re-publish the writes it acknowledged shortly
+//     before, which Redis may have lost (AOF's unsynced second, a replica not
+//     yet caught up), before its lease vouches again.
 //
 // Local copies expire with the shared store's TTL (counted from CreatedAt).
 // It is safe for concurrent use. Close stops the background loop.
@@ -56,6 +85,19 @@ type Fallback struct {
 	syncMu  sync.Mutex // one Sync at a time
 	failing bool       // under syncMu: the last Sync failed (log transitions only)
 
+	pod                 string        // this pod's lease name, kept in the local store
+	lease, settle, gone time.Duration // FallbackOptions.Lease, Settle, PresumedGone
+	enqueues            atomic.Uint64 // shared writes that failed (queued or about to be)
+	unproven            atomic.Uint64 // misses answered ErrUnavailable
+	mu                  sync.Mutex    // guards the fields below
+	vouchUntil          time.Time     // this pod's lease vouches until then (conservative)
+	troubleAt           time.Time     // the shared store last failed (or restarted) then
+	republishFrom       time.Time     // journal entries since then await re-publication (zero: none)
+	lastGood            time.Time     // start of the last Sync that succeeded
+	fingerprint         string        // the shared store's fingerprint at lastGood
+	journal             []journalEntry
+	journalDropped      bool
+
 	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -67,13 +109,24 @@ func NewFallback(shared *RedisCheckpoints, local *Bolt, opts FallbackOptions) *F
 	if shared == nil || local == nil {
 		panic("store: NewFallback needs a shared and a local store")
 	}
-	f := &Fallback{shared: shared, local: local, logger: opts.Logger, now: opts.Now, done: make(chan struct{})}
+	f := &Fallback{shared: shared, local: local, logger: opts.Logger, now: opts.Now, done: make(chan struct{}),
+		lease: opts.Lease, settle: opts.Settle, gone: opts.PresumedGone}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
 	if f.now == nil {
 		f.now = time.Now
 	}
+	if f.lease <= 0 {
+		f.lease = 3 * time.Second
+	}
+	if f.settle == 0 {
+		f.settle = 5 * time.Second
+	}
+	if f.gone <= 0 {
+		f.gone = time.Minute
+	}
+	f.pod = f.podName()
 	n, err := local.queueLen()
 	if err != nil {
 		f.logger.Error("read the replay queue", "err", err)
@@ -101,6 +154,15 @@ func (f *Fallback) Close() error {
 	f.closeOnce.Do(func() {
 		f.stop()
 		<-f.done
+		// Nothing queued: this pod holds nothing the others lack, so its lease
+		// stops counting now rather than when presumed gone.
+		if f.queued.Load() == 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if err := f.shared.dropLease(ctx, f.pod); err != nil {
+				f.logger.Warn("pod lease not dropped", "err", err)
+			}
+			cancel()
+		}
 	})
 	return nil
 }
@@ -156,15 +218,22 @@ func (f *Fallback) PutResponseHistory(ctx context.Context, cp *Checkpoint, items
 			// Stored in Redis: durable, but this pod cannot serve it in an outage.
 			f.logger.Warn("local copy not written", "response_id", cp.ID, "err", lerr)
 		}
+		f.remember(cp.Tenant, cp.ID, false)
 		return nil
 	case errors.Is(err, ErrUnavailable) && ctx.Err() == nil:
+		// Counted before the local write: a Sync that read the count before this
+		// failure must not renew a vouching lease after it.
+		f.enqueues.Add(1)
+		f.trouble()
 		if lerr := f.local.put(ctx, cp, local, true); lerr != nil {
 			return fmt.Errorf("%w; and the local store: %v", err, lerr)
 		}
 		n := f.queued.Add(1)
 		f.logger.Warn("shared store unavailable: response kept on this pod and queued", "response_id", cp.ID, "queued", n)
+		f.awaitLeaseEnd(ctx)
 		return nil
 	}
+	f.noteErr(err)
 	return err
 }
 
@@ -222,7 +291,13 @@ func (f *Fallback) GetResponse(ctx context.Context, tenant, id string) (*Checkpo
 	case errors.Is(err, ErrNotFound):
 		local, lerr := f.localResponse(ctx, tenant, id)
 		if lerr != nil {
-			return nil, err
+			if errors.Is(err, ErrCorrupt) || errors.Is(lerr, ErrDeleted) {
+				return nil, err // unreadable for good, or deleted here: no write can cure it
+			}
+			if checkKey(tenant, id) != nil {
+				return nil, err // never storable: a definite miss
+			}
+			return confirmMiss(ctx, f, err, func() (*Checkpoint, error) { return f.shared.GetResponse(ctx, tenant, id) })
 		}
 		f.counters.localReads.Add(1)
 		if perr := f.republish(ctx, local); errors.Is(perr, ErrDeleted) {
@@ -232,6 +307,7 @@ func (f *Fallback) GetResponse(ctx context.Context, tenant, id string) (*Checkpo
 		}
 		return local, nil
 	case errors.Is(err, ErrUnavailable):
+		f.noteErr(err)
 		local, lerr := f.localResponse(ctx, tenant, id)
 		if errors.Is(lerr, ErrDeleted) {
 			return nil, lerr
@@ -274,8 +350,12 @@ func (f *Fallback) GetItems(ctx context.Context, tenant string, ids []string) ([
 	if err == nil || (!errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrNotFound)) {
 		return items, err
 	}
+	f.noteErr(err)
 	local, lerr := f.local.GetItems(ctx, tenant, ids)
 	if lerr != nil {
+		if errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt) && storableIDs(tenant, ids) {
+			return confirmMiss(ctx, f, err, func() ([]Item, error) { return f.shared.GetItems(ctx, tenant, ids) })
+		}
 		return nil, err
 	}
 	f.counters.localReads.Add(1)
@@ -290,6 +370,17 @@ func (f *Fallback) DeleteResponse(ctx context.Context, tenant, id string) error 
 	_, lerr := f.local.GetResponse(ctx, tenant, id)
 	held := lerr == nil
 	existed, err := f.shared.deleteResponse(ctx, tenant, id, held)
+	if err == nil && !existed && !held && checkKey(tenant, id) == nil {
+		// Perhaps queued on another pod: delete again once proven absent, in
+		// case it landed meanwhile.
+		_, perr := confirmMiss(ctx, f, nil, func() (bool, error) {
+			existed, err = f.shared.deleteResponse(ctx, tenant, id, false)
+			return existed, err
+		})
+		if perr != nil {
+			return perr
+		}
+	}
 	switch {
 	case err == nil && !existed && !held:
 		return fmt.Errorf("delete response %q: %w", truncate(id), ErrNotFound)
@@ -299,8 +390,11 @@ func (f *Fallback) DeleteResponse(ctx context.Context, tenant, id string) error 
 		if derr := f.local.markDeleted(ctx, tenant, id); derr != nil {
 			f.logger.Warn("local tombstone not written", "response_id", id, "err", derr)
 		}
+		f.remember(tenant, id, true)
 		return nil
 	case errors.Is(err, ErrUnavailable) && held && ctx.Err() == nil:
+		f.enqueues.Add(1)
+		f.trouble()
 		if derr := f.local.delete(ctx, tenant, id, true); derr != nil {
 			return fmt.Errorf("%w; and the local store: %v", err, derr)
 		}
@@ -308,7 +402,155 @@ func (f *Fallback) DeleteResponse(ctx context.Context, tenant, id string) error 
 		f.logger.Warn("shared store unavailable: delete applied on this pod and queued", "response_id", id, "queued", n)
 		return nil
 	}
+	f.noteErr(err)
 	return err
+}
+
+// confirmMiss decides a miss: when it cannot be proven (proveAbsent), the
+// answer is ErrUnavailable (503: retry) instead of miss; when it can, the
+// store is read again (reread) and that answer returned, so a write replayed
+// between the first read and the proof is found.
+func confirmMiss[T any](ctx context.Context, f *Fallback, miss error, reread func() (T, error)) (T, error) {
+	if err := f.proveAbsent(ctx); err != nil {
+		var zero T
+		f.unproven.Add(1)
+		if miss != nil {
+			err = fmt.Errorf("%w (the store answered: %v)", err, miss)
+		}
+		return zero, err
+	}
+	return reread()
+}
+
+// proveAbsent returns nil when a miss in the shared store is definite: this
+// pod saw no trouble within Settle, and every other pod's lease vouches that
+// what it acknowledged is in the shared store. Else an error wrapping
+// ErrUnavailable (never ErrNotFound: callers check that first) saying why.
+func (f *Fallback) proveAbsent(ctx context.Context) error {
+	f.mu.Lock()
+	since := time.Since(f.troubleAt)
+	troubled := !f.troubleAt.IsZero() && f.settle > 0 && since < f.settle
+	f.mu.Unlock()
+	if troubled {
+		return fmt.Errorf("not found, but the shared store failed %v ago and a response written meanwhile may not be replayed yet: %w",
+			since.Round(time.Millisecond), ErrUnavailable)
+	}
+	pods, err := f.shared.unvouched(ctx, f.pod, f.gone)
+	if err != nil {
+		f.noteErr(err)
+		return fmt.Errorf("not found, and the pods' leases cannot be read: %w", err)
+	}
+	if len(pods) > 0 {
+		return fmt.Errorf("not found, but %d pod(s) (%s) may hold queued responses: %w",
+			len(pods), truncate(strings.Join(pods, ",")), ErrUnavailable)
+	}
+	return nil
+}
+
+// storableIDs reports whether every id could have been stored for tenant (a
+// malformed one is a definite miss).
+func storableIDs(tenant string, ids []string) bool {
+	if !validTenant(tenant) {
+		return false
+	}
+	for _, id := range ids {
+		if !validStoredID(id) {
+			return false
+		}
+	}
+	return true
+}
+
+// noteErr records trouble when err says the shared store did not answer.
+func (f *Fallback) noteErr(err error) {
+	if errors.Is(err, ErrUnavailable) {
+		f.trouble()
+	}
+}
+
+// trouble records that the shared store failed now: misses are not trusted
+// for Settle, and the writes acknowledged since shortly before the last good
+// Sync are re-published once it answers again (it may have lost them).
+func (f *Fallback) trouble() {
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.troubleAt = now
+	if f.republishFrom.IsZero() {
+		f.republishFrom = f.lastGood.Add(-journalMargin)
+	}
+}
+
+// journalMargin is how far before the last good Sync the journal is
+// re-published after trouble: Redis with appendfsync everysec loses up to
+// about two seconds of acknowledged writes when killed, and a cluster replica
+// promoted in a failover lacks what its master had not sent it yet.
+const journalMargin = 5 * time.Second
+
+// maxJournal bounds the journal (entries since shortly before the last good
+// Sync; it only grows while writes succeed and syncs fail).
+const maxJournal = 200_000
+
+// journalEntry is a write the shared store acknowledged.
+type journalEntry struct {
+	at      time.Time
+	tenant  string
+	id      string
+	deleted bool
+}
+
+// remember journals a write the shared store acknowledged.
+func (f *Fallback) remember(tenant, id string, deleted bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.journal) >= maxJournal {
+		f.journal = f.journal[1:]
+		if !f.journalDropped {
+			f.journalDropped = true
+			f.logger.Warn("write journal full: a Redis restart now may lose responses it acknowledged", "entries", maxJournal)
+		}
+	}
+	f.journal = append(f.journal, journalEntry{at: time.Now(), tenant: tenant, id: id, deleted: deleted})
+}
+
+// awaitLeaseEnd waits until this pod's lease no longer vouches for it (or ctx
+// ends): a queued response is acknowledged only once no other pod can take
+// its absence from the shared store for a definite "not found".
+func (f *Fallback) awaitLeaseEnd(ctx context.Context) {
+	for {
+		f.mu.Lock()
+		until := f.vouchUntil
+		f.mu.Unlock()
+		wait := time.Until(until)
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// metaPodID names the lease this pod's data dir holds (kept across restarts,
+// so a restarted pod takes over the lease of the process it replaces).
+var metaPodID = []byte("pod_id")
+
+// podName returns this pod's lease name, creating it on first use.
+func (f *Fallback) podName() string {
+	if id, err := f.local.meta(metaPodID); err == nil && id != "" {
+		return id
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	if err := f.local.setMeta(metaPodID, id); err != nil {
+		f.logger.Warn("pod id not kept in the local store", "err", err)
+	}
+	return id
 }
 
 // Sync brings the shared store up to date with this pod and back: it
@@ -320,12 +562,30 @@ func (f *Fallback) DeleteResponse(ctx context.Context, tenant, id string) error 
 func (f *Fallback) Sync(ctx context.Context) error {
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
-	err := f.replay(ctx)
+	start := time.Now()
+	enqueues := f.enqueues.Load()
+	fp, err := f.shared.fingerprint(ctx)
+	if err == nil {
+		f.mu.Lock()
+		changed := f.fingerprint != "" && f.fingerprint != fp
+		f.mu.Unlock()
+		if changed {
+			f.logger.Warn("the shared store restarted or failed over: re-publishing this pod's recent writes")
+			f.trouble()
+		}
+		err = f.replay(ctx)
+	}
 	if err == nil {
 		err = f.followDeletions(ctx)
 	}
 	if err == nil {
 		err = f.republishIfForgotten(ctx)
+	}
+	if err == nil {
+		err = f.republishJournal(ctx)
+	}
+	if err == nil {
+		err = f.renewLease(ctx, enqueues)
 	}
 	switch {
 	case err != nil && !f.failing:
@@ -334,7 +594,97 @@ func (f *Fallback) Sync(ctx context.Context) error {
 		f.logger.Info("shared store sync recovered", "queued", f.queued.Load())
 	}
 	f.failing = err != nil
-	return err
+	if err != nil {
+		f.noteErr(err)
+		return err
+	}
+	f.mu.Lock()
+	f.lastGood, f.fingerprint = start, fp
+	f.trimJournal()
+	f.mu.Unlock()
+	return nil
+}
+
+// renewLease renews this pod's lease: vouching when nothing it acknowledged
+// is missing from the shared store (queue empty, no write failed since this
+// Sync began, the journal re-published after any trouble), else not.
+func (f *Fallback) renewLease(ctx context.Context, enqueues uint64) error {
+	f.mu.Lock()
+	settled := f.republishFrom.IsZero()
+	f.mu.Unlock()
+	settled = settled && f.queued.Load() == 0 && f.enqueues.Load() == enqueues
+	left, err := f.shared.renewLease(ctx, f.pod, f.lease, settled)
+	if err != nil {
+		if settled {
+			// The script may have run and only its reply been lost: Redis may vouch for this
+			// pod until now+lease, so a queued response must wait that long too.
+			f.mu.Lock()
+			if until := time.Now().Add(f.lease); until.After(f.vouchUntil) {
+				f.vouchUntil = until
+			}
+			f.mu.Unlock()
+		}
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Counted from the reply: Redis's expiry is at most this far from when
+	// it ran the script, which was before now.
+	if until := time.Now().Add(left); left > 0 && until.After(f.vouchUntil) {
+		f.vouchUntil = until
+	} else if left <= 0 {
+		f.vouchUntil = time.Time{}
+	}
+	return nil
+}
+
+// republishJournal re-publishes the writes acknowledged since republishFrom
+// (set by trouble), then clears it.
+func (f *Fallback) republishJournal(ctx context.Context) error {
+	f.mu.Lock()
+	from := f.republishFrom
+	var todo []journalEntry
+	if !from.IsZero() {
+		for _, e := range f.journal {
+			if !e.at.Before(from) {
+				todo = append(todo, e)
+			}
+		}
+	}
+	f.mu.Unlock()
+	if from.IsZero() {
+		return nil
+	}
+	for _, e := range todo {
+		if err := f.republishRef(ctx, localRef{tenant: e.tenant, id: e.id, deleted: e.deleted}); err != nil {
+			return err
+		}
+	}
+	if len(todo) > 0 {
+		f.logger.Info("re-published the writes acknowledged around the shared store's trouble", "records", len(todo))
+	}
+	f.mu.Lock()
+	if f.republishFrom.Equal(from) {
+		f.republishFrom = time.Time{}
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// trimJournal drops entries too old to need re-publishing after the next
+// trouble (under mu).
+func (f *Fallback) trimJournal() {
+	keep := f.lastGood.Add(-journalMargin)
+	if !f.republishFrom.IsZero() && f.republishFrom.Before(keep) {
+		keep = f.republishFrom
+	}
+	i := 0
+	for i < len(f.journal) && f.journal[i].at.Before(keep) {
+		i++
+	}
+	if i > 0 {
+		f.journal = slices.Delete(f.journal, 0, i)
+	}
 }
 
 const replayPage = 100
@@ -502,5 +852,6 @@ func (f *Fallback) CheckpointStats() CheckpointStats {
 	s.Corrupt += sh.Corrupt + lo.Corrupt
 	s.Diverted += sh.Diverted + lo.Diverted
 	s.Queued = uint64(max(f.queued.Load(), 0))
+	s.Unproven = f.unproven.Load()
 	return s
 }

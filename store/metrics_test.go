@@ -131,6 +131,7 @@ func TestCheckpointCollector(t *testing.T) {
 		"stitch_checkpoint_replay_queued": 0, "stitch_checkpoint_replayed_total/ok": 0,
 		"stitch_checkpoint_replayed_total/dropped": 0, "stitch_checkpoint_republished_total": 0,
 		"stitch_checkpoint_local_reads_total": 0, "stitch_checkpoint_deletions_followed_total": 0,
+		"stitch_checkpoint_unproven_misses_total": 0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("checkpoint metrics (-want +got):\n%s", diff)

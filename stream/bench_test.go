@@ -69,7 +69,7 @@ func BenchmarkSSEDecode(b *testing.B) {
 }
 
 // BenchmarkPipeline measures one whole turn as the server runs it: chunks →
-// Qwen3 parser with the real DecodeStream → Emitter → Encoder. Reported per
+// Qwen3 family parser with the real DecodeStream → Emitter → Encoder. Reported per
 // turn; divide by the token count (1000) for the per-token cost.
 func BenchmarkPipeline(b *testing.B) {
 	tok := tokenizer(b)
@@ -89,8 +89,8 @@ func BenchmarkPipeline(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		conv := stream.NewConverter(tok.NewDecodeStream(), stream.ConverterOptions{
-			Parser:  stream.Qwen3Options(),
+		conv := stream.NewConverter(stream.ConverterOptions{
+			Output:  mustQwen3Parser(b, tok, tok.NewDecodeStream(), nil),
 			Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow},
 		})
 		enc := stream.NewEncoder(io.Discard)

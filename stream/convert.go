@@ -2,10 +2,8 @@ package stream
 
 // ConverterOptions configures a [Converter].
 type ConverterOptions struct {
-	// Parser configures the Qwen3-family [Parser], used when Output is nil.
-	Parser ParserOptions
-	// Output, when set, is the turn's output parser (a model family's own);
-	// Parser is then ignored.
+	// Output is the turn's output parser (a model family's own, e.g. from
+	// package family). Required.
 	Output  OutputParser
 	Emitter EmitterOptions
 	// Logprobs, when set, gives message text deltas the logprobs of their tokens; its Decoder
@@ -15,9 +13,9 @@ type ConverterOptions struct {
 
 // Converter runs one turn: vLLM chunks in, Responses events out. It
 // accumulates every generated token id (the token artifact's output part),
-// parses them with a [Parser] and emits with an [Emitter]:
+// parses them with its [OutputParser] and emits with an [Emitter]:
 //
-//	c := stream.NewConverter(tok.NewDecodeStream(), opts)
+//	c := stream.NewConverter(opts)
 //	enc.EncodeAll(c.Start(nil))
 //	for {
 //		ch, err := chunks.Next()
@@ -39,41 +37,41 @@ type Converter struct {
 	finish string
 }
 
-// NewConverter returns a Converter decoding text with dec (for example a
-// fresh *bpe.DecodeStream). It panics if dec or opts.Emitter.NewID is nil.
-func NewConverter(dec TokenDecoder, opts ConverterOptions) *Converter {
-	p := opts.Output
-	if p == nil {
-		p = NewParser(dec, opts.Parser)
+// NewConverter returns a Converter. It panics if opts.Output or
+// opts.Emitter.NewID is nil.
+func NewConverter(opts ConverterOptions) *Converter {
+	if opts.Output == nil {
+		panic("stream: NewConverter without an Output parser")
 	}
-	return &Converter{p: p, e: NewEmitter(opts.Emitter), lp: opts.Logprobs}
+	return &Converter{p: opts.Output, e: newEmitter(opts.Emitter), lp: opts.Logprobs}
 }
 
 // Emitter returns the underlying Emitter (for ID and Ranges).
 func (c *Converter) Emitter() *Emitter { return c.e }
 
 // Start appends response.created and response.in_progress.
-func (c *Converter) Start(dst []Event) []Event { return c.e.Start(dst) }
+func (c *Converter) Start(dst []Event) []Event { return c.e.start(dst) }
 
-// StartQueued appends a background response's first events (Emitter.StartQueued).
-func (c *Converter) StartQueued(dst []Event) []Event { return c.e.StartQueued(dst) }
+// StartQueued appends a background response's first events: response.created, response.queued
+// and response.in_progress.
+func (c *Converter) StartQueued(dst []Event) []Event { return c.e.startQueued(dst) }
 
 // Chunk consumes one upstream chunk. An in-stream upstream error fails the
 // response (response.failed, code "server_error", the upstream message).
 // The chunk is not retained.
 func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
-	if c.e.Ended() {
+	if c.e.ended {
 		return dst
 	}
 	if ch.Err != nil {
 		c.pieces = c.p.Finish(c.pieces[:0])
 		c.mapLogprobs(c.pieces)
-		c.e.SetUsage(c.fallbackUsage())
+		c.e.setUsage(c.fallbackUsage())
 		msg := ch.Err.Message
 		if msg == "" {
 			msg = ch.Err.Error()
 		}
-		return c.e.Fail(dst, "server_error", msg, c.pieces...)
+		return c.e.fail(dst, "server_error", msg, c.pieces...)
 	}
 	if ch.PromptTokens > 0 && c.prompt == 0 {
 		c.prompt = ch.PromptTokens
@@ -96,7 +94,7 @@ func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
 		c.mapLogprobs(c.pieces[n:])
 	}
 	if len(c.pieces) > 0 {
-		dst = c.e.Apply(dst, c.pieces...)
+		dst = c.e.apply(dst, c.pieces...)
 	}
 	if ch.FinishReason != "" {
 		c.finish = ch.FinishReason
@@ -110,31 +108,31 @@ func (c *Converter) Chunk(dst []Event, ch *Chunk) []Event {
 
 // End finishes the turn after `data: [DONE]`: the parser's last pieces, then
 // response.completed, response.incomplete (finish_reason "length"; or a tool
-// call the model broke, see [Emitter.Complete]) or response.failed
+// call the model broke, see Emitter.complete) or response.failed
 // (finish_reason "abort"/"error"). Without a usage chunk, usage is counted
 // from the ids seen.
 func (c *Converter) End(dst []Event) []Event {
-	if c.e.Ended() {
+	if c.e.ended {
 		return dst
 	}
 	c.pieces = c.p.Finish(c.pieces[:0])
 	c.mapLogprobs(c.pieces)
 	if m, ok := c.p.(malformedReporter); ok && m.Malformed() {
-		c.e.SetMalformed()
+		c.e.setMalformed()
 	}
-	return c.e.Complete(dst, c.finish, c.fallbackUsage(), c.pieces...)
+	return c.e.complete(dst, c.finish, c.fallbackUsage(), c.pieces...)
 }
 
 // Fail ends the turn with response.failed (e.g. on ErrTruncated, a read error
 // or cancellation): open items end "incomplete".
 func (c *Converter) Fail(dst []Event, code, message string) []Event {
-	if c.e.Ended() {
+	if c.e.ended {
 		return dst
 	}
 	c.pieces = c.p.Finish(c.pieces[:0])
 	c.mapLogprobs(c.pieces)
-	c.e.SetUsage(c.fallbackUsage())
-	return c.e.Fail(dst, code, message, c.pieces...)
+	c.e.setUsage(c.fallbackUsage())
+	return c.e.fail(dst, code, message, c.pieces...)
 }
 
 // mapLogprobs gives the message text pieces among pieces their tokens' logprobs, and keeps the
@@ -154,8 +152,7 @@ func (c *Converter) mapLogprobs(pieces []Piece) {
 }
 
 // malformedReporter is the optional method of an [OutputParser] that reports
-// a tool call broken after it began ([Parser], [FamilyParser],
-// [HarmonyParser]).
+// a tool call broken after it began ([FamilyParser], [HarmonyParser]).
 type malformedReporter interface{ Malformed() bool }
 
 func (c *Converter) fallbackUsage() *Usage {
@@ -173,7 +170,7 @@ func (c *Converter) TokenIDs() []uint32 { return c.ids }
 func (c *Converter) FinishReason() string { return c.finish }
 
 // Response returns a snapshot of the response object (final after End/Fail).
-func (c *Converter) Response() *Response { return c.e.Response() }
+func (c *Converter) Response() *Response { return c.e.snapshot() }
 
 // Ranges returns each finished item's generated-token range, in output order.
-func (c *Converter) Ranges() []ItemRange { return c.e.Ranges() }
+func (c *Converter) Ranges() []ItemRange { return c.e.ranges }

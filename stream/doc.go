@@ -4,35 +4,36 @@
 //
 // # Pipeline
 //
-// One model turn flows through four stages, each usable on its own:
+// One model turn flows through four stages:
 //
 //  1. [Decoder] splits the upstream byte stream into W3C server-sent events
 //     (https://html.spec.whatwg.org/multipage/server-sent-events.html).
 //  2. [ChunkReader] (or [ParseChunk]) reads each event's data as a vLLM completion
 //     chunk: the new token ids, finish reason, usage, or an in-stream error.
-//  3. [Parser] consumes generated token ids one at a time and reports semantic
-//     [Piece]s: reasoning text, message text, tool-call name and argument bytes
-//     (Qwen3 family: <think>…</think> and hermes <tool_call>{…}</tool_call>).
-//  4. [Emitter] turns pieces into the ordered Responses event stream
+//  3. An [OutputParser] ([FamilyParser], [HarmonyParser]) consumes generated
+//     token ids one at a time and reports semantic [Piece]s: reasoning text,
+//     message text, tool-call name and argument bytes.
+//  4. An [Emitter] turns pieces into the ordered Responses event stream
 //     (response.created … response.completed) and the final [Response] object;
-//     [Encoder] writes the events as `event: <type>\ndata: <json>\n\n`.
+//     [Encoder] (or [AppendEvent]) writes the events as `event: <type>\ndata: <json>\n\n`.
 //
-// [Converter] wires stages 3 and 4 for one turn: feed it every [Chunk], write what
-// it returns with an [Encoder], and read [Converter.Response] and
-// [Converter.TokenIDs] at the end.
+// [Converter] wires stages 3 and 4 for one turn (it owns the Emitter): feed it
+// every [Chunk], write what it returns with an [Encoder], and read
+// [Converter.Response] and [Converter.TokenIDs] at the end.
 //
 // # Model families
 //
 // Each model family writes reasoning and tool calls in its own format; vLLM
-// names its parsers (--tool-call-parser, --reasoning-parser) and stitch uses
-// the same names. [LookupToolParser] and [LookupReasoningParser] return a
-// [ToolParserSpec] / [ReasoningParserSpec] (their error lists the supported
-// names); [ResolveMarkers] finds the specs' marker tokens in the model's
-// tokenizer; [NewFamilyParser] composes one tool parser and an optional
-// reasoning parser into a [FamilyParser], an [OutputParser]:
+// names its parsers (--tool-call-parser, --reasoning-parser). Each of vLLM's
+// parsers that stitch implements has a constructor here returning its
+// [ToolParserSpec] / [ReasoningParserSpec] ([HermesToolParser],
+// [Qwen3ReasoningParser], …); which names select which parsers is package
+// family's registry, the one table of supported names. [ResolveMarkers] finds
+// the specs' marker tokens in the model's tokenizer; [NewFamilyParser]
+// composes one tool parser and an optional reasoning parser into a
+// [FamilyParser], an [OutputParser]:
 //
-//	tool, err := stream.LookupToolParser("qwen3_coder")
-//	reasoning, err := stream.LookupReasoningParser("qwen3")
+//	tool, reasoning := stream.Qwen3CoderToolParser(), stream.Qwen3ReasoningParser()
 //	ids, err := stream.ResolveMarkers(tok, tool, reasoning)
 //	p, err := stream.NewFamilyParser(tok.NewDecodeStream(), tool, reasoning, stream.FamilyOptions{
 //		Markers: ids, EndOfTurn: stopIDs, ParallelToolCalls: true, Tools: schemas})
@@ -47,7 +48,8 @@
 // [Piece.CallID]. [ToolParserSpec.Forced] is the family's forced tool-call
 // prefix for tool_choice "required" / named, parsed back with
 // [FamilyOptions.Prefill]. A call that breaks after it began ends Incomplete
-// and [FamilyParser.Malformed] (and [Parser.Malformed]) report it.
+// and [FamilyParser.Malformed] reports it. gpt-oss output (Harmony) is read
+// by [HarmonyParser], given the tokenizer's Harmony ids ([HarmonyTokens]).
 //
 // # Token ranges
 //

@@ -49,12 +49,13 @@ type EmitterOptions struct {
 //	→ response.completed | response.incomplete | response.failed
 //
 // with sequence_number counting from 0 and item ids identical in every event
-// and in the final object ([Emitter.Response], also what stream:false returns).
+// and in the final object ([Converter.Response], also what stream:false returns).
 // Consecutive deltas of one item given in one call are merged into one event.
 //
 // Methods append to and return dst, like append. Events are snapshots: later
 // calls do not modify them. After the terminal event, calls append nothing.
-// An Emitter is not safe for concurrent use.
+// An Emitter is not safe for concurrent use. A [Converter] creates and drives
+// one ([Converter.Emitter]).
 type Emitter struct {
 	opts   EmitterOptions
 	now    func() time.Time
@@ -72,10 +73,10 @@ type Emitter struct {
 	malformed bool
 }
 
-// NewEmitter returns an Emitter. It panics if opts.NewID is nil.
-func NewEmitter(opts EmitterOptions) *Emitter {
+// newEmitter returns an Emitter. It panics if opts.NewID is nil.
+func newEmitter(opts EmitterOptions) *Emitter {
 	if opts.NewID == nil {
-		panic("stream: NewEmitter without NewID")
+		panic("stream: newEmitter without NewID")
 	}
 	e := &Emitter{opts: opts, now: opts.Now, resp: opts.Response, open: -1}
 	if e.now == nil {
@@ -97,20 +98,13 @@ func NewEmitter(opts EmitterOptions) *Emitter {
 // ID returns the response id ("resp_…").
 func (e *Emitter) ID() string { return e.resp.ID }
 
-// Ended reports whether the terminal event was produced.
-func (e *Emitter) Ended() bool { return e.ended }
-
-// Ranges returns the token range of every finished item, in output order.
-// The slice is owned by the Emitter; do not modify it.
-func (e *Emitter) Ranges() []ItemRange { return e.ranges }
-
 // SetMaxOutputTokens sets the response's max_output_tokens (reported from the terminal event
 // on): the server reports the limit the model server applied when it was lower than requested.
 func (e *Emitter) SetMaxOutputTokens(n int) { e.resp.MaxOutputTokens = &n }
 
-// Response returns a snapshot of the response object: status in_progress
+// snapshot returns a snapshot of the response object: status in_progress
 // until Complete or Fail, then the final object.
-func (e *Emitter) Response() *Response {
+func (e *Emitter) snapshot() *Response {
 	r := e.resp
 	r.Output = make([]Item, 0, len(e.items))
 	for i := range e.items {
@@ -128,39 +122,39 @@ func (e *Emitter) nextSeq() int {
 	return n
 }
 
-// Start appends response.created and response.in_progress.
-func (e *Emitter) Start(dst []Event) []Event {
+// start appends response.created and response.in_progress.
+func (e *Emitter) start(dst []Event) []Event {
 	if e.ended || e.seq > 0 {
 		return dst
 	}
-	dst = append(dst, &ResponseEvent{Type: EventResponseCreated, SequenceNumber: e.nextSeq(), Response: e.Response()})
-	return append(dst, &ResponseEvent{Type: EventResponseInProgress, SequenceNumber: e.nextSeq(), Response: e.Response()})
+	dst = append(dst, &ResponseEvent{Type: EventResponseCreated, SequenceNumber: e.nextSeq(), Response: e.snapshot()})
+	return append(dst, &ResponseEvent{Type: EventResponseInProgress, SequenceNumber: e.nextSeq(), Response: e.snapshot()})
 }
 
-// StartQueued is Start for a background response, as OpenAI streams one: response.created and
+// startQueued is start for a background response, as OpenAI streams one: response.created and
 // response.queued with status queued, then response.in_progress. stitch admits a background
 // response before it answers (its slot is taken), so the queued phase is these two events.
-func (e *Emitter) StartQueued(dst []Event) []Event {
+func (e *Emitter) startQueued(dst []Event) []Event {
 	if e.ended || e.seq > 0 {
 		return dst
 	}
 	queued := func() *Response {
-		r := e.Response()
+		r := e.snapshot()
 		r.Status = StatusQueued
 		return r
 	}
 	dst = append(dst, &ResponseEvent{Type: EventResponseCreated, SequenceNumber: e.nextSeq(), Response: queued()})
 	dst = append(dst, &ResponseEvent{Type: EventResponseQueued, SequenceNumber: e.nextSeq(), Response: queued()})
-	return append(dst, &ResponseEvent{Type: EventResponseInProgress, SequenceNumber: e.nextSeq(), Response: e.Response()})
+	return append(dst, &ResponseEvent{Type: EventResponseInProgress, SequenceNumber: e.nextSeq(), Response: e.snapshot()})
 }
 
-// Apply appends the events for pieces.
-func (e *Emitter) Apply(dst []Event, pieces ...Piece) []Event {
+// apply appends the events for pieces.
+func (e *Emitter) apply(dst []Event, pieces ...Piece) []Event {
 	if e.ended {
 		return dst
 	}
 	if e.seq == 0 {
-		dst = e.Start(dst)
+		dst = e.start(dst)
 	}
 	e.merge = len(dst)
 	for i := range pieces {
@@ -190,12 +184,12 @@ func (e *Emitter) piece(dst []Event, pc *Piece, doneStatus string) []Event {
 		it := &e.items[e.open]
 		e.text.WriteString(pc.Text)
 		if n := len(dst); n > e.merge {
-			if last, ok := dst[n-1].(*ArgumentsDeltaEvent); ok && last.ItemID == it.ID {
+			if last, ok := dst[n-1].(*argumentsDeltaEvent); ok && last.ItemID == it.ID {
 				last.Delta += pc.Text
 				return dst
 			}
 		}
-		return append(dst, &ArgumentsDeltaEvent{SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Delta: pc.Text})
+		return append(dst, &argumentsDeltaEvent{SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Delta: pc.Text})
 	case PieceReasoningDone, PieceTextDone, PieceToolCallDone:
 		want := ItemFunctionCall
 		switch pc.Kind {
@@ -256,9 +250,9 @@ func (e *Emitter) ensure(dst []Event, typ, name, callID string) []Event {
 	e.text.Reset()
 	e.lps = nil
 	added := it
-	dst = append(dst, &OutputItemEvent{Type: EventOutputItemAdded, SequenceNumber: e.nextSeq(), OutputIndex: e.open, Item: &added})
+	dst = append(dst, &outputItemEvent{Type: EventOutputItemAdded, SequenceNumber: e.nextSeq(), OutputIndex: e.open, Item: &added})
 	if typ != ItemFunctionCall {
-		dst = append(dst, &ContentPartEvent{Type: EventContentPartAdded, SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Part: part})
+		dst = append(dst, &contentPartEvent{Type: EventContentPartAdded, SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Part: part})
 	}
 	e.merge = len(dst)
 	return dst
@@ -268,12 +262,12 @@ func (e *Emitter) textDelta(dst []Event, typ, delta string) []Event {
 	it := &e.items[e.open]
 	e.text.WriteString(delta)
 	if n := len(dst); n > e.merge {
-		if last, ok := dst[n-1].(*TextDeltaEvent); ok && last.ItemID == it.ID {
+		if last, ok := dst[n-1].(*textDeltaEvent); ok && last.ItemID == it.ID {
 			last.Delta += delta
 			return dst
 		}
 	}
-	return append(dst, &TextDeltaEvent{Type: typ, SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Delta: delta})
+	return append(dst, &textDeltaEvent{Type: typ, SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Delta: delta})
 }
 
 // addLogprobs records a message text piece's logprobs in the open message and in the delta
@@ -282,7 +276,7 @@ func (e *Emitter) addLogprobs(dst []Event, pc *Piece) {
 	if len(pc.Logprobs) == 0 && pc.LogprobCont == "" {
 		return
 	}
-	ev, _ := dst[len(dst)-1].(*TextDeltaEvent)
+	ev, _ := dst[len(dst)-1].(*textDeltaEvent)
 	if pc.LogprobCont != "" {
 		if n := len(e.lps); n > 0 {
 			e.lps[n-1].Token += pc.LogprobCont
@@ -309,7 +303,7 @@ func (e *Emitter) close(dst []Event, status string, start, end int) []Event {
 	switch it.Type {
 	case ItemFunctionCall:
 		it.Arguments = text
-		dst = append(dst, &ArgumentsDoneEvent{SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Name: it.Name, Arguments: text})
+		dst = append(dst, &argumentsDoneEvent{SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Name: it.Name, Arguments: text})
 	default:
 		part := ContentPart{Type: PartOutputText, Text: text}
 		doneType := EventOutputTextDone
@@ -322,8 +316,8 @@ func (e *Emitter) close(dst []Event, status string, start, end int) []Event {
 		}
 		it.Content = []ContentPart{part}
 		dst = append(dst,
-			&TextDoneEvent{Type: doneType, SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Text: text, Logprobs: part.Logprobs},
-			&ContentPartEvent{Type: EventContentPartDone, SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Part: part})
+			&textDoneEvent{Type: doneType, SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Text: text, Logprobs: part.Logprobs},
+			&contentPartEvent{Type: EventContentPartDone, SequenceNumber: seq(), ItemID: it.ID, OutputIndex: idx, Part: part})
 	}
 	r := ItemRange{OutputIndex: idx, ItemID: it.ID, Type: it.Type, Start: start, End: end}
 	if e.opts.OnItemDone != nil {
@@ -331,19 +325,19 @@ func (e *Emitter) close(dst []Event, status string, start, end int) []Event {
 	}
 	e.ranges = append(e.ranges, r)
 	done := *it
-	dst = append(dst, &OutputItemEvent{Type: EventOutputItemDone, SequenceNumber: seq(), OutputIndex: idx, Item: &done})
+	dst = append(dst, &outputItemEvent{Type: EventOutputItemDone, SequenceNumber: seq(), OutputIndex: idx, Item: &done})
 	e.open = -1
 	e.text.Reset()
 	e.merge = len(dst)
 	return dst
 }
 
-// SetMalformed reports that the model broke its output format (the parser's
+// setMalformed reports that the model broke its output format (the parser's
 // Malformed): Complete then ends the response incomplete, as it does when a
 // function_call item ended incomplete.
-func (e *Emitter) SetMalformed() { e.malformed = true }
+func (e *Emitter) setMalformed() { e.malformed = true }
 
-// Complete ends the response after the upstream finished with finishReason
+// complete ends the response after the upstream finished with finishReason
 // (vLLM's finish_reason): "length" → response.incomplete with
 // incomplete_details.reason "max_output_tokens" (items still open, or closed
 // by pieces, end "incomplete"); "abort" or "error" → response.failed
@@ -352,17 +346,17 @@ func (e *Emitter) SetMalformed() { e.malformed = true }
 // SetMalformed was called: then response.incomplete with reason
 // "malformed_tool_call". pieces are the parser's final pieces
 // (Parser.Finish). usage may be nil (usage stays null).
-func (e *Emitter) Complete(dst []Event, finishReason string, usage *Usage, pieces ...Piece) []Event {
+func (e *Emitter) complete(dst []Event, finishReason string, usage *Usage, pieces ...Piece) []Event {
 	if e.ended {
 		return dst
 	}
 	switch finishReason {
 	case FinishAbort, FinishError:
-		e.SetUsage(usage)
-		return e.Fail(dst, "server_error", "upstream generation ended with finish_reason "+finishReason, pieces...)
+		e.setUsage(usage)
+		return e.fail(dst, "server_error", "upstream generation ended with finish_reason "+finishReason, pieces...)
 	}
 	if e.seq == 0 {
-		dst = e.Start(dst)
+		dst = e.start(dst)
 	}
 	doneStatus := StatusCompleted
 	if finishReason == FinishLength {
@@ -375,7 +369,7 @@ func (e *Emitter) Complete(dst []Event, finishReason string, usage *Usage, piece
 	if e.open >= 0 {
 		dst = e.close(dst, doneStatus, -1, -1)
 	}
-	e.SetUsage(usage)
+	e.setUsage(usage)
 	typ := EventResponseCompleted
 	switch {
 	case finishReason == FinishLength:
@@ -393,15 +387,15 @@ func (e *Emitter) Complete(dst []Event, finishReason string, usage *Usage, piece
 	return e.terminal(dst, typ)
 }
 
-// Fail ends the response with response.failed and response.error{code,
+// fail ends the response with response.failed and response.error{code,
 // message} (code e.g. "server_error"). pieces are the parser's final pieces
 // (Parser.Finish); items they close, and items still open, end "incomplete".
-func (e *Emitter) Fail(dst []Event, code, message string, pieces ...Piece) []Event {
+func (e *Emitter) fail(dst []Event, code, message string, pieces ...Piece) []Event {
 	if e.ended {
 		return dst
 	}
 	if e.seq == 0 {
-		dst = e.Start(dst)
+		dst = e.start(dst)
 	}
 	e.merge = len(dst)
 	for i := range pieces {
@@ -415,10 +409,10 @@ func (e *Emitter) Fail(dst []Event, code, message string, pieces ...Piece) []Eve
 	return e.terminal(dst, EventResponseFailed)
 }
 
-// SetUsage records token usage for the final object (Complete does it; call
+// setUsage records token usage for the final object (Complete does it; call
 // it before Fail to report usage on a failed response). reasoning_tokens is
 // the length of the finished reasoning items' token ranges.
-func (e *Emitter) SetUsage(u *Usage) {
+func (e *Emitter) setUsage(u *Usage) {
 	if u == nil {
 		return
 	}
@@ -439,5 +433,5 @@ func (e *Emitter) SetUsage(u *Usage) {
 
 func (e *Emitter) terminal(dst []Event, typ string) []Event {
 	e.ended = true
-	return append(dst, &ResponseEvent{Type: typ, SequenceNumber: e.nextSeq(), Response: e.Response()})
+	return append(dst, &ResponseEvent{Type: typ, SequenceNumber: e.nextSeq(), Response: e.snapshot()})
 }

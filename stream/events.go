@@ -22,7 +22,9 @@ const (
 )
 
 // Event is one Responses streaming event. The concrete types are the *Event
-// structs of this package; each carries its sequence_number. Integer indexes
+// structs of this package ([ResponseEvent] for the response's own events, the
+// item and delta events unexported: callers write them, they do not read them);
+// each carries its sequence_number. Integer indexes
 // and sequence numbers are always marshaled (0 included), and no event has a
 // top-level "error" member (the Go SDK treats any such key as a failure).
 type Event interface {
@@ -34,12 +36,12 @@ type Event interface {
 
 var (
 	_ Event = (*ResponseEvent)(nil)
-	_ Event = (*OutputItemEvent)(nil)
-	_ Event = (*ContentPartEvent)(nil)
-	_ Event = (*TextDeltaEvent)(nil)
-	_ Event = (*TextDoneEvent)(nil)
-	_ Event = (*ArgumentsDeltaEvent)(nil)
-	_ Event = (*ArgumentsDoneEvent)(nil)
+	_ Event = (*outputItemEvent)(nil)
+	_ Event = (*contentPartEvent)(nil)
+	_ Event = (*textDeltaEvent)(nil)
+	_ Event = (*textDoneEvent)(nil)
+	_ Event = (*argumentsDeltaEvent)(nil)
+	_ Event = (*argumentsDoneEvent)(nil)
 )
 
 // ResponseEvent is response.created, response.queued, response.in_progress,
@@ -61,8 +63,8 @@ func (e *ResponseEvent) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// OutputItemEvent is response.output_item.added or response.output_item.done.
-type OutputItemEvent struct {
+// outputItemEvent is response.output_item.added or response.output_item.done.
+type outputItemEvent struct {
 	Type           string // EventOutputItemAdded or EventOutputItemDone
 	SequenceNumber int
 	OutputIndex    int
@@ -70,10 +72,10 @@ type OutputItemEvent struct {
 }
 
 // EventType implements Event.
-func (e *OutputItemEvent) EventType() string { return e.Type }
+func (e *outputItemEvent) EventType() string { return e.Type }
 
 // AppendJSON implements Event.
-func (e *OutputItemEvent) AppendJSON(dst []byte) []byte {
+func (e *outputItemEvent) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, e.Type, e.SequenceNumber)
 	dst = append(dst, `,"output_index":`...)
 	dst = appendInt(dst, e.OutputIndex)
@@ -82,8 +84,8 @@ func (e *OutputItemEvent) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// ContentPartEvent is response.content_part.added or response.content_part.done.
-type ContentPartEvent struct {
+// contentPartEvent is response.content_part.added or response.content_part.done.
+type contentPartEvent struct {
 	Type           string // EventContentPartAdded or EventContentPartDone
 	SequenceNumber int
 	ItemID         string
@@ -93,10 +95,10 @@ type ContentPartEvent struct {
 }
 
 // EventType implements Event.
-func (e *ContentPartEvent) EventType() string { return e.Type }
+func (e *contentPartEvent) EventType() string { return e.Type }
 
 // AppendJSON implements Event.
-func (e *ContentPartEvent) AppendJSON(dst []byte) []byte {
+func (e *contentPartEvent) AppendJSON(dst []byte) []byte {
 	dst = appendItemHead(dst, e.Type, e.SequenceNumber, e.ItemID, e.OutputIndex)
 	dst = append(dst, `,"content_index":`...)
 	dst = appendInt(dst, e.ContentIndex)
@@ -105,9 +107,9 @@ func (e *ContentPartEvent) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// TextDeltaEvent is response.output_text.delta or response.reasoning_text.delta.
+// textDeltaEvent is response.output_text.delta or response.reasoning_text.delta.
 // Output text deltas carry an empty "logprobs" array, as OpenAI's do.
-type TextDeltaEvent struct {
+type textDeltaEvent struct {
 	Type           string // EventOutputTextDelta or EventReasoningTextDelta
 	SequenceNumber int
 	ItemID         string
@@ -119,10 +121,10 @@ type TextDeltaEvent struct {
 }
 
 // EventType implements Event.
-func (e *TextDeltaEvent) EventType() string { return e.Type }
+func (e *textDeltaEvent) EventType() string { return e.Type }
 
 // AppendJSON implements Event.
-func (e *TextDeltaEvent) AppendJSON(dst []byte) []byte {
+func (e *textDeltaEvent) AppendJSON(dst []byte) []byte {
 	dst = appendItemHead(dst, e.Type, e.SequenceNumber, e.ItemID, e.OutputIndex)
 	dst = append(dst, `,"content_index":`...)
 	dst = appendInt(dst, e.ContentIndex)
@@ -135,8 +137,8 @@ func (e *TextDeltaEvent) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// TextDoneEvent is response.output_text.done or response.reasoning_text.done.
-type TextDoneEvent struct {
+// textDoneEvent is response.output_text.done or response.reasoning_text.done.
+type textDoneEvent struct {
 	Type           string // EventOutputTextDone or EventReasoningTextDone
 	SequenceNumber int
 	ItemID         string
@@ -148,10 +150,10 @@ type TextDoneEvent struct {
 }
 
 // EventType implements Event.
-func (e *TextDoneEvent) EventType() string { return e.Type }
+func (e *textDoneEvent) EventType() string { return e.Type }
 
 // AppendJSON implements Event.
-func (e *TextDoneEvent) AppendJSON(dst []byte) []byte {
+func (e *textDoneEvent) AppendJSON(dst []byte) []byte {
 	dst = appendItemHead(dst, e.Type, e.SequenceNumber, e.ItemID, e.OutputIndex)
 	dst = append(dst, `,"content_index":`...)
 	dst = appendInt(dst, e.ContentIndex)
@@ -164,8 +166,8 @@ func (e *TextDoneEvent) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// ArgumentsDeltaEvent is response.function_call_arguments.delta.
-type ArgumentsDeltaEvent struct {
+// argumentsDeltaEvent is response.function_call_arguments.delta.
+type argumentsDeltaEvent struct {
 	SequenceNumber int
 	ItemID         string
 	OutputIndex    int
@@ -173,18 +175,18 @@ type ArgumentsDeltaEvent struct {
 }
 
 // EventType implements Event.
-func (e *ArgumentsDeltaEvent) EventType() string { return EventFunctionArgumentsDelta }
+func (e *argumentsDeltaEvent) EventType() string { return EventFunctionArgumentsDelta }
 
 // AppendJSON implements Event.
-func (e *ArgumentsDeltaEvent) AppendJSON(dst []byte) []byte {
+func (e *argumentsDeltaEvent) AppendJSON(dst []byte) []byte {
 	dst = appendItemHead(dst, EventFunctionArgumentsDelta, e.SequenceNumber, e.ItemID, e.OutputIndex)
 	dst = append(dst, `,"delta":`...)
 	dst = appendString(dst, e.Delta)
 	return append(dst, '}')
 }
 
-// ArgumentsDoneEvent is response.function_call_arguments.done.
-type ArgumentsDoneEvent struct {
+// argumentsDoneEvent is response.function_call_arguments.done.
+type argumentsDoneEvent struct {
 	SequenceNumber int
 	ItemID         string
 	OutputIndex    int
@@ -193,10 +195,10 @@ type ArgumentsDoneEvent struct {
 }
 
 // EventType implements Event.
-func (e *ArgumentsDoneEvent) EventType() string { return EventFunctionArgumentsDone }
+func (e *argumentsDoneEvent) EventType() string { return EventFunctionArgumentsDone }
 
 // AppendJSON implements Event.
-func (e *ArgumentsDoneEvent) AppendJSON(dst []byte) []byte {
+func (e *argumentsDoneEvent) AppendJSON(dst []byte) []byte {
 	dst = appendItemHead(dst, EventFunctionArgumentsDone, e.SequenceNumber, e.ItemID, e.OutputIndex)
 	dst = append(dst, `,"name":`...)
 	dst = appendString(dst, e.Name)

@@ -10,15 +10,21 @@ import (
 )
 
 // Example wires one turn the way the server does: upstream SSE body in,
-// Responses SSE out. A real server passes a *bpe.DecodeStream as decoder.
+// Responses SSE out, on the Qwen3 tokenizer ("Hi" is id 13048, <|im_end|> 151645).
 func Example() {
 	upstream := strings.NewReader(
-		"data: {\"choices\":[{\"index\":0,\"text\":\"Hi\",\"token_ids\":[72,105],\"prompt_token_ids\":[1,2,3]}],\"usage\":null}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"text\":\"Hi\",\"token_ids\":[13048],\"prompt_token_ids\":[1,2,3]}],\"usage\":null}\n\n" +
 			"data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"stop\",\"token_ids\":[151645]}],\"usage\":null}\n\n" +
 			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3,\"total_tokens\":6}}\n\n" +
 			"data: [DONE]\n\n")
-	conv := stream.NewConverter(&byteDecoder{}, stream.ConverterOptions{
-		Parser:  stream.Qwen3Options(),
+	tok := qwen3Tokenizer()
+	out, err := qwen3Parser(tok, tok.NewDecodeStream(), nil) // the Qwen3 family's parser (package family builds it)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	conv := stream.NewConverter(stream.ConverterOptions{
+		Output:  out,
 		Emitter: stream.EmitterOptions{Response: stream.Response{Model: "qwen3"}, NewID: counterIDs(), Now: fixedNow},
 	})
 	var types []string
@@ -55,16 +61,15 @@ func Example() {
 	// response.content_part.done
 	// response.output_item.done
 	// response.completed
-	// completed Hi [72 105 151645] 0 2
+	// completed Hi [13048 151645] 0 1
 }
 
-// ExampleNewFamilyParser reads a Qwen3-Coder turn: the parsers are chosen by
-// vLLM's names, their markers found in the tokenizer, and the XML parameters
+// ExampleNewFamilyParser reads a Qwen3-Coder turn: the parsers are vLLM's
+// qwen3_coder and qwen3 (package family's registry picks them by those names), their markers found in the tokenizer, and the XML parameters
 // converted to JSON by the tool's schema.
 func ExampleNewFamilyParser() {
 	tok := qwen3Tokenizer()
-	tool, _ := stream.LookupToolParser("qwen3_coder")
-	reasoning, _ := stream.LookupReasoningParser("qwen3")
+	tool, reasoning := stream.Qwen3CoderToolParser(), stream.Qwen3ReasoningParser()
 	markers, err := stream.ResolveMarkers(tok, tool, reasoning)
 	if err != nil {
 		fmt.Println(err)

@@ -90,12 +90,12 @@ type toolFormat interface {
 
 // FamilyParser parses one turn of a model family's output: optional
 // reasoning, message text and tool calls in the format of one of vLLM's tool
-// parsers (see [LookupToolParser]). It implements [OutputParser].
+// parsers ([ToolParserSpec]). It implements [OutputParser].
 //
-// Text rules (shared with [Parser]): reasoning is stripped of leading and
-// trailing newlines; message text of leading newlines, and of trailing
-// newlines before a tool call; a segment that is only newlines produces no
-// item.
+// Text rules (those the Qwen3 chat template applies when it renders
+// history): reasoning is stripped of leading and trailing newlines; message
+// text of leading newlines, and of trailing newlines before a tool call; a
+// segment that is only newlines produces no item.
 //
 // Tool calls: a call begins (PieceToolCall) once its name is known and its
 // arguments have started; argument deltas concatenate to the JSON text the
@@ -147,9 +147,6 @@ var _ OutputParser = (*FamilyParser)(nil)
 
 // Ended reports whether an end-of-turn id was seen (or Finish was called).
 func (p *FamilyParser) Ended() bool { return p.mode == fmEnded }
-
-// Count returns the number of ids given to Append.
-func (p *FamilyParser) Count() int { return p.n }
 
 // Malformed reports that a tool call broke after it began: it ended
 // Incomplete, and the caller should end the response incomplete rather than

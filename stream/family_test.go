@@ -153,16 +153,11 @@ func (s famSuite) specs(t testing.TB) (*stream.ToolParserSpec, *stream.Reasoning
 	t.Helper()
 	var tool *stream.ToolParserSpec
 	var rs *stream.ReasoningParserSpec
-	var err error
 	if s.tool != "" {
-		if tool, err = stream.LookupToolParser(s.tool); err != nil {
-			t.Fatal(err)
-		}
+		tool = toolSpec(t, s.tool)
 	}
 	if s.reasoning != "" {
-		if rs, err = stream.LookupReasoningParser(s.reasoning); err != nil {
-			t.Fatal(err)
-		}
+		rs = reasoningSpec(t, s.reasoning)
 	}
 	return tool, rs
 }
@@ -235,8 +230,9 @@ func (s famSuite) newParser(t testing.TB, tz famTokenizer, edit func(*stream.Fam
 	return p
 }
 
-// collectAny runs ids through any OutputParser, one id at a time.
-func collectAny(t *testing.T, p stream.OutputParser, ids []uint32) []outItem {
+// collect runs ids through an OutputParser, one id at a time, and summarizes
+// the pieces, checking the piece grammar and ranges on the way.
+func collect(t *testing.T, p stream.OutputParser, ids []uint32) []outItem {
 	t.Helper()
 	var pieces []stream.Piece
 	for _, id := range ids {
@@ -270,7 +266,7 @@ func (s famSuite) run(t *testing.T) {
 					}
 				})
 				ids := tz.encode(tc.output)
-				got := collectAny(t, p, ids)
+				got := collect(t, p, ids)
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("parse %q (-want +got):\n%s", tc.output, diff)
 				}
@@ -303,7 +299,7 @@ func (s famSuite) fuzz(f *testing.F) {
 			o.ThinkingOpen = thinkingOpen
 			o.ParallelToolCalls = parallel
 		})
-		items := collectAny(t, p, tz.encode(output))
+		items := collect(t, p, tz.encode(output))
 		for _, it := range items {
 			if !utf8.ValidString(it.Text) {
 				t.Errorf("invalid UTF-8 in %+v", it)
@@ -324,36 +320,7 @@ var hermesSuite = famSuite{
 	tool: "hermes", reasoning: "qwen3", endOfTurn: []string{"<|im_end|>", "<|endoftext|>"}, bpe: []string{"qwen3"},
 }
 
-// TestFamilyHermesMatchesParser runs the Qwen3 Parser's suite through the
-// generic hermes + qwen3 family parser: the two read Qwen3 output alike.
-func TestFamilyHermesMatchesParser(t *testing.T) {
-	s := hermesSuite
-	for _, tc := range parserCases {
-		if tc.opts != nil {
-			continue // ParserOptions edits; covered below
-		}
-		malformed := false
-		for _, it := range tc.want {
-			if it.Incomplete && strings.Contains(tc.name, "syntax error") {
-				malformed = true
-			}
-		}
-		s.cases = append(s.cases, famCase{name: tc.name, output: tc.output, want: tc.want, malformed: malformed})
-	}
-	s.cases = append(s.cases,
-		famCase{name: "thinking open", opts: func(o *stream.FamilyOptions) { o.ThinkingOpen = true },
-			output: "pondering\n</think>\n\nDone<|im_end|>", want: []outItem{reasoning("pondering"), text("Done")}},
-		famCase{name: "parallel off keeps first", opts: func(o *stream.FamilyOptions) { o.ParallelToolCalls = false },
-			output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {\"b\": 2}}\n</tool_call><|im_end|>",
-			want:   []outItem{call("f", `{}`)}},
-		famCase{name: "tool calls disabled", opts: func(o *stream.FamilyOptions) { o.DisableToolCalls = true },
-			output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>",
-			want:   []outItem{text("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>")}},
-	)
-	s.run(t)
-}
-
-func TestFamilyHermesParserMalformed(t *testing.T) {
+func TestFamilyHermesMalformed(t *testing.T) {
 	tok := tokenizer(t)
 	for _, tc := range []struct {
 		output    string
@@ -363,44 +330,66 @@ func TestFamilyHermesParserMalformed(t *testing.T) {
 		{"<tool_call>\n{\"name\": \"f\", \"arguments\": {}} x\n</tool_call><|im_end|>", false},
 		{"<tool_call>\n{\"name\": get}\n</tool_call><|im_end|>", false},
 	} {
-		p := stream.NewParser(tok.NewDecodeStream(), stream.Qwen3Options())
+		p := mustQwen3Parser(t, tok, tok.NewDecodeStream(), nil)
 		collect(t, p, tok.Encode(tc.output))
 		if p.Malformed() != tc.malformed {
-			t.Errorf("Parser.Malformed() after %q = %v, want %v", tc.output, p.Malformed(), tc.malformed)
+			t.Errorf("Malformed() after %q = %v, want %v", tc.output, p.Malformed(), tc.malformed)
 		}
 	}
 }
 
-func TestLookupParsers(t *testing.T) {
-	for _, name := range []string{"hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31", "kimi_k2", "glm45", "glm47"} {
-		s, err := stream.LookupToolParser(name)
-		if err != nil || s.Name != name {
-			t.Errorf("LookupToolParser(%q) = %v, %v", name, s, err)
-			continue
+// toolParsers and reasoningParsers are every parser spec stream implements (package family's
+// registry names them by vLLM's names).
+var (
+	toolParsers = []func() *stream.ToolParserSpec{stream.HermesToolParser, stream.Qwen3CoderToolParser,
+		stream.Llama3JSONToolParser, stream.PythonicToolParser, stream.MistralToolParser, stream.DeepSeekV3ToolParser,
+		stream.DeepSeekV31ToolParser, stream.KimiK2ToolParser, stream.GLM45ToolParser, stream.GLM47ToolParser}
+	reasoningParsers = []func() *stream.ReasoningParserSpec{stream.Qwen3ReasoningParser, stream.DeepSeekR1ReasoningParser,
+		stream.DeepSeekV3ReasoningParser, stream.GLM45ReasoningParser, stream.KimiK2ReasoningParser, stream.MistralReasoningParser}
+)
+
+func toolSpec(t testing.TB, name string) *stream.ToolParserSpec {
+	t.Helper()
+	for _, f := range toolParsers {
+		if s := f(); s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no tool parser %q", name)
+	return nil
+}
+
+func reasoningSpec(t testing.TB, name string) *stream.ReasoningParserSpec {
+	t.Helper()
+	for _, f := range reasoningParsers {
+		if s := f(); s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no reasoning parser %q", name)
+	return nil
+}
+
+func TestParserSpecs(t *testing.T) {
+	for i, want := range []string{"hermes", "qwen3_coder", "llama3_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31", "kimi_k2", "glm45", "glm47"} {
+		s := toolParsers[i]()
+		if s.Name != want {
+			t.Errorf("tool parser %d is %q, want %q", i, s.Name, want)
 		}
 		if s.Forced.Required == "" || s.Forced.Named == nil || s.Forced.Named("f") == "" {
-			t.Errorf("%s: no forced tool-call prefix", name)
+			t.Errorf("%s: no forced tool-call prefix", s.Name)
 		}
 	}
-	for _, name := range []string{"qwen3", "deepseek_r1", "glm45", "kimi_k2", "mistral"} {
-		if s, err := stream.LookupReasoningParser(name); err != nil || s.Name != name {
-			t.Errorf("LookupReasoningParser(%q) = %v, %v", name, s, err)
+	for i, want := range []string{"qwen3", "deepseek_r1", "deepseek_v3", "glm45", "kimi_k2", "mistral"} {
+		if s := reasoningParsers[i](); s.Name != want {
+			t.Errorf("reasoning parser %d is %q, want %q", i, s.Name, want)
 		}
 	}
-	_, err := stream.LookupToolParser("nope")
-	if !errors.Is(err, stream.ErrUnknownParser) || !strings.Contains(err.Error(), "qwen3_coder") {
-		t.Errorf("LookupToolParser(nope) error = %v", err)
-	}
-	if _, err := stream.LookupReasoningParser("nope"); !errors.Is(err, stream.ErrUnknownParser) {
-		t.Errorf("LookupReasoningParser(nope) error = %v", err)
-	}
-	spec, _ := stream.LookupToolParser("deepseek_v3")
-	_, err = stream.ResolveMarkers(model(t, "qwen3"), spec, nil)
+	_, err := stream.ResolveMarkers(model(t, "qwen3"), stream.DeepSeekV3ToolParser(), nil)
 	if !errors.Is(err, stream.ErrMissingMarker) || !strings.Contains(err.Error(), "<｜tool▁calls▁begin｜>") {
 		t.Errorf("ResolveMarkers(qwen3, deepseek_v3) error = %v", err)
 	}
-	spec, _ = stream.LookupToolParser("mistral")
-	ids, err := stream.ResolveMarkers(model(t, "mistral_nemo"), spec, nil)
+	ids, err := stream.ResolveMarkers(model(t, "mistral_nemo"), stream.MistralToolParser(), nil)
 	if err != nil || len(ids) != 1 {
 		t.Errorf("ResolveMarkers(mistral_nemo, mistral) = %v, %v (want only [TOOL_CALLS]; [ARGS] and [CALL_ID] are optional)", ids, err)
 	}

@@ -65,7 +65,7 @@ func TestFamilyCallIDReachesEvents(t *testing.T) {
 	s := mistralV11Suite
 	tz := bytesTokenizer(s.markerStrings(t)...)
 	p := s.newParser(t, tz, nil)
-	c := stream.NewConverter(tz.dec(), stream.ConverterOptions{Output: p, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
+	c := stream.NewConverter(stream.ConverterOptions{Output: p, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
 	evs := c.Start(nil)
 	evs = c.Chunk(evs, &stream.Chunk{TokenIDs: tz.encode(`[TOOL_CALLS]get_weather[CALL_ID]a1b2C3d4E[ARGS]{"city": "Paris"}</s>`), FinishReason: "stop"})
 	evs = c.End(evs)
@@ -108,16 +108,14 @@ func TestFamilyForcedPrefixesParse(t *testing.T) {
 		"glm45":        "</tool_call>",
 		"glm47":        "</tool_call>",
 	}
-	for _, name := range stream.ToolParserNames() {
+	for _, newSpec := range toolParsers {
+		spec := newSpec()
+		name := spec.Name
 		t.Run(name, func(t *testing.T) {
-			spec, err := stream.LookupToolParser(name)
-			if err != nil {
-				t.Fatal(err)
-			}
 			s := famSuite{tool: name, endOfTurn: []string{"<eot>"}}
 			tz := bytesTokenizer(s.markerStrings(t)...)
 			p := s.newParser(t, tz, func(o *stream.FamilyOptions) { o.Prefill = tz.encode(spec.Forced.Named("fn")) })
-			got := collectAny(t, p, tz.encode(rest[name]+"<eot>"))
+			got := collect(t, p, tz.encode(rest[name]+"<eot>"))
 			want := []outItem{call("fn", "{}")}
 			if name == "kimi_k2" {
 				want[0].CallID = "functions.fn:0"
@@ -164,8 +162,15 @@ func TestFamilyCombinationsKeepContract(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 2))
 	frags := []string{"{", "}", "\"name\"", ": ", "\"f\"", ", ", "\"arguments\"", "\"parameters\"", "[", "]", "(", ")", "=", "x", "1", "\n", " ",
 		"<function=", "<parameter=", "</parameter>", "</function>", ">", "functions.f:0", "```json\n", "\n```", "é", "'", "\\", ";", "f"}
-	reasonings := append([]string{""}, stream.ReasoningParserNames()...)
-	for _, tool := range append([]string{""}, stream.ToolParserNames()...) {
+	reasonings := []string{""}
+	for _, f := range reasoningParsers {
+		reasonings = append(reasonings, f().Name)
+	}
+	tools := []string{""}
+	for _, f := range toolParsers {
+		tools = append(tools, f().Name)
+	}
+	for _, tool := range tools {
 		for _, rs := range reasonings {
 			s := famSuite{tool: tool, reasoning: rs, endOfTurn: []string{"<eot>"}}
 			markers := s.markerStrings(t)
@@ -182,7 +187,8 @@ func TestFamilyCombinationsKeepContract(t *testing.T) {
 				open, parallel, disable, forced := rng.IntN(2) == 0, rng.IntN(3) > 0, rng.IntN(5) == 0, rng.IntN(4)
 				p := s.newParser(t, tz, func(o *stream.FamilyOptions) {
 					o.ThinkingOpen, o.ParallelToolCalls, o.DisableToolCalls = open, parallel, disable
-					if spec, err := stream.LookupToolParser(tool); err == nil {
+					if tool != "" {
+						spec := toolSpec(t, tool)
 						switch forced {
 						case 1:
 							o.Prefill = tz.encode(spec.Forced.Required)
@@ -201,41 +207,6 @@ func TestFamilyCombinationsKeepContract(t *testing.T) {
 					t.Fatalf("tool %q reasoning %q open %v parallel %v disable %v forced %d, output %q: %v\npieces %+v", tool, rs, open, parallel, disable, forced, b.String(), err, pieces)
 				}
 			}
-		}
-	}
-}
-
-// TestFamilyHermesDifferential compares the generic hermes + qwen3 parser
-// with the Qwen3 Parser on seeded random Qwen3-format outputs.
-func TestFamilyHermesDifferential(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	frags := []string{"<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_end|>", "\n", "\n\n", " ", "x", "é",
-		`{"name": "f", "arguments": {`, `"a": 1`, `}}`, `}`, `{`, `"`, `,`, `:`, "[", "]", `{"name": "g", "arguments": {}}`}
-	tool, _ := stream.LookupToolParser("hermes")
-	rs, _ := stream.LookupReasoningParser("qwen3")
-	markers := stream.MarkerIDs{"<think>": stream.Qwen3ThinkOpen, "</think>": stream.Qwen3ThinkEnd,
-		"<tool_call>": stream.Qwen3ToolCallOpen, "</tool_call>": stream.Qwen3ToolCallEnd}
-	for i := 0; i < 3000; i++ {
-		var b strings.Builder
-		for n := rng.IntN(16); n > 0; n-- {
-			b.WriteString(frags[rng.IntN(len(frags))])
-		}
-		open, parallel := rng.IntN(2) == 0, rng.IntN(2) == 0
-		if flat := strings.ReplaceAll(b.String(), "\n", ""); open && strings.HasPrefix(flat, "<think>") || strings.Contains(flat, "<think><think>") {
-			continue // the family parser drops a repeated <think>, as vLLM's qwen3 parser does
-		}
-		opts := stream.Qwen3Options()
-		opts.ThinkingOpen, opts.ParallelToolCalls = open, parallel
-		ids := byteEncode(b.String())
-		want := collect(t, stream.NewParser(&byteDecoder{}, opts), ids)
-		fp, err := stream.NewFamilyParser(&byteDecoder{}, tool, rs, stream.FamilyOptions{Markers: markers,
-			EndOfTurn: opts.EndOfTurn, ThinkingOpen: open, ParallelToolCalls: parallel})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := collectAny(t, fp, ids)
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("output %q (open %v, parallel %v): Parser vs FamilyParser (-Parser +FamilyParser):\n%s", b.String(), open, parallel, diff)
 		}
 	}
 }

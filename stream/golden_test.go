@@ -166,12 +166,12 @@ type caseResult struct {
 // server does.
 func runCase(t *testing.T, tok *bpe.Tokenizer, spec *caseSpec, r io.Reader) caseResult {
 	t.Helper()
-	popts := stream.Qwen3Options()
-	popts.ThinkingOpen = spec.ThinkingOpen
-	popts.ParallelToolCalls = spec.parallel()
+	fp := mustQwen3Parser(t, tok, tok.NewDecodeStream(), func(o *stream.FamilyOptions) {
+		o.ThinkingOpen, o.ParallelToolCalls = spec.ThinkingOpen, spec.parallel()
+	})
 	temp := 0.7
-	conv := stream.NewConverter(tok.NewDecodeStream(), stream.ConverterOptions{
-		Parser: popts,
+	conv := stream.NewConverter(stream.ConverterOptions{
+		Output: fp,
 		Emitter: stream.EmitterOptions{
 			Response: stream.Response{
 				Model:             "qwen3",
@@ -300,12 +300,10 @@ func FuzzConverter(f *testing.F) {
 			f.Add([]byte(in), false)
 		}
 	}
-	f.Add([]byte("data: {\"choices\":[{\"token_ids\":[151657,123,34,110,34,58,34,102,34,44,34,97,34,58,123]}]}\n\ndata: [DONE]\n\n"), true)
+	f.Add([]byte(fmt.Sprintf("data: {\"choices\":[{\"token_ids\":[%d,123,34,110,34,58,34,102,34,44,34,97,34,58,123]}]}\n\ndata: [DONE]\n\n", byteMarkers["<tool_call>"])), true)
 	f.Fuzz(func(t *testing.T, in []byte, thinkingOpen bool) {
-		opts := stream.Qwen3Options()
-		opts.ThinkingOpen = thinkingOpen
-		conv := stream.NewConverter(&byteDecoder{}, stream.ConverterOptions{
-			Parser:  opts,
+		conv := stream.NewConverter(stream.ConverterOptions{
+			Output:  mustQwen3Parser(t, byteLookup{}, &byteDecoder{}, func(o *stream.FamilyOptions) { o.ThinkingOpen = thinkingOpen }),
 			Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow},
 		})
 		var out bytes.Buffer

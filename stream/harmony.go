@@ -4,21 +4,24 @@ import (
 	"strings"
 )
 
-// Harmony (gpt-oss) token ids of o200k_harmony; render/harmony declares the same ids for the
-// renderer (stream does not import render).
-const (
-	HarmonyEndOfText = 199999 // <|endoftext|>
-	HarmonyReturn    = 200002 // <|return|>: end of the turn after a final answer (a stop id)
-	HarmonyConstrain = 200003 // <|constrain|>
-	HarmonyChannel   = 200005 // <|channel|>
-	HarmonyStart     = 200006 // <|start|>
-	HarmonyEnd       = 200007 // <|end|>: end of one message; the turn goes on
-	HarmonyMessage   = 200008 // <|message|>
-	HarmonyCall      = 200012 // <|call|>: end of the turn with a tool call (a stop id)
-)
+// HarmonyTokens are the ids of the Harmony (gpt-oss) special tokens the parser reads. render/harmony
+// declares o200k_harmony's (harmony.Token*), and package family binds them; stream does not
+// import render.
+type HarmonyTokens struct {
+	EndOfText uint32 // <|endoftext|>
+	Return    uint32 // <|return|>: end of the turn after a final answer (a stop id)
+	Constrain uint32 // <|constrain|>
+	Channel   uint32 // <|channel|>
+	Start     uint32 // <|start|>
+	End       uint32 // <|end|>: end of one message; the turn goes on
+	Message   uint32 // <|message|>
+	Call      uint32 // <|call|>: end of the turn with a tool call (a stop id)
+}
 
 // HarmonyOptions configures a [HarmonyParser].
 type HarmonyOptions struct {
+	// Tokens are the special tokens' ids. Required.
+	Tokens HarmonyTokens
 	// EndOfTurn are extra ids that end the output (the request's stop_token_ids). <|return|>,
 	// <|call|> and <|endoftext|> always do.
 	EndOfTurn []uint32
@@ -91,10 +94,13 @@ type HarmonyParser struct {
 var _ OutputParser = (*HarmonyParser)(nil)
 
 // NewHarmonyParser returns a HarmonyParser that decodes text with dec (the gpt-oss tokenizer's
-// decode stream). It panics if dec is nil.
+// decode stream). It panics if dec is nil or opts.Tokens is zero.
 func NewHarmonyParser(dec TokenDecoder, opts HarmonyOptions) *HarmonyParser {
 	if dec == nil {
 		panic("stream: NewHarmonyParser with nil TokenDecoder")
+	}
+	if opts.Tokens == (HarmonyTokens{}) {
+		panic("stream: NewHarmonyParser without Tokens")
 	}
 	return &HarmonyParser{opts: opts, dec: dec, roleKnown: true}
 }
@@ -105,12 +111,9 @@ func (p *HarmonyParser) Ended() bool { return p.state == hsEnded }
 // Malformed reports that the output broke the Harmony format; see [HarmonyParser].
 func (p *HarmonyParser) Malformed() bool { return p.malformed }
 
-// Count returns the number of ids given to Append.
-func (p *HarmonyParser) Count() int { return p.n }
-
 func (p *HarmonyParser) endsTurn(id uint32) bool {
 	switch id {
-	case HarmonyReturn, HarmonyCall, HarmonyEndOfText:
+	case p.opts.Tokens.Return, p.opts.Tokens.Call, p.opts.Tokens.EndOfText:
 		return true
 	}
 	for _, e := range p.opts.EndOfTurn {
@@ -130,7 +133,7 @@ func (p *HarmonyParser) Append(dst []Piece, id uint32) []Piece {
 		return dst
 	case hsExpectStart:
 		switch {
-		case id == HarmonyStart:
+		case id == p.opts.Tokens.Start:
 			p.state, p.roleKnown, p.msgStart = hsHeader, false, idx
 			p.header.Reset()
 		case p.endsTurn(id):
@@ -144,12 +147,12 @@ func (p *HarmonyParser) Append(dst []Piece, id uint32) []Piece {
 	}
 	// hsContent
 	switch {
-	case id == HarmonyEnd:
+	case id == p.opts.Tokens.End:
 		dst = p.closeMessage(dst, idx+1, false)
 		p.state = hsExpectStart
 	case p.endsTurn(id):
 		// A call ends with <|call|>; one stopped by another id was cut off.
-		cut := p.item == hiCall && id != HarmonyCall && id != HarmonyReturn
+		cut := p.item == hiCall && id != p.opts.Tokens.Call && id != p.opts.Tokens.Return
 		dst = p.closeMessage(dst, idx+1, cut)
 		p.state = hsEnded
 	default:
@@ -173,16 +176,16 @@ func (p *HarmonyParser) Finish(dst []Piece) []Piece {
 
 func (p *HarmonyParser) headerToken(dst []Piece, id uint32, idx int) []Piece {
 	switch {
-	case id == HarmonyMessage:
+	case id == p.opts.Tokens.Message:
 		p.header.WriteString(p.dec.Flush())
 		return p.beginMessage(dst, idx)
-	case id == HarmonyChannel:
+	case id == p.opts.Tokens.Channel:
 		p.header.WriteString(p.dec.Flush())
 		p.header.WriteString("<|channel|>")
-	case id == HarmonyConstrain:
+	case id == p.opts.Tokens.Constrain:
 		p.header.WriteString(p.dec.Flush())
 		p.header.WriteString("<|constrain|>")
-	case id == HarmonyStart || id == HarmonyEnd || p.endsTurn(id):
+	case id == p.opts.Tokens.Start || id == p.opts.Tokens.End || p.endsTurn(id):
 		return p.fail(dst, idx)
 	default:
 		p.header.WriteString(p.dec.Next(id))

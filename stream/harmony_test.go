@@ -18,6 +18,12 @@ import (
 	"github.com/stitchllm/stitch/stream"
 )
 
+// harmonyTokens are o200k_harmony's special token ids as render/harmony declares them (package
+// family binds the same).
+var harmonyTokens = stream.HarmonyTokens{EndOfText: harmony.TokenEndOfText, Return: harmony.TokenReturn,
+	Constrain: harmony.TokenConstrain, Channel: harmony.TokenChannel, Start: harmony.TokenStart, End: harmony.TokenEnd,
+	Message: harmony.TokenMessage, Call: harmony.TokenCall}
+
 // gptoss loads the real gpt-oss tokenizer (o200k_harmony) once per test binary.
 var gptoss = sync.OnceValues(func() (*bpe.Tokenizer, error) {
 	_, file, _, _ := runtime.Caller(0)
@@ -117,53 +123,53 @@ func TestHarmonyParser(t *testing.T) {
 		want      []item
 		malformed bool
 	}{
-		{"final", final, stream.HarmonyOptions{}, []item{{Kind: "text", Text: "Hello, world!", Start: 0, End: n(final)}}, false},
-		{"analysis then final", analysisFinal, stream.HarmonyOptions{}, []item{
+		{"final", final, stream.HarmonyOptions{Tokens: harmonyTokens}, []item{{Kind: "text", Text: "Hello, world!", Start: 0, End: n(final)}}, false},
+		{"analysis then final", analysisFinal, stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "reasoning", Text: "User greets. Reply.", Start: 0, End: n("<|channel|>analysis<|message|>User greets. Reply.<|end|>")},
 			{Kind: "text", Text: "Hi there 👋", Start: n("<|channel|>analysis<|message|>User greets. Reply.<|end|>"), End: n(analysisFinal)},
 		}, false},
-		{"preamble then call", preambleCall, stream.HarmonyOptions{}, []item{
+		{"preamble then call", preambleCall, stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "text", Text: "Checking the weather.", End: n("<|channel|>commentary<|message|>Checking the weather.<|end|>")},
 			{Kind: "call", Name: "get_weather", Text: `{"location":"Paris"}`, Start: n("<|channel|>commentary<|message|>Checking the weather.<|end|>"), End: n(preambleCall)},
 		}, false},
-		{"recipient before channel, json", " to=functions.f<|channel|>commentary json<|message|> {\"a\": [1, {\"b\": null}]}\n<|call|>", stream.HarmonyOptions{}, []item{
+		{"recipient before channel, json", " to=functions.f<|channel|>commentary json<|message|> {\"a\": [1, {\"b\": null}]}\n<|call|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "call", Name: "f", Text: " {\"a\": [1, {\"b\": null}]}\n", End: n(" to=functions.f<|channel|>commentary json<|message|> {\"a\": [1, {\"b\": null}]}\n<|call|>")},
 		}, false},
-		{"constrain adjacent to recipient", "<|channel|>commentary to=functions.g<|constrain|>json<|message|>{}<|call|>", stream.HarmonyOptions{}, []item{
+		{"constrain adjacent to recipient", "<|channel|>commentary to=functions.g<|constrain|>json<|message|>{}<|call|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "call", Name: "g", Text: "{}", End: n("<|channel|>commentary to=functions.g<|constrain|>json<|message|>{}<|call|>")},
 		}, false},
-		{"built-in recipient", "<|channel|>analysis to=browser.search code<|message|>{\"query\":\"x\"}<|call|>", stream.HarmonyOptions{}, []item{
+		{"built-in recipient", "<|channel|>analysis to=browser.search code<|message|>{\"query\":\"x\"}<|call|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "call", Name: "browser.search", Text: `{"query":"x"}`, End: n("<|channel|>analysis to=browser.search code<|message|>{\"query\":\"x\"}<|call|>")},
 		}, false},
-		{"invalid arguments", "<|channel|>commentary to=functions.f json<|message|>{\"a\": tru}<|call|>", stream.HarmonyOptions{}, []item{
+		{"invalid arguments", "<|channel|>commentary to=functions.f json<|message|>{\"a\": tru}<|call|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "call", Name: "f", Text: `{"a": tru}`, End: n("<|channel|>commentary to=functions.f json<|message|>{\"a\": tru}<|call|>"), Incomplete: true},
 		}, false},
-		{"arguments not an object", "<|channel|>commentary to=functions.f json<|message|>[1]<|call|>", stream.HarmonyOptions{}, []item{
+		{"arguments not an object", "<|channel|>commentary to=functions.f json<|message|>[1]<|call|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "call", Name: "f", Text: `[1]`, End: n("<|channel|>commentary to=functions.f json<|message|>[1]<|call|>"), Incomplete: true},
 		}, false},
-		{"trailing junk after arguments", "<|channel|>commentary to=functions.f json<|message|>{} x<|call|>", stream.HarmonyOptions{}, []item{
+		{"trailing junk after arguments", "<|channel|>commentary to=functions.f json<|message|>{} x<|call|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "call", Name: "f", Text: `{} x`, End: n("<|channel|>commentary to=functions.f json<|message|>{} x<|call|>"), Incomplete: true},
 		}, false},
-		{"call cut off", "<|channel|>commentary to=functions.f json<|message|>{\"a\": 1}", stream.HarmonyOptions{}, []item{
+		{"call cut off", "<|channel|>commentary to=functions.f json<|message|>{\"a\": 1}", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "call", Name: "f", Text: `{"a": 1}`, End: n("<|channel|>commentary to=functions.f json<|message|>{\"a\": 1}"), Incomplete: true},
 		}, false},
-		{"text cut off", "<|channel|>final<|message|>Partial answ", stream.HarmonyOptions{}, []item{
+		{"text cut off", "<|channel|>final<|message|>Partial answ", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "text", Text: "Partial answ", End: n("<|channel|>final<|message|>Partial answ")},
 		}, false},
-		{"no channel is text", "<|message|>plain<|return|>", stream.HarmonyOptions{}, []item{{Kind: "text", Text: "plain", End: n("<|message|>plain<|return|>")}}, false},
-		{"empty final makes no item", "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|><|return|>", stream.HarmonyOptions{}, []item{
+		{"no channel is text", "<|message|>plain<|return|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{{Kind: "text", Text: "plain", End: n("<|message|>plain<|return|>")}}, false},
+		{"empty final makes no item", "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|><|return|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{
 			{Kind: "reasoning", Text: "think", End: n("<|channel|>analysis<|message|>think<|end|>")},
 		}, false},
-		{"end of text ends the turn", "<|channel|>final<|message|>ok<|endoftext|><|start|>assistant", stream.HarmonyOptions{}, []item{{Kind: "text", Text: "ok", End: n("<|channel|>final<|message|>ok<|endoftext|>")}}, false},
-		{"extra stop id", "<|channel|>final<|message|>ok<|endofprompt|>more", stream.HarmonyOptions{EndOfTurn: []uint32{200018}}, []item{{Kind: "text", Text: "ok", End: n("<|channel|>final<|message|>ok<|endofprompt|>")}}, false},
-		{"ids after the stop are ignored", final + "<|start|>assistant<|channel|>final<|message|>again<|return|>", stream.HarmonyOptions{}, []item{{Kind: "text", Text: "Hello, world!", End: n(final)}}, false},
-		{"junk between messages", "<|channel|>final<|message|>Hi<|end|>junk", stream.HarmonyOptions{}, []item{{Kind: "text", Text: "Hi", End: n("<|channel|>final<|message|>Hi<|end|>")}}, true},
-		{"empty channel", "<|channel|><|message|>x<|return|>", stream.HarmonyOptions{}, nil, true},
-		{"stop inside a header", "<|channel|>final<|end|>", stream.HarmonyOptions{}, nil, true},
-		{"later message from another role", "<|channel|>final<|message|>a<|end|><|start|>user<|message|>b<|end|>", stream.HarmonyOptions{}, []item{{Kind: "text", Text: "a", End: n("<|channel|>final<|message|>a<|end|>")}}, true},
-		{"leftover header words", "<|channel|>commentary to=functions.f json extra<|message|>{}<|call|>", stream.HarmonyOptions{}, nil, true},
-		{"header too long", "<|channel|>final " + strings.Repeat("x ", 600) + "<|message|>y<|return|>", stream.HarmonyOptions{}, nil, true},
-		{"typed markers in text stay text", "<|channel|>final<|message|>say &lt;|end|&gt;<|return|>", stream.HarmonyOptions{}, []item{{Kind: "text", Text: "say &lt;|end|&gt;", End: n("<|channel|>final<|message|>say &lt;|end|&gt;<|return|>")}}, false},
+		{"end of text ends the turn", "<|channel|>final<|message|>ok<|endoftext|><|start|>assistant", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{{Kind: "text", Text: "ok", End: n("<|channel|>final<|message|>ok<|endoftext|>")}}, false},
+		{"extra stop id", "<|channel|>final<|message|>ok<|endofprompt|>more", stream.HarmonyOptions{Tokens: harmonyTokens, EndOfTurn: []uint32{200018}}, []item{{Kind: "text", Text: "ok", End: n("<|channel|>final<|message|>ok<|endofprompt|>")}}, false},
+		{"ids after the stop are ignored", final + "<|start|>assistant<|channel|>final<|message|>again<|return|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{{Kind: "text", Text: "Hello, world!", End: n(final)}}, false},
+		{"junk between messages", "<|channel|>final<|message|>Hi<|end|>junk", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{{Kind: "text", Text: "Hi", End: n("<|channel|>final<|message|>Hi<|end|>")}}, true},
+		{"empty channel", "<|channel|><|message|>x<|return|>", stream.HarmonyOptions{Tokens: harmonyTokens}, nil, true},
+		{"stop inside a header", "<|channel|>final<|end|>", stream.HarmonyOptions{Tokens: harmonyTokens}, nil, true},
+		{"later message from another role", "<|channel|>final<|message|>a<|end|><|start|>user<|message|>b<|end|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{{Kind: "text", Text: "a", End: n("<|channel|>final<|message|>a<|end|>")}}, true},
+		{"leftover header words", "<|channel|>commentary to=functions.f json extra<|message|>{}<|call|>", stream.HarmonyOptions{Tokens: harmonyTokens}, nil, true},
+		{"header too long", "<|channel|>final " + strings.Repeat("x ", 600) + "<|message|>y<|return|>", stream.HarmonyOptions{Tokens: harmonyTokens}, nil, true},
+		{"typed markers in text stay text", "<|channel|>final<|message|>say &lt;|end|&gt;<|return|>", stream.HarmonyOptions{Tokens: harmonyTokens}, []item{{Kind: "text", Text: "say &lt;|end|&gt;", End: n("<|channel|>final<|message|>say &lt;|end|&gt;<|return|>")}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,12 +208,12 @@ func TestHarmonyParserVectors(t *testing.T) {
 			// harmony's parser ends a message at any of its stop ids and reads on; the
 			// vector ends the analysis with <|return|>, which for vLLM ends the turn, so
 			// it is read here as the <|end|> that continues it.
-			if id == stream.HarmonyReturn {
-				id = stream.HarmonyEnd
+			if id == harmony.TokenReturn {
+				id = harmony.TokenEnd
 			}
 			ids = append(ids, uint32(id))
 		}
-		got, _ := parse(t, tok, ids, stream.HarmonyOptions{})
+		got, _ := parse(t, tok, ids, stream.HarmonyOptions{Tokens: harmonyTokens})
 		want := []string{`reasoning:User asks: "What is 2 + 2?" Simple arithmetic. Provide answer.`, "text:2 + 2 = 4."}
 		if diff := cmp.Diff(want, summary(got)); diff != "" {
 			t.Error(diff)
@@ -217,7 +223,7 @@ func TestHarmonyParserVectors(t *testing.T) {
 		ids := []uint32{200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 290, 11122, 306, 40510, 16842,
 			1416, 1309, 316, 1199, 37342, 170154, 4584, 13, 200007, 200006, 173781, 200005, 35644, 316,
 			28, 29712, 170154, 3490, 200008, 10848, 7693, 1243, 392, 173844, 18583}
-		got, _ := parse(t, tok, ids, stream.HarmonyOptions{})
+		got, _ := parse(t, tok, ids, stream.HarmonyOptions{Tokens: harmonyTokens})
 		want := []string{`reasoning:User asks: "What is the weather in Tokyo?" We need to use lookup_weather tool.`, `call lookup_weather (incomplete):{"location": "Tokyo"}`}
 		if diff := cmp.Diff(want, summary(got)); diff != "" {
 			t.Error(diff)
@@ -226,7 +232,7 @@ func TestHarmonyParserVectors(t *testing.T) {
 	t.Run("test_streamable_parser", func(t *testing.T) {
 		text := read("test_streamable_parser.txt")
 		text = text[:strings.Index(text, "<|call|>")+len("<|call|>")]
-		got, p := parse(t, tok, tok.Encode(text), stream.HarmonyOptions{})
+		got, p := parse(t, tok, tok.Encode(text), stream.HarmonyOptions{Tokens: harmonyTokens})
 		if len(got) != 2 || got[0].Kind != "reasoning" || got[1].Name != "browser.search" || got[1].Incomplete || p.Malformed() {
 			t.Errorf("got %+v", got)
 		}
@@ -257,8 +263,8 @@ func TestHarmonyParserSplitUTF8(t *testing.T) {
 	tok := gptossTok(t)
 	text := "暴風雨 𝔘𝔫𝔦 👨‍👩‍👧 ǅ"
 	ids := append(tok.Encode("<|channel|>final<|message|>"), tok.Encode(text)...)
-	ids = append(ids, stream.HarmonyReturn)
-	got, _ := parse(t, tok, ids, stream.HarmonyOptions{})
+	ids = append(ids, harmony.TokenReturn)
+	got, _ := parse(t, tok, ids, stream.HarmonyOptions{Tokens: harmonyTokens})
 	if len(got) != 1 || got[0].Text != text {
 		t.Fatalf("got %+v, want the text %q", got, text)
 	}
@@ -270,13 +276,13 @@ func FuzzHarmonyParser(f *testing.F) {
 	f.Add([]byte("\x05\x10\x08\x20\x21\x07\x06\x30\x05\x11\x08\x22\x02"))
 	f.Add([]byte("\x05\x12\x13\x03\x14\x08\x40\x41\x0c"))
 	tok := gptossTok(f)
-	markers := []uint32{stream.HarmonyEndOfText, stream.HarmonyReturn, stream.HarmonyConstrain, 200004, stream.HarmonyChannel, stream.HarmonyStart, stream.HarmonyEnd, stream.HarmonyMessage}
+	markers := []uint32{harmony.TokenEndOfText, harmony.TokenReturn, harmony.TokenConstrain, 200004, harmony.TokenChannel, harmony.TokenStart, harmony.TokenEnd, harmony.TokenMessage}
 	words := tok.Encode(" analysis final commentary to=functions.get_weather json assistant user {\"a\": [1, true]} } ] \" 👋 日本 <|end|> \n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4096 {
 			return
 		}
-		p := stream.NewHarmonyParser(tok.NewDecodeStream(), stream.HarmonyOptions{})
+		p := stream.NewHarmonyParser(tok.NewDecodeStream(), stream.HarmonyOptions{Tokens: harmonyTokens})
 		var pieces []stream.Piece
 		ended := -1
 		for i, b := range data {
@@ -285,7 +291,7 @@ func FuzzHarmonyParser(f *testing.F) {
 			case b < 16:
 				id = markers[int(b)%len(markers)]
 				if b == 12 {
-					id = stream.HarmonyCall
+					id = harmony.TokenCall
 				}
 			case b < 24:
 				id = uint32(b) * 7919 % 199998
@@ -332,7 +338,7 @@ func TestHarmonyEmitter(t *testing.T) {
 	out := "<|channel|>analysis<|message|>Need weather.<|end|>" +
 		"<|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>" +
 		"<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"location\": \"Paris\"}<|call|>"
-	p := stream.NewHarmonyParser(tok.NewDecodeStream(), stream.HarmonyOptions{})
+	p := stream.NewHarmonyParser(tok.NewDecodeStream(), stream.HarmonyOptions{Tokens: harmonyTokens})
 	e := stream.NewEmitter(stream.EmitterOptions{Response: stream.Response{Model: "gpt-oss"}, NewID: counterIDs(), Now: fixedNow})
 	events := e.Start(nil)
 	var pieces []stream.Piece
@@ -376,10 +382,10 @@ func TestHarmonyRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids := p.IDs[2:] // the prompt ends in <|start|>assistant
-		if last := len(ids) - 1; ids[last] == stream.HarmonyEnd {
-			ids[last] = stream.HarmonyReturn
+		if last := len(ids) - 1; ids[last] == harmony.TokenEnd {
+			ids[last] = harmony.TokenReturn
 		}
-		got, parser := parse(t, tok, ids, stream.HarmonyOptions{})
+		got, parser := parse(t, tok, ids, stream.HarmonyOptions{Tokens: harmonyTokens})
 		var want []string
 		for _, m := range msgs {
 			switch {

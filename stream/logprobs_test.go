@@ -45,8 +45,8 @@ func TestLogprobsMapping(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ids := tok.EncodeWithSpecialTokens(tt.output)
 			m := stream.NewLogprobMapper(tok.NewDecodeStream(), stream.LogprobOptions{TopN: tt.topN, TokenText: func(id uint32) string { return tok.Decode([]uint32{id}) }})
-			p := stream.NewParser(m.Decoder(), stream.Qwen3Options())
-			c := stream.NewConverter(nil, stream.ConverterOptions{Output: p, Logprobs: m, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
+			p := mustQwen3Parser(t, tok, m.Decoder(), nil)
+			c := stream.NewConverter(stream.ConverterOptions{Output: p, Logprobs: m, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
 			var events []stream.Event
 			events = c.Start(events)
 			for i := 0; i < len(ids); i += tt.chunk {
@@ -198,8 +198,8 @@ func TestLogprobsHarmony(t *testing.T) {
 		"<|start|>assistant<|channel|>final<|message|>It is sunny in Paris, 21 °C — enjoy!<|return|>"
 	ids := tok.Encode(out)
 	m := stream.NewLogprobMapper(tok.NewDecodeStream(), stream.LogprobOptions{TopN: 1, TokenText: func(id uint32) string { return tok.Decode([]uint32{id}) }})
-	p := stream.NewHarmonyParser(m.Decoder(), stream.HarmonyOptions{})
-	c := stream.NewConverter(nil, stream.ConverterOptions{Output: p, Logprobs: m, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
+	p := stream.NewHarmonyParser(m.Decoder(), stream.HarmonyOptions{Tokens: harmonyTokens})
+	c := stream.NewConverter(stream.ConverterOptions{Output: p, Logprobs: m, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
 	for k, id := range ids {
 		c.Chunk(nil, &stream.Chunk{TokenIDs: []uint32{id}, Logprobs: []stream.TokenLogprob{{ID: id, Logprob: fakeLogprob(k), Top: fakeTop(k, id)}}})
 	}
@@ -245,7 +245,7 @@ func FuzzLogprobsJoin(f *testing.F) {
 		}
 		step := max(int(chunk%5), 1)
 		m := stream.NewLogprobMapper(tok.NewDecodeStream(), stream.LogprobOptions{TopN: 2, TokenText: func(id uint32) string { return tok.Decode([]uint32{id}) }})
-		c := stream.NewConverter(nil, stream.ConverterOptions{Output: stream.NewParser(m.Decoder(), stream.Qwen3Options()), Logprobs: m,
+		c := stream.NewConverter(stream.ConverterOptions{Output: mustQwen3Parser(t, tok, m.Decoder(), nil), Logprobs: m,
 			Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
 		var events []stream.Event
 		for i := 0; i < len(ids); i += step {

@@ -11,12 +11,12 @@ import (
 // began (or stops inside) ends the response incomplete with reason
 // malformed_tool_call and the function_call item incomplete, streamed events
 // and final object alike; the broken rest never becomes message text
-// (issue 16 item 2). hermes runs through both its parsers.
+// (issue 16 item 2). hermes runs on the real Qwen3 tokenizer and on bytes.
 func TestConverterMalformedCallEndsIncomplete(t *testing.T) {
 	hermesParser := func(t *testing.T) (stream.OutputParser, famTokenizer) {
 		tok := tokenizer(t)
 		tz := famTokenizer{name: "qwen3", lookup: tok, encode: tok.Encode, dec: func() stream.TokenDecoder { return tok.NewDecodeStream() }}
-		return stream.NewParser(tok.NewDecodeStream(), stream.Qwen3Options()), tz
+		return mustQwen3Parser(t, tok, tok.NewDecodeStream(), nil), tz
 	}
 	family := func(s famSuite) func(t *testing.T) (stream.OutputParser, famTokenizer) {
 		return func(t *testing.T) (stream.OutputParser, famTokenizer) {
@@ -51,7 +51,7 @@ func TestConverterMalformedCallEndsIncomplete(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, tz := tt.parser(t)
-			c := stream.NewConverter(nil, stream.ConverterOptions{Output: p, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
+			c := stream.NewConverter(stream.ConverterOptions{Output: p, Emitter: stream.EmitterOptions{NewID: counterIDs(), Now: fixedNow}})
 			evs := c.Start(nil)
 			evs = c.Chunk(evs, &stream.Chunk{TokenIDs: tz.encode(tt.output), FinishReason: tt.finish})
 			evs = c.End(evs)

@@ -10,17 +10,52 @@ import (
 	"github.com/stitchllm/stitch/stream"
 )
 
-// byteTokens is a synthetic tokenizer for the parser suite: each marker and
-// end-of-turn string is one id (the Qwen3 ids), every other byte is its own id
+// byteMarkers is a synthetic tokenizer for the Qwen3 suite: each marker and
+// end-of-turn string is one id (1000+), every other byte is its own id
 // (0–255). It splits every multi-byte character, which real tokenizers rarely do.
 var byteMarkers = map[string]uint32{
-	"<think>":       stream.Qwen3ThinkOpen,
-	"</think>":      stream.Qwen3ThinkEnd,
-	"<tool_call>":   stream.Qwen3ToolCallOpen,
-	"</tool_call>":  stream.Qwen3ToolCallEnd,
-	"<|im_end|>":    stream.Qwen3IMEnd,
-	"<|endoftext|>": stream.Qwen3EndOfText,
-	"<|im_start|>":  151644,
+	"<think>":       1000,
+	"</think>":      1001,
+	"<tool_call>":   1002,
+	"</tool_call>":  1003,
+	"<|im_end|>":    1004,
+	"<|endoftext|>": 1005,
+	"<|im_start|>":  1006,
+}
+
+// byteLookup is byteMarkers as a stream.TokenLookup.
+type byteLookup struct{}
+
+func (byteLookup) TokenID(s string) (uint32, bool) { id, ok := byteMarkers[s]; return id, ok }
+
+// qwen3Parser returns the Qwen3 family's output parser as package family builds it (vLLM's hermes
+// tool parser with its qwen3 reasoning parser, ending at <|im_end|> and <|endoftext|>), with the
+// marker ids of tok; edit adjusts the options (nil: parallel calls on, reasoning not open).
+func qwen3Parser(tok stream.TokenLookup, dec stream.TokenDecoder, edit func(*stream.FamilyOptions)) (*stream.FamilyParser, error) {
+	tool, rs := stream.HermesToolParser(), stream.Qwen3ReasoningParser()
+	markers, err := stream.ResolveMarkers(tok, tool, rs)
+	if err != nil {
+		return nil, err
+	}
+	opts := stream.FamilyOptions{Markers: markers, ParallelToolCalls: true}
+	for _, s := range []string{"<|im_end|>", "<|endoftext|>"} {
+		if id, ok := tok.TokenID(s); ok {
+			opts.EndOfTurn = append(opts.EndOfTurn, id)
+		}
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	return stream.NewFamilyParser(dec, tool, rs, opts)
+}
+
+func mustQwen3Parser(t testing.TB, tok stream.TokenLookup, dec stream.TokenDecoder, edit func(*stream.FamilyOptions)) *stream.FamilyParser {
+	t.Helper()
+	p, err := qwen3Parser(tok, dec, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func byteEncode(s string) []uint32 {
@@ -85,22 +120,6 @@ type outItem struct {
 	Name       string
 	Incomplete bool
 	CallID     string
-}
-
-// collect runs ids through a Parser and summarizes the pieces, checking the
-// piece grammar and ranges on the way.
-func collect(t *testing.T, p *stream.Parser, ids []uint32) []outItem {
-	t.Helper()
-	var pieces []stream.Piece
-	for _, id := range ids {
-		pieces = p.Append(pieces, id)
-	}
-	pieces = p.Finish(pieces)
-	items, err := summarize(pieces, len(ids))
-	if err != nil {
-		t.Fatalf("%v\npieces: %+v", err, pieces)
-	}
-	return items
 }
 
 type pieceError string
@@ -178,7 +197,7 @@ func summarize(pieces []stream.Piece, n int) ([]outItem, error) {
 
 type parserCase struct {
 	name   string
-	opts   func(*stream.ParserOptions)
+	opts   func(*stream.FamilyOptions)
 	output string
 	want   []outItem
 }
@@ -202,9 +221,9 @@ var parserCases = []parserCase{
 		want: []outItem{reasoning("x"), text("y")}},
 	{name: "empty reasoning", output: "<think>\n\n</think>\n\nHello<|im_end|>", want: []outItem{text("Hello")}},
 	{name: "think after text is text", output: "Hi <think>x</think><|im_end|>", want: []outItem{text("Hi <think>x</think>")}},
-	{name: "thinking open", opts: func(o *stream.ParserOptions) { o.ThinkingOpen = true },
+	{name: "thinking open", opts: func(o *stream.FamilyOptions) { o.ThinkingOpen = true },
 		output: "pondering\n</think>\n\nDone<|im_end|>", want: []outItem{reasoning("pondering"), text("Done")}},
-	{name: "thinking open never closed", opts: func(o *stream.ParserOptions) { o.ThinkingOpen = true },
+	{name: "thinking open never closed", opts: func(o *stream.FamilyOptions) { o.ThinkingOpen = true },
 		output: "still thinking<|im_end|>", want: []outItem{reasoning("still thinking")}},
 	{name: "tool call markers inside reasoning are reasoning", output: "<think>\nuse <tool_call> maybe\n</think>\n\nok<|im_end|>",
 		want: []outItem{reasoning("use <tool_call> maybe"), text("ok")}},
@@ -224,10 +243,10 @@ var parserCases = []parserCase{
 		want: []outItem{call("f", `{}`), text("Done.")}},
 	{name: "two calls", output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {\"b\": 2}}\n</tool_call><|im_end|>",
 		want: []outItem{call("f", `{}`), call("g", `{"b": 2}`)}},
-	{name: "parallel off keeps first", opts: func(o *stream.ParserOptions) { o.ParallelToolCalls = false },
+	{name: "parallel off keeps first", opts: func(o *stream.FamilyOptions) { o.ParallelToolCalls = false },
 		output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {\"b\": 2}}\n</tool_call><|im_end|>",
 		want:   []outItem{call("f", `{}`)}},
-	{name: "parallel off malformed second is text", opts: func(o *stream.ParserOptions) { o.ParallelToolCalls = false },
+	{name: "parallel off malformed second is text", opts: func(o *stream.FamilyOptions) { o.ParallelToolCalls = false },
 		output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\noops\n</tool_call><|im_end|>",
 		want:   []outItem{call("f", `{}`), text("<tool_call>\noops\n</tool_call>")}},
 	{name: "bad json is text", output: "Checking.\n<tool_call>\n{\"name\": get, \"arguments\": {}}\n</tool_call><|im_end|>",
@@ -256,60 +275,58 @@ var parserCases = []parserCase{
 		want: []outItem{call("f", `{}`)}},
 	{name: "nested tool_call restarts", output: "<tool_call>\n{\"name\": \"f\", <tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call><|im_end|>",
 		want: []outItem{text("<tool_call>\n{\"name\": \"f\", "), call("g", `{}`)}},
-	{name: "tool calls disabled", opts: func(o *stream.ParserOptions) { o.DisableToolCalls = true },
+	{name: "tool calls disabled", opts: func(o *stream.FamilyOptions) { o.DisableToolCalls = true },
 		output: "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>",
 		want:   []outItem{text("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>")}},
-	{name: "zero options mean qwen3 ids", opts: func(o *stream.ParserOptions) { *o = stream.ParserOptions{ParallelToolCalls: true} },
-		output: "<think>\nx\n</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>tail",
-		want:   []outItem{reasoning("x"), call("f", `{}`)}},
 	{name: "stray end marker is text", output: "a</tool_call>b</think><|im_end|>", want: []outItem{text("a</tool_call>b</think>")}},
 	{name: "ids after eos ignored", output: "a<|im_end|>b<tool_call>", want: []outItem{text("a")}},
 	{name: "endoftext ends", output: "a<|endoftext|>b", want: []outItem{text("a")}},
-	{name: "extra stop id", opts: func(o *stream.ParserOptions) { o.EndOfTurn = append(o.EndOfTurn, 151644) },
-		output: "a<|im_start|>b", want: []outItem{text("a")}},
 	{name: "other special tokens are text", output: "a<|im_start|>b<|im_end|>", want: []outItem{text("a<|im_start|>b")}},
 	{name: "multibyte", output: "<think>\n日本語 🦀\n</think>\n\n𠜎 é<|im_end|>", want: []outItem{reasoning("日本語 🦀"), text("𠜎 é")}},
 }
 
-// TestParserSuite runs every case under two tokenizations (real Qwen3 BPE ids
-// and one id per byte): the items must not depend on how text is split.
-func TestParserSuite(t *testing.T) {
+// TestQwen3Suite runs every case through the Qwen3 family's parser under two
+// tokenizations (real Qwen3 BPE ids and one id per byte): the items must not
+// depend on how text is split.
+func TestQwen3Suite(t *testing.T) {
 	tok := tokenizer(t)
 	tokenizations := []struct {
 		name   string
+		lookup stream.TokenLookup
 		encode func(string) []uint32
 		dec    func() stream.TokenDecoder
 	}{
-		{"qwen3", func(s string) []uint32 { return tok.Encode(s) }, func() stream.TokenDecoder { return tok.NewDecodeStream() }},
-		{"bytes", byteEncode, func() stream.TokenDecoder { return &byteDecoder{} }},
+		{"qwen3", tok, func(s string) []uint32 { return tok.Encode(s) }, func() stream.TokenDecoder { return tok.NewDecodeStream() }},
+		{"bytes", byteLookup{}, byteEncode, func() stream.TokenDecoder { return &byteDecoder{} }},
 	}
 	for _, tc := range parserCases {
 		for _, tz := range tokenizations {
 			t.Run(tc.name+"/"+tz.name, func(t *testing.T) {
-				opts := stream.Qwen3Options()
-				if tc.opts != nil {
-					tc.opts(&opts)
-				}
-				got := collect(t, stream.NewParser(tz.dec(), opts), tz.encode(tc.output))
+				got := collect(t, mustQwen3Parser(t, tz.lookup, tz.dec(), tc.opts), tz.encode(tc.output))
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("parse %q (-want +got):\n%s", tc.output, diff)
 				}
 			})
 		}
 	}
+	// An extra stop id (a request's stop_token_ids) ends the output like <|im_end|>.
+	start, _ := tok.TokenID("<|im_start|>")
+	p := mustQwen3Parser(t, tok, tok.NewDecodeStream(), func(o *stream.FamilyOptions) { o.EndOfTurn = append(o.EndOfTurn, start) })
+	if got := collect(t, p, tok.Encode("a<|im_start|>b")); !cmp.Equal(got, []outItem{text("a")}) {
+		t.Errorf("extra stop id: %v, want only text a", got)
+	}
 }
 
-func FuzzParser(f *testing.F) {
+func FuzzQwen3(f *testing.F) {
 	for _, tc := range parserCases {
 		f.Add(tc.output, false, true)
 	}
 	f.Add("<think>\n\xff\xfe</think>", true, false)
 	f.Fuzz(func(t *testing.T, output string, thinkingOpen, parallel bool) {
-		opts := stream.Qwen3Options()
-		opts.ThinkingOpen = thinkingOpen
-		opts.ParallelToolCalls = parallel
-		ids := byteEncode(output)
-		items := collect(t, stream.NewParser(&byteDecoder{}, opts), ids)
+		p := mustQwen3Parser(t, byteLookup{}, &byteDecoder{}, func(o *stream.FamilyOptions) {
+			o.ThinkingOpen, o.ParallelToolCalls = thinkingOpen, parallel
+		})
+		items := collect(t, p, byteEncode(output))
 		for _, it := range items {
 			if !utf8.ValidString(it.Text) {
 				t.Errorf("invalid UTF-8 in %+v", it)

@@ -4,14 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
-
-// ErrUnknownParser is returned (wrapped) by [LookupToolParser] and
-// [LookupReasoningParser] for a name stitch does not implement; the message
-// lists the supported names. Fix the profile's tool_call_parser /
-// reasoning_parser.
-var ErrUnknownParser = errors.New("unknown parser")
 
 // ErrMissingMarker is returned (wrapped) by [ResolveMarkers] when the
 // tokenizer has no single token for a marker the parser needs: the model is
@@ -106,127 +99,170 @@ func mOpt(token string, k markerKind) MarkerSpec {
 	return MarkerSpec{Token: token, kind: k, Optional: true}
 }
 
-// toolParsers returns the tool parser table (a fresh copy: no package state).
-func toolParsers() []ToolParserSpec {
-	return []ToolParserSpec{
-		{
-			Name:    "hermes",
-			Markers: []MarkerSpec{m("<tool_call>", mkToolsBegin), m("</tool_call>", mkToolsEnd)},
-			Forced: ForcedToolChoice{
-				Required:           "<tool_call>\n{\"name\": \"",
-				Named:              func(n string) string { return "<tool_call>\n{\"name\": " + pyQuote(n) + ", \"arguments\": " },
-				NamedArgumentsJSON: true,
-			},
-			newFormat: func(*FamilyOptions) toolFormat { return &jsonObjectFormat{style: styleHermes} },
-			closer:    mkToolsEnd,
+// HermesToolParser returns vLLM's --tool-call-parser hermes: Qwen2.5, Qwen3, QwQ and Hermes models;
+// `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`.
+func HermesToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "hermes",
+		Markers: []MarkerSpec{m("<tool_call>", mkToolsBegin), m("</tool_call>", mkToolsEnd)},
+		Forced: ForcedToolChoice{
+			Required:           "<tool_call>\n{\"name\": \"",
+			Named:              func(n string) string { return "<tool_call>\n{\"name\": " + pyQuote(n) + ", \"arguments\": " },
+			NamedArgumentsJSON: true,
 		},
-		{
-			Name:    "qwen3_coder",
-			Markers: []MarkerSpec{m("<tool_call>", mkToolsBegin), m("</tool_call>", mkToolsEnd)},
-			Forced: ForcedToolChoice{
-				Required: "<tool_call>\n<function=",
-				Named:    func(n string) string { return "<tool_call>\n<function=" + n + ">\n" },
-			},
-			Notes: "a </parameter> ends a value only before another of the tool's parameters, </function> or </tool_call> (vLLM's lookahead; its nesting count of literal <parameter= inside values is not kept); a repeated parameter is written twice (vLLM keeps the last value at the first's place); string values stream as written, other values are converted when they end",
-			newFormat: func(o *FamilyOptions) toolFormat {
-				return &xmlFormat{style: styleQwenCoder, schemas: parseSchemas(o.Tools)}
-			},
-			closer: mkToolsEnd,
+		newFormat: func(*FamilyOptions) toolFormat { return &jsonObjectFormat{style: styleHermes} },
+		closer:    mkToolsEnd,
+	}
+}
+
+// Qwen3CoderToolParser returns vLLM's --tool-call-parser qwen3_coder: Qwen3-Coder and Qwen3.5; XML
+// `<function=NAME><parameter=K>…` inside <tool_call>.
+func Qwen3CoderToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "qwen3_coder",
+		Markers: []MarkerSpec{m("<tool_call>", mkToolsBegin), m("</tool_call>", mkToolsEnd)},
+		Forced: ForcedToolChoice{
+			Required: "<tool_call>\n<function=",
+			Named:    func(n string) string { return "<tool_call>\n<function=" + n + ">\n" },
 		},
-		{
-			Name:    "llama3_json",
-			Markers: []MarkerSpec{mOpt("<|python_tag|>", mkToolsBegin)},
-			Forced: ForcedToolChoice{
-				Required:           "{\"name\": \"",
-				Named:              func(n string) string { return "{\"name\": " + pyQuote(n) + ", \"parameters\": " },
-				NamedArgumentsJSON: true,
-			},
-			Notes:     "calls are read only where the message starts with { or <|python_tag|> (vLLM's streaming rule; its non-streaming parser finds JSON anywhere); arguments are the JSON the model wrote (vLLM re-serializes them with json.dumps)",
-			newFormat: func(*FamilyOptions) toolFormat { return &jsonObjectFormat{style: styleLlama} },
-			trigger:   '{',
+		Notes: "a </parameter> ends a value only before another of the tool's parameters, </function> or </tool_call> (vLLM's lookahead; its nesting count of literal <parameter= inside values is not kept); a repeated parameter is written twice (vLLM keeps the last value at the first's place); string values stream as written, other values are converted when they end",
+		newFormat: func(o *FamilyOptions) toolFormat {
+			return &xmlFormat{style: styleQwenCoder, schemas: parseSchemas(o.Tools)}
 		},
-		{
-			Name:    "pythonic",
-			Markers: nil,
-			Forced: ForcedToolChoice{
-				Required: "[",
-				Named:    func(n string) string { return "[" + n + "(" },
-			},
-			Notes:     "calls are read where the message starts with [; negative numbers are accepted (vLLM's ast check rejects -1 as a non-literal); values are converted per keyword, when each ends",
-			newFormat: func(*FamilyOptions) toolFormat { return &pythonicFormat{} },
-			trigger:   '[',
+		closer: mkToolsEnd,
+	}
+}
+
+// Llama3JSONToolParser returns vLLM's --tool-call-parser llama3_json: Llama 3.1–3.3; a bare
+// `{"name": …, "parameters": …}` object.
+func Llama3JSONToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "llama3_json",
+		Markers: []MarkerSpec{mOpt("<|python_tag|>", mkToolsBegin)},
+		Forced: ForcedToolChoice{
+			Required:           "{\"name\": \"",
+			Named:              func(n string) string { return "{\"name\": " + pyQuote(n) + ", \"parameters\": " },
+			NamedArgumentsJSON: true,
 		},
-		{
-			Name: "mistral",
-			Markers: []MarkerSpec{m("[TOOL_CALLS]", mkToolsBegin), mOpt("[ARGS]", mkSep),
-				mOpt("[CALL_ID]", mkCallID)},
-			Forced: ForcedToolChoice{
-				Required: "[TOOL_CALLS]",
-				Named:    func(n string) string { return "[TOOL_CALLS]" + n },
-			},
-			Notes: "both forms are read: [TOOL_CALLS][{...}] (pre-v11 tokenizers) and [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...} / NAME{...} (v11+); the model's call ids become call_ids (vLLM draws random ones), from output_item.added on (the JSON form's call is announced once its id is read); a call without one gets 9 alphanumeric characters, the only form Mistral's templates accept. " +
-				"Forced is the v11+ form; a pre-v11 model (Nemo) is forced with [TOOL_CALLS][{\"name\": \"NAME\", \"arguments\": (then the arguments are bare JSON)",
-			CallIDLen: 9,
-			newFormat: func(*FamilyOptions) toolFormat { return &mistralFormat{} },
+		Notes:     "calls are read only where the message starts with { or <|python_tag|> (vLLM's streaming rule; its non-streaming parser finds JSON anywhere); arguments are the JSON the model wrote (vLLM re-serializes them with json.dumps)",
+		newFormat: func(*FamilyOptions) toolFormat { return &jsonObjectFormat{style: styleLlama} },
+		trigger:   '{',
+	}
+}
+
+// PythonicToolParser returns vLLM's --tool-call-parser pythonic: Llama 3.2/4 and Gemma 3; `[f(a=1),
+// g(b="x")]`.
+func PythonicToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "pythonic",
+		Markers: nil,
+		Forced: ForcedToolChoice{
+			Required: "[",
+			Named:    func(n string) string { return "[" + n + "(" },
 		},
-		{
-			Name:    "deepseek_v3",
-			Markers: deepseekMarkers(),
-			Forced: ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>", Named: func(n string) string {
-				return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>" + n + "\n```json\n"
-			}, NamedArgumentsJSON: true},
-			newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleDeepSeekV3} },
-			closer:    mkToolsEnd,
+		Notes:     "calls are read where the message starts with [; negative numbers are accepted (vLLM's ast check rejects -1 as a non-literal); values are converted per keyword, when each ends",
+		newFormat: func(*FamilyOptions) toolFormat { return &pythonicFormat{} },
+		trigger:   '[',
+	}
+}
+
+// MistralToolParser returns vLLM's --tool-call-parser mistral: Mistral and Magistral;
+// `[TOOL_CALLS]`.
+func MistralToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name: "mistral",
+		Markers: []MarkerSpec{m("[TOOL_CALLS]", mkToolsBegin), mOpt("[ARGS]", mkSep),
+			mOpt("[CALL_ID]", mkCallID)},
+		Forced: ForcedToolChoice{
+			Required: "[TOOL_CALLS]",
+			Named:    func(n string) string { return "[TOOL_CALLS]" + n },
 		},
-		{
-			Name:    "deepseek_v31",
-			Markers: deepseekMarkers(),
-			Forced: ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", Named: func(n string) string {
-				return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" + n + "<｜tool▁sep｜>"
-			}, NamedArgumentsJSON: true},
-			newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleDeepSeekV31} },
-			closer:    mkToolsEnd,
+		Notes: "both forms are read: [TOOL_CALLS][{...}] (pre-v11 tokenizers) and [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...} / NAME{...} (v11+); the model's call ids become call_ids (vLLM draws random ones), from output_item.added on (the JSON form's call is announced once its id is read); a call without one gets 9 alphanumeric characters, the only form Mistral's templates accept. " +
+			"Forced is the v11+ form; a pre-v11 model (Nemo) is forced with [TOOL_CALLS][{\"name\": \"NAME\", \"arguments\": (then the arguments are bare JSON)",
+		CallIDLen: 9,
+		newFormat: func(*FamilyOptions) toolFormat { return &mistralFormat{} },
+	}
+}
+
+// DeepSeekV3ToolParser returns vLLM's --tool-call-parser deepseek_v3: DeepSeek V3 and R1;
+// `<｜tool▁calls▁begin｜>` sections with a json code block.
+func DeepSeekV3ToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "deepseek_v3",
+		Markers: deepseekMarkers(),
+		Forced: ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>", Named: func(n string) string {
+			return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>" + n + "\n```json\n"
+		}, NamedArgumentsJSON: true},
+		newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleDeepSeekV3} },
+		closer:    mkToolsEnd,
+	}
+}
+
+// DeepSeekV31ToolParser returns vLLM's --tool-call-parser deepseek_v31: DeepSeek V3.1;
+// `<｜tool▁calls▁begin｜>` sections, NAME<｜tool▁sep｜>ARGS.
+func DeepSeekV31ToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "deepseek_v31",
+		Markers: deepseekMarkers(),
+		Forced: ForcedToolChoice{Required: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", Named: func(n string) string {
+			return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" + n + "<｜tool▁sep｜>"
+		}, NamedArgumentsJSON: true},
+		newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleDeepSeekV31} },
+		closer:    mkToolsEnd,
+	}
+}
+
+// KimiK2ToolParser returns vLLM's --tool-call-parser kimi_k2: Kimi K2;
+// `<|tool_calls_section_begin|>` sections.
+func KimiK2ToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name: "kimi_k2",
+		Markers: []MarkerSpec{m("<|tool_calls_section_begin|>", mkToolsBegin), m("<|tool_calls_section_end|>", mkToolsEnd),
+			mOpt("<|tool_call_section_begin|>", mkToolsBegin), mOpt("<|tool_call_section_end|>", mkToolsEnd),
+			m("<|tool_call_begin|>", mkCallBegin), m("<|tool_call_end|>", mkCallEnd), m("<|tool_call_argument_begin|>", mkSep)},
+		Forced: ForcedToolChoice{
+			Required: "<|tool_calls_section_begin|><|tool_call_begin|>functions.",
+			Named: func(n string) string {
+				return "<|tool_calls_section_begin|><|tool_call_begin|>functions." + n + ":0<|tool_call_argument_begin|>"
+			},
+			NamedArgumentsJSON: true,
 		},
-		{
-			Name: "kimi_k2",
-			Markers: []MarkerSpec{m("<|tool_calls_section_begin|>", mkToolsBegin), m("<|tool_calls_section_end|>", mkToolsEnd),
-				mOpt("<|tool_call_section_begin|>", mkToolsBegin), mOpt("<|tool_call_section_end|>", mkToolsEnd),
-				m("<|tool_call_begin|>", mkCallBegin), m("<|tool_call_end|>", mkCallEnd), m("<|tool_call_argument_begin|>", mkSep)},
-			Forced: ForcedToolChoice{
-				Required: "<|tool_calls_section_begin|><|tool_call_begin|>functions.",
-				Named: func(n string) string {
-					return "<|tool_calls_section_begin|><|tool_call_begin|>functions." + n + ":0<|tool_call_argument_begin|>"
-				},
-				NamedArgumentsJSON: true,
-			},
-			Notes:     "the call id the model writes (functions.NAME:IDX) is the call_id, as in vLLM",
-			newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleKimi} },
-			closer:    mkToolsEnd,
+		Notes:     "the call id the model writes (functions.NAME:IDX) is the call_id, as in vLLM",
+		newFormat: func(*FamilyOptions) toolFormat { return &sectionFormat{style: styleKimi} },
+		closer:    mkToolsEnd,
+	}
+}
+
+// GLM45ToolParser returns vLLM's --tool-call-parser glm45: GLM-4.5 and 4.6;
+// `<tool_call>NAME\n<arg_key>…</arg_key>\n<arg_value>…</arg_value>`.
+func GLM45ToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "glm45",
+		Markers: glmMarkers(),
+		Forced: ForcedToolChoice{
+			Required: "<tool_call>",
+			Named:    func(n string) string { return "<tool_call>" + n + "\n" },
 		},
-		{
-			Name:    "glm45",
-			Markers: glmMarkers(),
-			Forced: ForcedToolChoice{
-				Required: "<tool_call>",
-				Named:    func(n string) string { return "<tool_call>" + n + "\n" },
-			},
-			newFormat: func(o *FamilyOptions) toolFormat {
-				return &xmlFormat{style: styleGLM45, schemas: parseSchemas(o.Tools)}
-			},
-			closer: mkToolsEnd,
+		newFormat: func(o *FamilyOptions) toolFormat {
+			return &xmlFormat{style: styleGLM45, schemas: parseSchemas(o.Tools)}
 		},
-		{
-			Name:    "glm47",
-			Markers: glmMarkers(),
-			Forced: ForcedToolChoice{
-				Required: "<tool_call>",
-				Named:    func(n string) string { return "<tool_call>" + n },
-			},
-			newFormat: func(o *FamilyOptions) toolFormat {
-				return &xmlFormat{style: styleGLM47, schemas: parseSchemas(o.Tools)}
-			},
-			closer: mkToolsEnd,
+		closer: mkToolsEnd,
+	}
+}
+
+// GLM47ToolParser returns vLLM's --tool-call-parser glm47: GLM-4.7; glm45 without the newlines.
+func GLM47ToolParser() *ToolParserSpec {
+	return &ToolParserSpec{
+		Name:    "glm47",
+		Markers: glmMarkers(),
+		Forced: ForcedToolChoice{
+			Required: "<tool_call>",
+			Named:    func(n string) string { return "<tool_call>" + n },
 		},
+		newFormat: func(o *FamilyOptions) toolFormat {
+			return &xmlFormat{style: styleGLM47, schemas: parseSchemas(o.Tools)}
+		},
+		closer: mkToolsEnd,
 	}
 }
 
@@ -240,68 +276,46 @@ func glmMarkers() []MarkerSpec {
 		m("<arg_key>", mkArgKey), m("</arg_key>", mkArgKeyEnd), m("<arg_value>", mkArgValue), m("</arg_value>", mkArgValueEnd)}
 }
 
-// reasoningParsers returns the reasoning parser table.
-func reasoningParsers() []ReasoningParserSpec {
-	think := []MarkerSpec{m("<think>", mkThinkStart), m("</think>", mkThinkEnd)}
-	return []ReasoningParserSpec{
-		{Name: "qwen3", Markers: think,
-			Notes: "<think> opens reasoning only at the start of the output; set ThinkingOpen when the prompt opened it"},
-		{Name: "deepseek_r1", Markers: think, StartsOpen: true,
-			Notes: "the output is reasoning up to </think> (a leading <think> is dropped), as vLLM's DeepSeekR1ReasoningParser reads it"},
-		{Name: "deepseek_v3", Markers: think, StartsOpen: true,
-			Notes: "vLLM's deepseek_v3 delegates to deepseek_r1 when chat_template_kwargs thinking is true and reads plain content otherwise: pass it only for thinking turns"},
-		{Name: "glm45", Markers: think,
-			Notes: "<think> opens reasoning only at the start of the output; set ThinkingOpen when the prompt opened it"},
-		{Name: "kimi_k2", Markers: think, StartsOpen: true, dropText: "(no content)",
-			Notes: "vLLM's kimi_k2 delegates to deepseek_r1 unless chat_template_kwargs thinking is false (then pass no reasoning parser); \"(no content)\" is removed from message text, as vLLM does"},
-		{Name: "mistral", Markers: []MarkerSpec{m("[THINK]", mkThinkStart), m("[/THINK]", mkThinkEnd)},
-			Notes: "[THINK] opens reasoning only at the start of the output (vLLM also takes text before it as content)"},
-	}
+// thinkMarkers are the <think>…</think> block's markers (qwen3, deepseek_r1, deepseek_v3, glm45,
+// kimi_k2).
+func thinkMarkers() []MarkerSpec {
+	return []MarkerSpec{m("<think>", mkThinkStart), m("</think>", mkThinkEnd)}
 }
 
-// ToolParserNames returns the supported --tool-call-parser values.
-func ToolParserNames() []string {
-	var names []string
-	for _, s := range toolParsers() {
-		names = append(names, s.Name)
-	}
-	return names
+// Qwen3ReasoningParser returns vLLM's --reasoning-parser qwen3.
+func Qwen3ReasoningParser() *ReasoningParserSpec {
+	return &ReasoningParserSpec{Name: "qwen3", Markers: thinkMarkers(),
+		Notes: "<think> opens reasoning only at the start of the output; set ThinkingOpen when the prompt opened it"}
 }
 
-// ReasoningParserNames returns the supported --reasoning-parser values.
-func ReasoningParserNames() []string {
-	var names []string
-	for _, s := range reasoningParsers() {
-		names = append(names, s.Name)
-	}
-	return names
+// DeepSeekR1ReasoningParser returns vLLM's --reasoning-parser deepseek_r1.
+func DeepSeekR1ReasoningParser() *ReasoningParserSpec {
+	return &ReasoningParserSpec{Name: "deepseek_r1", Markers: thinkMarkers(), StartsOpen: true,
+		Notes: "the output is reasoning up to </think> (a leading <think> is dropped), as vLLM's DeepSeekR1ReasoningParser reads it"}
 }
 
-// LookupToolParser returns the spec of vLLM's tool parser name; the error
-// (wrapping [ErrUnknownParser]) lists the supported names.
-func LookupToolParser(name string) (*ToolParserSpec, error) {
-	for _, s := range toolParsers() {
-		if s.Name == name {
-			return &s, nil
-		}
-	}
-	if name == "openai" {
-		// gpt-oss writes Harmony: its own parser reads reasoning, text and
-		// calls together.
-		return nil, fmt.Errorf("tool call parser %q: %w: gpt-oss output is Harmony, read it with NewHarmonyParser (family parsers: %s)", name, ErrUnknownParser, strings.Join(ToolParserNames(), ", "))
-	}
-	return nil, fmt.Errorf("tool call parser %q: %w (supported: %s)", name, ErrUnknownParser, strings.Join(ToolParserNames(), ", "))
+// DeepSeekV3ReasoningParser returns vLLM's --reasoning-parser deepseek_v3.
+func DeepSeekV3ReasoningParser() *ReasoningParserSpec {
+	return &ReasoningParserSpec{Name: "deepseek_v3", Markers: thinkMarkers(), StartsOpen: true,
+		Notes: "vLLM's deepseek_v3 delegates to deepseek_r1 when chat_template_kwargs thinking is true and reads plain content otherwise: pass it only for thinking turns"}
 }
 
-// LookupReasoningParser returns the spec of vLLM's reasoning parser name;
-// the error (wrapping [ErrUnknownParser]) lists the supported names.
-func LookupReasoningParser(name string) (*ReasoningParserSpec, error) {
-	for _, s := range reasoningParsers() {
-		if s.Name == name {
-			return &s, nil
-		}
-	}
-	return nil, fmt.Errorf("reasoning parser %q: %w (supported: %s)", name, ErrUnknownParser, strings.Join(ReasoningParserNames(), ", "))
+// GLM45ReasoningParser returns vLLM's --reasoning-parser glm45.
+func GLM45ReasoningParser() *ReasoningParserSpec {
+	return &ReasoningParserSpec{Name: "glm45", Markers: thinkMarkers(),
+		Notes: "<think> opens reasoning only at the start of the output; set ThinkingOpen when the prompt opened it"}
+}
+
+// KimiK2ReasoningParser returns vLLM's --reasoning-parser kimi_k2.
+func KimiK2ReasoningParser() *ReasoningParserSpec {
+	return &ReasoningParserSpec{Name: "kimi_k2", Markers: thinkMarkers(), StartsOpen: true, dropText: "(no content)",
+		Notes: "vLLM's kimi_k2 delegates to deepseek_r1 unless chat_template_kwargs thinking is false (then pass no reasoning parser); \"(no content)\" is removed from message text, as vLLM does"}
+}
+
+// MistralReasoningParser returns vLLM's --reasoning-parser mistral.
+func MistralReasoningParser() *ReasoningParserSpec {
+	return &ReasoningParserSpec{Name: "mistral", Markers: []MarkerSpec{m("[THINK]", mkThinkStart), m("[/THINK]", mkThinkEnd)},
+		Notes: "[THINK] opens reasoning only at the start of the output (vLLM also takes text before it as content)"}
 }
 
 // ResolveMarkers looks up the marker tokens of a tool parser and an optional

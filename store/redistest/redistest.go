@@ -1,7 +1,7 @@
 // Package redistest runs a throwaway redis-server for tests.
 //
-// Each server is a subprocess on a free loopback port with persistence off,
-// killed in t.Cleanup. Tests skip when redis-server is not on PATH, except
+// Each server is a subprocess on a free loopback port with persistence off
+// (StartPersistent: AOF on), killed in t.Cleanup. Tests skip when redis-server is not on PATH, except
 // under CI=true, where they fail: CI must exercise the Redis backends.
 package redistest
 
@@ -37,6 +37,7 @@ type Server struct {
 	bin  string
 	port int
 	dir  string
+	aof  bool // appendonly with fsync always: a restart keeps every write
 
 	mu   sync.Mutex
 	proc *proc
@@ -52,6 +53,19 @@ type proc struct {
 // and restart it. It is killed when the test ends.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	return startServer(t, false)
+}
+
+// StartPersistent is StartServer with AOF persistence (appendfsync always):
+// Restart brings back every acknowledged write, as a production Redis with AOF
+// does, and a new run_id.
+func StartPersistent(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, true)
+}
+
+func startServer(t testing.TB, aof bool) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -59,7 +73,7 @@ func StartServer(t testing.TB) *Server {
 		}
 		t.Skipf("redis-server not on PATH; install it (apt-get install redis-server) to run this test: %v", err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), aof: aof}
 	t.Cleanup(s.Stop)
 	var lastErr error
 	// A free port found by listening on :0 can be taken by someone else before
@@ -134,11 +148,16 @@ func (s *Server) signal(sig syscall.Signal) {
 }
 
 func (s *Server) start() error {
+	appendonly := "no"
+	if s.aof {
+		appendonly = "yes"
+	}
 	cmd := exec.Command(s.bin,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
-		"--appendonly", "no",
+		"--appendonly", appendonly,
+		"--appendfsync", "always",
 		"--dir", s.dir,
 		"--protected-mode", "no",
 	)

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"slices"
 	"time"
@@ -13,16 +15,69 @@ import (
 	"github.com/stitchllm/stitch/configs"
 	"github.com/stitchllm/stitch/middleware"
 	"github.com/stitchllm/stitch/render"
-	"github.com/stitchllm/stitch/server"
+	"github.com/stitchllm/stitch/sim"
 	"github.com/stitchllm/stitch/upstream"
 	"github.com/stitchllm/stitch/upstream/vllmgrpc"
 )
+
+// connect starts the built-in simulator when Settings name no upstream, then connects the
+// upstream client (connectUpstream) and returns each model's context length as the upstream
+// reports it.
+func (s *Stack) connect(ctx context.Context, cfg *configs.Config, models map[string]Model) (map[string]int, error) {
+	renderers := make(map[string]*render.Renderer, len(models))
+	for name, m := range models {
+		renderers[name] = m.Render
+	}
+	s.UpstreamURL = cfg.Upstream.URL
+	if s.UpstreamURL == "" {
+		first := cfg.Models[0]
+		addr, stop, err := startBuiltinSim(ctx, s.logger, renderers[first.Name], first.Name, cfg.Sim)
+		if err != nil {
+			return nil, err
+		}
+		s.opened("built-in simulator", stop)
+		s.UpstreamURL = "http://" + addr
+		s.logger.Info("no --upstream given: running the built-in simulator with the bundled demo model (not a real LLM)",
+			"sim", s.UpstreamURL, "model", first.Name)
+	}
+	up, maxLens, closeUp, err := connectUpstream(ctx, s.logger, cfg, s.UpstreamURL, renderers)
+	if err != nil {
+		return nil, err
+	}
+	s.opened("upstream client", func() error { closeUp(); return nil })
+	s.Upstream = up
+	return maxLens, nil
+}
+
+// startBuiltinSim runs the simulator in-process on a loopback port; stop shuts it down (5 s).
+func startBuiltinSim(ctx context.Context, logger *slog.Logger, m *render.Renderer, name string, sc configs.Sim) (string, func() error, error) {
+	s, err := sim.New(sim.Options{
+		Tokenizer: m.Tokenizer(), Renderer: sim.ModelRenderer(m), ServedModelName: name,
+		Fast: sc.Fast, Seed: sc.Seed, Logger: logger.With("component", "sim"),
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("built-in simulator: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("built-in simulator: %w", err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	stop := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+		return nil
+	}
+	return ln.Addr().String(), stop, nil
+}
 
 // connectUpstream builds the upstream client for upstreamURL: vLLM's HTTP API, or its gRPC engine
 // API for grpc://host:port. It returns the client, each model's context length as the
 // upstream reports it (--max-model-len applies on top, in modelMaxLen) and a function that releases the client.
 func connectUpstream(ctx context.Context, logger *slog.Logger, cfg *configs.Config, upstreamURL string,
-	models map[string]*render.Renderer) (server.Upstream, map[string]int, func(), error) {
+	models map[string]*render.Renderer) (Upstream, map[string]int, func(), error) {
 	target, isGRPC := vllmgrpc.ParseTarget(upstreamURL)
 	if !isGRPC {
 		up := upstream.New(upstreamOptions(cfg, upstreamURL))
@@ -173,4 +228,25 @@ func grpcModelInfo(ctx context.Context, logger *slog.Logger, c *vllmgrpc.Client,
 		out[""] = cfg.Upstream.MaxModelLen
 	}
 	return out, nil
+}
+
+// upstreamOptions is the vLLM client's configuration.
+func upstreamOptions(cfg *configs.Config, url string) upstream.Options {
+	return upstream.Options{BaseURL: url, APIKey: string(cfg.Upstream.APIKey),
+		FirstByteTimeout: cfg.Upstream.Timeout, IdleTimeout: cfg.Upstream.IdleTimeout}
+}
+
+// checkTokenIDs runs one probe generation at startup and logs an error when the upstream ignores
+// return_token_ids: every turn would then fail (stitch decodes ids, never text). An upstream still
+// loading is not an error here; readiness and each turn check again.
+func checkTokenIDs(ctx context.Context, logger *slog.Logger, up *upstream.Client, model string) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	switch err := up.Probe(pctx, model); {
+	case errors.Is(err, upstream.ErrNoTokenIDs):
+		logger.Error("the upstream ignores return_token_ids: every response will fail; use vLLM 0.10.2 or later, and no proxy that drops unknown parameters",
+			"model", model, "err", err)
+	case err != nil:
+		logger.Warn("startup probe generation failed; token ids are checked per turn", "model", model, "err", err)
+	}
 }

@@ -1,40 +1,43 @@
-package bench
+package main
 
 import (
 	"fmt"
 	"image/color"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/stitchllm/stitch/bench"
 )
 
 // modeColors keeps each mode's color the same in every plot.
 var modeColors = map[string]color.Color{
-	string(ModeFull):      color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	string(ModeCanonical): color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	string(ModeExact):     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	"target":              color.Gray{Y: 0x60},
+	string(bench.ModeFull):      color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	string(bench.ModeCanonical): color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	string(bench.ModeExact):     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	"target":                    color.Gray{Y: 0x60},
 }
 
-// WritePlots draws dir/prep.png (preparation wall time against context length per mode, log-log:
+// writePlots draws dir/prep.png (preparation wall time against context length per mode, log-log:
 // each point is a timed turn's median), dir/prep_cpu.png (the same in thread CPU time, when
 // measured) and dir/hit_ratio.png (prefix-cache hit ratio per mode).
-func WritePlots(r *Result, dir string) error {
-	wall := func(t PrepTiming) []float64 { return t.MS }
+func writePlots(r *bench.Result, dir string) error {
+	wall := func(t bench.PrepTiming) []float64 { return t.MS }
 	if err := prepPlot(r, filepath.Join(dir, "prep.png"), "wall time", wall); err != nil {
 		return err
 	}
-	cpu := func(t PrepTiming) []float64 { return t.CPUMS }
+	cpu := func(t bench.PrepTiming) []float64 { return t.CPUMS }
 	if err := prepPlot(r, filepath.Join(dir, "prep_cpu.png"), "thread CPU time", cpu); err != nil {
 		return err
 	}
 	return hitPlot(r, filepath.Join(dir, "hit_ratio.png"))
 }
 
-func prepPlot(r *Result, path, what string, values func(PrepTiming) []float64) error {
+func prepPlot(r *bench.Result, path, what string, values func(bench.PrepTiming) []float64) error {
 	p := plot.New()
 	p.Title.Text = "Continuation preparation " + what + " vs context length"
 	p.X.Label.Text = "prompt tokens"
@@ -52,7 +55,7 @@ func prepPlot(r *Result, path, what string, values func(PrepTiming) []float64) e
 			if s.Tokens <= 0 || len(v) == 0 {
 				continue
 			}
-			pts = append(pts, plotter.XY{X: float64(s.Tokens), Y: max(percentile(v, 50), 0.001)})
+			pts = append(pts, plotter.XY{X: float64(s.Tokens), Y: max(median(v), 0.001)})
 		}
 		if len(pts) == 0 {
 			continue
@@ -79,7 +82,7 @@ func prepPlot(r *Result, path, what string, values func(PrepTiming) []float64) e
 	return nil
 }
 
-func hitPlot(r *Result, path string) error {
+func hitPlot(r *bench.Result, path string) error {
 	p := plot.New()
 	p.Title.Text = "Prefix-cache hit ratio (simulator, tokens)"
 	p.Y.Label.Text = "hits / queries"
@@ -104,4 +107,12 @@ func hitPlot(r *Result, path string) error {
 		return fmt.Errorf("save %s: %w", path, err)
 	}
 	return nil
+}
+
+// median is the nearest-rank 50th percentile, the statistic bench's table reports for these
+// samples (bench's unexported percentile), so a plotted point equals the table's p50.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[(len(s)+1)/2-1]
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
 	"github.com/stitchllm/stitch/sim"
+	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -58,13 +59,13 @@ func TestHeldHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arts, err := server.NewArtifacts(server.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 64,
+	arts, err := stack.NewArtifacts(stack.ArtifactsConfig{Sealer: sealer, CacheMB: 16, HotMB: 64,
 		AuditRate: 1, SyncAudit: true, Checkpoints: checkpoints, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { arts.Close() })
-	rt, err := server.NewModelRuntime(server.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768, Artifacts: arts})
+	rt, err := stack.NewModelRuntime(stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768, Artifacts: arts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,15 @@ func newPrepRecorder(inner prepare.Engine, seed int64) *prepRecorder {
 	return &prepRecorder{inner: inner, seed: seed, obs: map[turnKey]prepObs{}, samples: map[string][]prepSample{}}
 }
 
+// History implements prepare.HistoryKeeper for an inner engine that keeps histories, as the
+// server would find it without the recorder.
+func (r *prepRecorder) History(tenant, responseID string) *prepare.History {
+	if k, ok := r.inner.(prepare.HistoryKeeper); ok {
+		return k.History(tenant, responseID)
+	}
+	return nil
+}
+
 // Prepare implements prepare.Engine. The inner engine's prompt, after-response step included,
 // passes through unchanged.
 func (r *prepRecorder) Prepare(ctx context.Context, in *prepare.Input) (*prepare.Prompt, error) {

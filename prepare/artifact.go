@@ -154,6 +154,8 @@ type pendingArtifact struct {
 	// base is previousID's artifact when this turn read it (hot cache or store): Commit stores
 	// the new artifact as what it adds to it.
 	base *store.Artifact
+	// history is the conversation the response ends (Prompt.KeepHistory), kept with its entry.
+	history *History
 }
 
 // Prepare implements Engine.
@@ -391,7 +393,7 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 		a.opts.Hot.put(&hotEntry{
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages, items: pending.items,
-			msgDigests: pending.msgDigests, harmonyDigests: pending.harmonyDigests,
+			msgDigests: pending.msgDigests, harmonyDigests: pending.harmonyDigests, history: pending.history,
 		})
 		// The entry just continued holds nearly the same prompt and is rarely continued again (a
 		// branch): it is retired, unless another turn that continued it has not committed yet, so

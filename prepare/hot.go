@@ -59,7 +59,9 @@ type hotEntry struct {
 	// state they come from, which the next turn resumes hashing from.
 	msgDigests     [][render.DigestSize]byte
 	harmonyDigests *harmony.DigestState
-	size           int64
+	// history is the response's conversation as its turn held it (Prompt.KeepHistory); nil: none.
+	history *History
+	size    int64
 	// uses counts the turns prepared from the entry, children those of them committed (both
 	// guarded by HotArtifacts.mu): it is retired once every use committed.
 	uses, children int
@@ -143,6 +145,17 @@ func (h *HotArtifacts) harmonyDigests(tenant, responseID string) *harmony.Digest
 	return nil
 }
 
+// history returns the conversation kept with a tenant's response entry, if any, without counting
+// a use (as itemsPrefix): the server reads it before preparing.
+func (h *HotArtifacts) history(tenant, responseID string) *History {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
+		return el.Value.(*hotEntry).history
+	}
+	return nil
+}
+
 // put adds e, evicting the least recently used entries beyond the bound. An entry larger than
 // the whole bound is not kept.
 func (h *HotArtifacts) put(e *hotEntry) {
@@ -158,6 +171,9 @@ func (h *HotArtifacts) put(e *hotEntry) {
 		int64(len(e.enc.Boundaries))*(2*32+8) + 256*int64(e.messages) + 512
 	if e.items != nil {
 		e.size += int64(e.items.Bytes())
+	}
+	if e.history != nil {
+		e.size += e.history.bytes()
 	}
 	if e.harmonyDigests != nil {
 		e.size += int64(e.harmonyDigests.Bytes()) // msgDigests included

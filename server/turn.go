@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -49,6 +51,11 @@ type turn struct {
 	// reseededFrom is the response a replayed history was matched to through encrypted_content.
 	reseededFrom string
 	kwargs       json.RawMessage
+	// calls is the conversation's function calls after this request's input (history.go),
+	// checked; next is the conversation the response ends, once stored, which the prompt's
+	// commit keeps with its hot entry for the next turn (prepare.History).
+	calls *toolCalls
+	next  *prepare.History
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -114,24 +121,13 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		if cp.Model != "" && cp.Model != req.Model {
 			t.log.Info("continuation switches model", "from", cp.Model, "to", req.Model)
 		}
-		items, err := s.opts.Checkpoints.GetItems(ctx, t.tenant, cp.ConversationItemIDs)
-		if err != nil {
-			if errors.Is(err, store.ErrCorrupt) { // unreadable for good: as a missing response, never a 5xx
-				t.log.Warn("previous response has a corrupt stored item", "response_id", cp.ID, "err", err)
-				return previousNotFound(req.PreviousResponseID)
-			}
-			if errors.Is(err, store.ErrNotFound) { // the checkpoint names it: the store is behind
-				return fmt.Errorf("load conversation of %s: %w: %w", cp.ID, errStoreUnavailable, err)
-			}
-			return fmt.Errorf("load conversation of %s: %w", cp.ID, err)
-		}
 		t.prevCP, t.prevIDs, t.parentID = cp, cp.ConversationItemIDs, req.PreviousResponseID
-		t.prevItems = make([]json.RawMessage, len(items))
-		for i, it := range items {
-			t.prevItems[i] = it.Data
-		}
-		if len(items) == len(t.prevIDs) {
-			t.storedIDs = t.prevIDs
+		if h := heldHistory(model, t.tenant, cp); h != nil {
+			// The hot entry holds the conversation as the previous turn stored it: the items are
+			// not read back and copied, nor their tool calls scanned again.
+			t.prevItems, t.storedIDs, t.calls = h.Items, t.prevIDs, h.Derived.(*toolCalls).clone()
+		} else if err := s.loadPrevious(ctx, t, cp); err != nil {
+			return err
 		}
 	}
 	if err := s.resolveReferences(ctx, t); err != nil {
@@ -141,8 +137,13 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 		if err := s.loadConversation(ctx, t); err != nil { // conversations.go
 			return err
 		}
+		t.calls = nil // the conversation's items, not a held history's
 	}
-	if err := checkHistory(t.prevItems, req.Input); err != nil { // tool-call pairing, as OpenAI (history.go)
+	if t.calls == nil {
+		t.calls = newToolCalls()
+		t.calls.scan(t.prevItems, false)
+	}
+	if err := t.calls.check(req.Input); err != nil { // tool-call pairing, as OpenAI (history.go)
 		return err
 	}
 	t.kwargs = templateKwargs(model.ChatTemplateKwargs, model.Family.ReasoningSwitch(), req)
@@ -155,6 +156,48 @@ func (s *Server) plan(ctx context.Context, t *turn, body []byte) error {
 			Code: "context_length_exceeded", Message: "No room left for a forced tool call in the context window."}
 	}
 	t.maxTokens -= len(t.forced)
+	return nil
+}
+
+// heldHistory returns the conversation of cp as the turn that produced it kept it with its hot
+// entry (prepare.HistoryKeeper), when it names exactly cp's items: the store keeps an item's
+// bytes under its id and lists a derived id for other bytes (store.Checkpoints), so equal ids are
+// the bytes the store holds. Nil otherwise: the items are read from the store.
+func heldHistory(m *ModelRuntime, tenant string, cp *store.Checkpoint) *prepare.History {
+	k, ok := m.Engine.(prepare.HistoryKeeper)
+	if !ok {
+		return nil
+	}
+	h := k.History(tenant, cp.ID)
+	if h == nil || len(h.Items) != len(h.IDs) || !slices.Equal(h.IDs, cp.ConversationItemIDs) {
+		return nil
+	}
+	if _, ok := h.Derived.(*toolCalls); !ok {
+		return nil
+	}
+	return h
+}
+
+// loadPrevious reads the conversation of the previous response cp from the checkpoint store.
+func (s *Server) loadPrevious(ctx context.Context, t *turn, cp *store.Checkpoint) error {
+	items, err := s.opts.Checkpoints.GetItems(ctx, t.tenant, cp.ConversationItemIDs)
+	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) { // unreadable for good: as a missing response, never a 5xx
+			t.log.Warn("previous response has a corrupt stored item", "response_id", cp.ID, "err", err)
+			return previousNotFound(t.req.PreviousResponseID)
+		}
+		if errors.Is(err, store.ErrNotFound) { // the checkpoint names it: the store is behind
+			return fmt.Errorf("load conversation of %s: %w: %w", cp.ID, errStoreUnavailable, err)
+		}
+		return fmt.Errorf("load conversation of %s: %w", cp.ID, err)
+	}
+	t.prevItems = make([]json.RawMessage, len(items))
+	for i, it := range items {
+		t.prevItems[i] = it.Data
+	}
+	if len(items) == len(t.prevIDs) {
+		t.storedIDs = t.prevIDs
+	}
 	return nil
 }
 
@@ -505,6 +548,7 @@ func (s *Server) settle(wctx context.Context, t *turn, out *output, runErr error
 	if continuable && !out.failed && advancesArtifact(out.conv.Response()) {
 		// The prompt's after-response step (prepare.Prompt.Commit): advance the artifact.
 		actx, cancel := context.WithTimeout(wctx, 2*time.Second)
+		t.prompt.KeepHistory(t.next)
 		t.prompt.Commit(actx, out.responseID(), out.conv)
 		cancel()
 	}
@@ -600,7 +644,32 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 	if err := s.opts.Checkpoints.PutResponseHistory(ctx, cp, items, history); err != nil {
 		return fmt.Errorf("put response %s: %w", cp.ID, err)
 	}
+	t.next = nextHistory(t, conv, outItems)
 	return nil
+}
+
+// nextHistory is the conversation a stored response ends, for its hot entry (prepare.History):
+// the earlier items as this turn had them, its input and output items, under the ids of conv, and
+// the function calls after them. Nil when the earlier items are not the checkpoint's own (a
+// conversation's) or were not all loaded.
+func nextHistory(t *turn, conv []string, outItems []store.Item) *prepare.History {
+	if t.conv != nil || t.calls == nil || len(t.prevItems) != len(t.prevIDs) {
+		return nil
+	}
+	items := make([]json.RawMessage, 0, len(conv))
+	items = append(append(items, t.prevItems...), t.req.Input...)
+	outData := make([]json.RawMessage, len(outItems))
+	for i, it := range outItems {
+		outData[i] = it.Data
+	}
+	items = append(items, outData...)
+	if len(items) != len(conv) {
+		return nil
+	}
+	calls := t.calls.kept()
+	calls.answered = maps.Clone(calls.answered) // t.calls stays this turn's (a retried persist)
+	calls.scan(outData, false)
+	return &prepare.History{IDs: conv, Items: items, Derived: calls, DerivedBytes: calls.bytes()}
 }
 
 func setRaw(obj []byte, key, raw string) ([]byte, error) {

@@ -173,8 +173,6 @@ type apiError struct {
 	message string
 }
 
-func (e *apiError) Error() string { return e.message }
-
 func badRequest(param, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: "BadRequestError", param: param, message: fmt.Sprintf(format, args...)}
 }

@@ -23,6 +23,9 @@ type benchFlags struct {
 	quick, simInProcess, noStreaming bool
 	fleet                            int
 	fleetOnly                        bool
+	soak                             time.Duration
+	soakWorkers                      int
+	soakOnly                         bool
 	fleetPolicies                    string
 	out, target, modelDir, modes     string
 	profileDir                       string
@@ -55,6 +58,9 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.IntVar(&f.fleet, "fleet", 0, "also run the fleet comparison on `N` simulated replicas behind a router scoring with llm-d-kv-cache's KV-block index fed by their KV events: policies round_robin, precise_prefix (gateway: stitch → router), sidecar_render (router → stitch via /v1/responses/render) and session_affinity, each in the modes given (0: no fleet run)")
 	fs.StringVar(&f.fleetPolicies, "fleet-policies", strings.Join(bench.FleetPolicies, ","), "with --fleet: comma-separated `policies` to compare")
 	fs.BoolVar(&f.fleetOnly, "fleet-only", false, "with --fleet: skip the single-replica comparison and the streaming measurement")
+	fs.DurationVar(&f.soak, "soak", 0, "also run the memory soak for this `duration` after the rest: short conversations (4 turns of 2 KB user text, max_output_tokens 64, every other streamed) against one canonical-mode proxy at serve's default cache sizes and a fast simulator, peak RSS against the operator guide's formula (0: no soak)")
+	fs.IntVar(&f.soakWorkers, "soak-workers", 16, "with --soak: conversations run at once")
+	fs.BoolVar(&f.soakOnly, "soak-only", false, "with --soak: skip the mode comparison and the streaming measurement")
 	fs.IntVar(&f.w.Sessions, "sessions", def.Sessions, "conversations")
 	fs.IntVar(&f.w.Turns, "turns", def.Turns, "requests per conversation")
 	fs.IntVar(&f.w.Concurrency, "concurrency", def.Concurrency, "conversations run at once")
@@ -170,9 +176,16 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		fmt.Fprintln(env.stderr, "stitch bench: --fleet needs in-process servers (no --target) and at most 64 replicas")
 		return errUsage
 	}
+	if f.soak < 0 || f.soakWorkers < 1 || (f.soak > 0 && f.target != "") {
+		fmt.Fprintln(env.stderr, "stitch bench: --soak needs in-process servers (no --target), a positive duration and --soak-workers ≥ 1")
+		return errUsage
+	}
 	var res *bench.Result
 	var err error
-	if f.fleetOnly && f.fleet > 0 {
+	if f.soakOnly && f.soak > 0 {
+		res = &bench.Result{Workload: w}
+		f.noStreaming, f.fleet = true, 0
+	} else if f.fleetOnly && f.fleet > 0 {
 		res = &bench.Result{Workload: w}
 		f.noStreaming = true
 	} else if res, err = bench.Run(ctx, opts); err != nil {
@@ -204,6 +217,14 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 			return fmt.Errorf("streaming: %w", err)
 		}
 	}
+	if f.soak > 0 {
+		fmt.Fprintf(env.stderr, "soak: %d workers for %s…\n", f.soakWorkers, f.soak)
+		so := bench.SoakOptions{Duration: f.soak, Workers: f.soakWorkers, Workload: w, Model: opts.Model, Harmony: opts.Harmony,
+			Family: opts.Family, Sim: opts.Sim, AuditRate: f.auditRate, Logger: opts.Logger, Progress: env.stderr}
+		if res.Soak, err = bench.RunSoak(ctx, so); err != nil {
+			return fmt.Errorf("soak: %w", err)
+		}
+	}
 	if len(res.Modes) > 0 {
 		if err := res.WriteTable(env.stdout); err != nil {
 			return err
@@ -211,6 +232,9 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	}
 	if res.Fleet != nil {
 		res.Fleet.WriteFleetTable(env.stdout)
+	}
+	if res.Soak != nil && len(res.Modes) == 0 {
+		fmt.Fprintln(env.stdout, res.Soak.CheckLine()) // WriteTable's checks include it otherwise
 	}
 	if f.out != "" {
 		if err := res.WriteJSON(f.out); err != nil {

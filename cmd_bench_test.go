@@ -167,3 +167,41 @@ func TestBenchFamilyTiny(t *testing.T) {
 		t.Errorf("canonical outcomes %v: want 2 hit_local", canon.Outcomes)
 	}
 }
+
+// TestSoakTiny runs `stitch bench --soak 2s --soak-workers 2 --soak-only` through the tiny runs'
+// path and checks the soak's shape only (no timing): conversations ran, RSS and the bound are
+// reported, and the report has the soak's check line.
+func TestSoakTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a proxy and a simulator for two seconds")
+	}
+	out, raw := runTinyBench(t, "--soak", "2s", "--soak-workers", "2", "--soak-only")
+	if !strings.Contains(out, "soak rss ≤ bound: ") {
+		t.Errorf("report lacks the soak's check line:\n%s", out)
+	}
+	var doc struct {
+		Soak *struct {
+			DurationS     float64 `json:"duration_s"`
+			Workers       int     `json:"workers"`
+			Conversations int     `json:"conversations"`
+			Turns         int     `json:"turns"`
+			FailedTurns   int     `json:"failed_turns"`
+			RSSPeakMB     float64 `json:"rss_peak_mb"`
+			BoundMB       float64 `json:"bound_mb"`
+			LiveMB        float64 `json:"live_mb"`
+			HotEntries    *int    `json:"hot_entries"`
+			OK            *bool   `json:"ok"`
+		} `json:"soak"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Soak
+	if s == nil {
+		t.Fatalf("bench.json has no soak:\n%s", raw)
+	}
+	if s.Workers != 2 || s.Conversations == 0 || s.Turns < 4*s.Conversations || s.FailedTurns != 0 ||
+		s.RSSPeakMB <= 0 || s.BoundMB <= 0 || s.LiveMB <= 0 || s.HotEntries == nil || s.OK == nil || s.DurationS <= 0 {
+		t.Errorf("soak = %+v", *s)
+	}
+}

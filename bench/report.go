@@ -235,6 +235,9 @@ func (r *Result) Checks() []string {
 	if s := r.Streaming; s != nil && s.ProxyCPURatio > 0 {
 		out = append(out, fmt.Sprintf("streaming CPU per token, stitch / reverse proxy = %.2f× (want ≤ 1.5×: %s)", s.ProxyCPURatio, verdict(s.ProxyCPURatio <= 1.5)))
 	}
+	if r.Soak != nil {
+		out = append(out, r.Soak.CheckLine())
+	}
 	out = append(out, r.storageChecks(verdict)...)
 	if canon != nil && exact != nil {
 		out = append(out, fmt.Sprintf("exact hit ratio ≥ canonical: %.6f vs %.6f (%s)", exact.HitRatio, canon.HitRatio,

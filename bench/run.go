@@ -70,6 +70,9 @@ type Result struct {
 	BodyDecode *BodyDecodeResult `json:"body_decode,omitempty"`
 	// Fleet is the fleet comparison (stitch bench --fleet N; issue 30).
 	Fleet *FleetResult `json:"fleet,omitempty"`
+	// Soak is the memory soak's peak RSS against the operator guide's formula (stitch bench
+	// --soak; issue 31).
+	Soak *SoakResult `json:"soak,omitempty"`
 }
 
 // Machine describes where the run happened.

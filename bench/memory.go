@@ -25,6 +25,9 @@ type MemoryResult struct {
 	Generations  int     `json:"generations"`
 	PromptTokens int     `json:"prompt_tokens"`
 	StoreMB      float64 `json:"store_mb"`
+	// FileMB is the formula's D: the embedded store's file (bbolt, as stitch serve keeps its
+	// responses), whose pages count in RSS once (the soak; 0 where the store is on the heap).
+	FileMB float64 `json:"file_mb,omitempty"`
 }
 
 // generationBytesPerToken is what a generation in flight holds per prompt token (the operator

@@ -9,12 +9,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -99,36 +100,6 @@ func (s *SoakResult) CheckLine() string {
 		v, s.RSSPeakMB, s.BoundMB, s.LiveMB, s.HeapLiveMaxMB, s.Conversations, s.Turns, s.FailedTurns, s.Workers, s.DurationS, s.HotEntries, s.HotMB)
 }
 
-// countingCheckpoints is the in-memory checkpoint store, counting the bytes it keeps (records,
-// items and their keys, approximately as encoded): the formula's D for a store on the heap.
-type countingCheckpoints struct {
-	*store.Memory
-	bytes atomic.Int64
-}
-
-func (c *countingCheckpoints) PutResponse(ctx context.Context, cp *store.Checkpoint, items []store.Item) error {
-	if err := c.Memory.PutResponse(ctx, cp, items); err != nil {
-		return err
-	}
-	n := len(cp.ID) + len(cp.Tenant) + len(cp.PreviousID) + len(cp.Model) + len(cp.Status) + len(cp.Instructions) +
-		len(cp.Response) + len(cp.Request) + 4*len(cp.GeneratedIDs) + 128
-	for _, ids := range [][]string{cp.InputItemIDs, cp.OutputItemIDs, cp.ConversationItemIDs} {
-		for _, id := range ids {
-			n += len(id) + 2
-		}
-	}
-	for _, it := range items {
-		n += len(cp.Tenant) + len(it.ID) + len(it.Data) + 16
-	}
-	c.bytes.Add(int64(n))
-	return nil
-}
-
-// PutResponseHistory is PutResponse (the memory store ignores history), counted.
-func (c *countingCheckpoints) PutResponseHistory(ctx context.Context, cp *store.Checkpoint, items, _ []store.Item) error {
-	return c.PutResponse(ctx, cp, items)
-}
-
 // RunSoak drives Workers conversations at a time against a fresh canonical-mode proxy for
 // Duration, sampling this process's RSS, and fills the formula for the soak's settings.
 func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
@@ -157,9 +128,21 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 		return nil, err
 	}
 	defer func() { _ = simi.Close() }()
-	cps := &countingCheckpoints{Memory: store.NewMemory()}
+	// The checkpoints go to the embedded store stitch serve uses by default (bbolt under
+	// --data-dir): its pages are the formula's D, mapped from the file and counted once, where a
+	// store on the heap would sit in L and be doubled by the collector's headroom.
+	dir, err := os.MkdirTemp("", "stitch-soak-")
+	if err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	bolt, err := store.OpenBolt(dir, store.BoltOptions{Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	defer bolt.Close()
 	p, err := newProxy(proxyOptions{mode: ModeCanonical, model: o.Model, harmony: o.Harmony, family: o.Family, upstream: simi.URL(),
-		transport: TransportHTTP, w: w, auditRate: o.AuditRate, logger: o.Logger, checkpoints: cps})
+		transport: TransportHTTP, w: w, auditRate: o.AuditRate, logger: o.Logger, checkpoints: bolt})
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +233,11 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 		b, n := p.arts.Hot.Usage()
 		res.HotEntries, res.HotMB = n, float64(b)/(1<<20)
 	}
-	res.Memory = memoryBound(peak, true, o.Workers, maxPrompt, int64(maxBody), cps.bytes.Load())
+	res.Memory = memoryBound(peak, true, o.Workers, maxPrompt, int64(maxBody), 0)
+	if st, err := os.Stat(filepath.Join(dir, "checkpoints.db")); err == nil {
+		res.Memory.FileMB = float64(st.Size()) / (1 << 20)
+		res.Memory.BoundMB += res.Memory.FileMB // RSS ≤ 2 × L + 50 + D
+	}
 	res.BoundMB, res.LiveMB = res.Memory.BoundMB, res.Memory.LiveMB
 	res.OK = res.RSSPeakMB <= res.BoundMB
 	if turns == 0 {

@@ -250,63 +250,48 @@ func appendUsage(dst []byte, c Chunk) []byte {
 
 // appendLogprobs writes the engine's logprobs in vLLM's /v1/completions shape with
 // return_tokens_as_token_ids (tokens as "token_id:N"; text_offset all 0, as there is no text), or
-// null when there are none.
+// null when there are none. The values and alternatives are appendChunkLogprobs' (the typed path):
+// one mapping serves both, so the SSE and the chunks cannot disagree.
 func appendLogprobs(dst []byte, lp *pb.OutputLogProbs) []byte {
-	ids := lp.GetTokenIds()
-	if lp == nil || len(ids) == 0 {
+	tls := appendChunkLogprobs(nil, lp)
+	if len(tls) == 0 {
 		return append(dst, "null"...)
 	}
-	values, tops := lp.GetTokenLogprobs(), lp.GetTopLogprobs()
 	dst = append(dst, `{"text_offset":[`...)
-	for i := range ids {
+	for i := range tls {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, '0')
 	}
 	dst = append(dst, `],"token_logprobs":[`...)
-	for i := range ids {
+	for i, tl := range tls {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		var v float32
-		if i < len(values) {
-			v = values[i]
-		}
-		dst = appendFloat32(dst, v)
+		dst = appendLogprob(dst, tl.Logprob)
 	}
 	dst = append(dst, `],"tokens":[`...)
-	for i, id := range ids {
+	for i, tl := range tls {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendTokenID(dst, id)
+		dst = appendTokenID(dst, tl.ID)
 	}
 	dst = append(dst, `],"top_logprobs":[`...)
-	for i, id := range ids {
+	for i, tl := range tls {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		// vLLM's dict: the sampled token first, then the alternatives.
+		// vLLM's dict: the sampled token first, then the alternatives (tl.Top's order).
 		dst = append(dst, '{')
-		dst = appendTokenID(dst, id)
-		dst = append(dst, ':')
-		var v float32
-		if i < len(values) {
-			v = values[i]
-		}
-		dst = appendFloat32(dst, v)
-		if i < len(tops) {
-			alts, altValues := tops[i].GetTokenIds(), tops[i].GetValues()
-			for j, alt := range alts {
-				if alt == id || j >= len(altValues) {
-					continue
-				}
+		for j, alt := range tl.Top {
+			if j > 0 {
 				dst = append(dst, ',')
-				dst = appendTokenID(dst, alt)
-				dst = append(dst, ':')
-				dst = appendFloat32(dst, altValues[j])
 			}
+			dst = appendTokenID(dst, alt.ID)
+			dst = append(dst, ':')
+			dst = appendLogprob(dst, alt.Logprob)
 		}
 		dst = append(dst, '}')
 	}
@@ -319,13 +304,8 @@ func appendTokenID(dst []byte, id uint32) []byte {
 	return append(dst, '"')
 }
 
-// appendFloat32 writes f as vLLM's JSON does, -inf and NaN as -9999.0.
-func appendFloat32(dst []byte, f float32) []byte {
-	if math.IsNaN(float64(f)) || f < -9999 {
-		f = -9999
-	}
-	return strconv.AppendFloat(dst, float64(f), 'g', -1, 64) // as Python writes a float32's value
-}
+// appendLogprob writes a (clampLogprob'd) float32 logprob as Python writes its value.
+func appendLogprob(dst []byte, f float64) []byte { return strconv.AppendFloat(dst, f, 'g', -1, 64) }
 
 func nonNil(ids []uint32) []uint32 {
 	if ids == nil {

@@ -122,16 +122,14 @@ func (s *countingStream) SendMsg(m any) error {
 // interceptor. The HTTP transport's upstream lacks the method, so the server sends JSON there.
 type countingGRPC struct {
 	*countingUpstream
-	chunks interface {
-		CompletionChunks(ctx context.Context, req *upstream.CompletionRequest) (upstream.ChunkStream, error)
-	}
+	client *vllmgrpc.Client // c.Upstream, typed
 }
 
 // CompletionChunks forwards the server's typed token path.
 func (c countingGRPC) CompletionChunks(ctx context.Context, req *upstream.CompletionRequest) (upstream.ChunkStream, error) {
 	var cs upstream.ChunkStream
 	err := c.grpc.capture(ctx, func(ctx context.Context) (err error) {
-		cs, err = c.chunks.CompletionChunks(ctx, req)
+		cs, err = c.client.CompletionChunks(ctx, req)
 		return err
 	}, func() []byte { return req.AppendJSON(nil) })
 	return cs, err
@@ -140,7 +138,7 @@ func (c countingGRPC) CompletionChunks(ctx context.Context, req *upstream.Comple
 // serverUpstream is what the proxy's server talks to: countingGRPC on gRPC, c itself on HTTP.
 func (c *countingUpstream) serverUpstream() stack.Upstream {
 	if g, ok := c.Upstream.(*vllmgrpc.Client); ok && c.grpc != nil {
-		return countingGRPC{countingUpstream: c, chunks: g}
+		return countingGRPC{countingUpstream: c, client: g}
 	}
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/upstream"
 )
@@ -30,47 +31,48 @@ var fixture prepFixture
 // loadFixture drives one session of 36 turns (contexts past 100k tokens) through a full-render
 // and a canonical proxy in front of an in-process simulator without latency, once per process.
 func loadFixture(b testing.TB) *prepFixture {
-	fixture.once.Do(func() {
-		m := loadDemo(b)
-		fixture.model = m
-		w := DefaultWorkload()
-		w.Sessions, w.Concurrency, w.Drift = 1, 1, 0
-		w.TTFTBase, w.PrefillPerToken, w.DecodePerToken = 0, 0, 0
-		fixture.inputs, fixture.timing, fixture.bodies = map[Mode]map[string]prepSample{}, map[Mode]*proxy{}, map[Mode]map[turnKey][]byte{}
-		for _, mode := range []Mode{ModeFull, ModeCanonical} {
-			simi, err := (InProcessSim{Model: m}).Start(context.Background(), w)
-			if err != nil {
-				fixture.err = err
-				return
-			}
-			p, err := newProxy(proxyOptions{mode: mode, model: m, upstream: simi.URL(), w: w})
-			if err != nil {
-				fixture.err = err
-				return
-			}
-			d := newDriver(w, p.url)
-			if _, err := d.run(context.Background()); err != nil {
-				fixture.err = err
-				return
-			}
-			d.close()
-			fixture.bodies[mode] = d.bodies
-			fixture.timing[mode] = p // kept open: its artifact cache serves the benchmark
-			byBucket := map[string]prepSample{}
-			for _, bk := range buckets {
-				for _, s := range p.rec.samples[bk.name] {
-					if cur, ok := byBucket[bk.name]; !ok || abs(s.tokens-bk.tokens) < abs(cur.tokens-bk.tokens) {
-						byBucket[bk.name] = s
-					}
-				}
-			}
-			fixture.inputs[mode] = byBucket
-		}
-	})
+	fixture.once.Do(func() { fixture.load(loadDemo(b), family.Names{}, DefaultWorkload()) })
 	if fixture.err != nil {
 		b.Fatal(fixture.err)
 	}
 	return &fixture
+}
+
+// load drives w's first session with model m served as family names.
+func (fx *prepFixture) load(m *render.Renderer, names family.Names, w Workload) {
+	fx.model = m
+	w.Sessions, w.Concurrency, w.Drift = 1, 1, 0
+	w.TTFTBase, w.PrefillPerToken, w.DecodePerToken = 0, 0, 0
+	fx.inputs, fx.timing, fx.bodies = map[Mode]map[string]prepSample{}, map[Mode]*proxy{}, map[Mode]map[turnKey][]byte{}
+	for _, mode := range []Mode{ModeFull, ModeCanonical} {
+		simi, err := (InProcessSim{Model: m, Family: names}).Start(context.Background(), w)
+		if err != nil {
+			fx.err = err
+			return
+		}
+		p, err := newProxy(proxyOptions{mode: mode, model: m, family: names, upstream: simi.URL(), w: w})
+		if err != nil {
+			fx.err = err
+			return
+		}
+		d := newDriver(w, p.url)
+		if _, err := d.run(context.Background()); err != nil {
+			fx.err = err
+			return
+		}
+		d.close()
+		fx.bodies[mode] = d.bodies
+		fx.timing[mode] = p // kept open: its artifact cache serves the benchmark
+		byBucket := map[string]prepSample{}
+		for _, bk := range buckets {
+			for _, s := range p.rec.samples[bk.name] {
+				if cur, ok := byBucket[bk.name]; !ok || abs(s.tokens-bk.tokens) < abs(cur.tokens-bk.tokens) {
+					byBucket[bk.name] = s
+				}
+			}
+		}
+		fx.inputs[mode] = byBucket
+	}
 }
 
 func abs(x int) int {
@@ -117,8 +119,10 @@ func BenchmarkPrepare(b *testing.B) {
 // previous turn's memo, ExtendText (compare the texts, tokenize the changed tail), and a request
 // whose reused ids are the previous turn's JSON. The digest path (artifact from L1 or Redis) is
 // shown too. The previous turn is this conversation up to its last function call.
-func BenchmarkPrepareSteps(b *testing.B) {
-	f := loadFixture(b)
+func BenchmarkPrepareSteps(b *testing.B) { prepareSteps(b, loadFixture(b)) }
+
+// prepareSteps runs BenchmarkPrepareSteps' steps on fixture f's 100k-token continuation.
+func prepareSteps(b *testing.B, f *prepFixture) {
 	s, ok := f.inputs[ModeCanonical]["100k"]
 	if !ok {
 		b.Skip("no 100k sample")

@@ -16,8 +16,9 @@ package jinja
 //     value equals what that read gave on the previous execution's item c, by induction over
 //     the executions the record was replayed in;
 //   - recorded comparisons are evaluated again, as replayable does, at the record's position
-//     (the state is the loop's initial state: replayed iterations assign nothing outside), except
-//     those fixed by the position (positionalRefs), which hold as reads through name do;
+//     with the loop variable bound to its item (the state is the loop's initial state: replayed
+//     iterations assign nothing outside), except those fixed by the position (positionalRefs),
+//     which hold as reads through name do;
 //   - reads of other outer names (a top-level variable, a macro, a kwarg) are compared with what
 //     the same path gives now, as replayable does; the path is read once per run, since nothing
 //     a replayed iteration does changes it.
@@ -180,21 +181,22 @@ func positionInt(x expr, lo *loopObj) (int64, bool) {
 // bulkReplay replays the longest run of prev's leading records that hold by the rules above,
 // appends them to *recs and returns their number (0: none; the caller checks the rest one by
 // one). n is a memoized loop without a filter over a name, items its items now, lo its loop
-// object and at the frame binding loop above the loop's frame.
-func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo *loopObj, at *frame, recs *[]iterRecord) int {
+// object, at the frame binding loop above the loop's frame and atItem the frame binding the loop
+// variable above at (itemFrame).
+func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo *loopObj, at, atItem *frame, recs *[]iterRecord) int {
 	k, lim := 0, min(len(items), len(prev))
 	for k < lim && sameValue(prev[k].item, items[k]) {
 		k++
 	}
 	j := 0
-	var fixed fixedOperands
+	fixed := fixedOperands{item: itemName(n)}
 	var paths outerPaths
 	for ; j < k; j++ {
 		r := &prev[j]
 		if r.cls&clsFull != 0 || r.refMax >= int64(k) || r.cls&clsLastFalse != 0 && j >= len(items)-1 {
 			break
 		}
-		if r.cls&clsOuter != 0 && !paths.hold(at, r.outer, n.iter.(*nameExpr).name) {
+		if r.cls&clsOuter != 0 && !paths.hold(at, r.outer, loopName(n)) {
 			break
 		}
 		if r.cls&clsExprs != 0 {
@@ -204,7 +206,7 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 				if er.positional {
 					continue
 				}
-				v, err := fixed.compare(ev, er.x, lo, at)
+				v, err := fixed.compare(ev, er.x, lo, bindItem(atItem, items[j]))
 				if err != nil || !sameValue(v, er.v) {
 					same = false
 					break
@@ -326,6 +328,7 @@ func samePath(a, b []pathStep) bool {
 type fixedOperands struct {
 	exprs []expr // a run reads few distinct operands: a short list beats a map
 	vals  []Value
+	item  string // the loop variable's name (itemName), which changes from one record to the next
 }
 
 func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at *frame) (Value, error) {
@@ -363,6 +366,9 @@ func (fo *fixedOperands) eval1(o expr, lo *loopObj, at *frame) (v Value, ok, byL
 	case *nameExpr:
 		if n.name == "loop" {
 			return Value{}, false, true
+		}
+		if fo.item != "" && n.name == fo.item {
+			return resolveName(at, n.name), true, true
 		}
 		return resolveName(at, n.name), true, false
 	case *attrExpr:

@@ -384,9 +384,10 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 	inner := &frame{parent: f, names: make([]string, 0, 4), vals: make([]Value, 0, 4)}
 	memoized := ev.memoizes(n, f, depth)
 	var prevRecs, recs []iterRecord
-	var at *frame // where recorded comparisons are evaluated again
+	var at, atItem *frame // where recorded paths and comparisons are evaluated again
 	if memoized {
 		at = &frame{parent: f, names: []string{"loop"}, vals: []Value{loopV}}
+		atItem = itemFrame(n, at)
 		if ev.memo.prev != nil {
 			prevRecs = ev.memo.prev.loops[n]
 		}
@@ -396,7 +397,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 	}
 	first := 0
 	if memoized && n.cond == nil && len(prevRecs) > 0 {
-		if first = ev.bulkReplay(n, items, prevRecs, lo, at, &recs); first > 0 {
+		if first = ev.bulkReplay(n, items, prevRecs, lo, at, atItem, &recs); first > 0 {
 			completed = true
 		}
 	}
@@ -421,7 +422,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		var ns *Map
 		var replay bool
 		if memoized && i < len(prevRecs) {
-			ns, replay = ev.replayable(&prevRecs[i], it, lo, f, at)
+			ns, replay = ev.replayable(&prevRecs[i], it, lo, f, bindItem(atItem, it))
 		}
 		if replay {
 			r := prevRecs[i]
@@ -449,19 +450,19 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 			if memoized {
 				rec = iterRecord{ok: true, item: it}
 				ev.memo.cur, ev.memo.iter, ev.memo.loop = &rec, inner, lo
-				ev.memo.iterName = n.iter.(*nameExpr).name
+				ev.memo.iterName, ev.memo.item = loopName(n), itemName(n)
 				ev.memo.wns, ev.memo.wname, ev.memo.wattrs = nil, "", ev.memo.wattrs[:0]
 				start = ev.out.Len()
 			}
 			var err error
 			ctl, err = ev.execBody(n.body, inner)
 			if memoized {
-				ev.memo.cur, ev.memo.iter, ev.memo.loop, ev.memo.iterName = nil, nil, nil, ""
+				ev.memo.cur, ev.memo.iter, ev.memo.loop, ev.memo.iterName, ev.memo.item = nil, nil, nil, "", ""
 				ev.memo.wns, ev.memo.wname, ev.memo.wattrs = nil, "", ev.memo.wattrs[:0]
 				// inner is reused by the next iteration: a record must not keep it.
 				rec.out, rec.start = ev.memo.output(ev, n, len(recs), start)
 				rec.ctl = ctl
-				classify(&rec, n.iter.(*nameExpr).name)
+				classify(&rec, loopName(n))
 				recs = append(recs, rec)
 			}
 			if err != nil {

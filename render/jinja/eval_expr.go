@@ -110,6 +110,11 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 	case *callExpr:
 		return ev.evalCall(x, f, nil)
 	case *filterExpr:
+		if ev.memo != nil && ev.memo.cur == nil {
+			if v, ok := ev.memoFilter(x, f); ok {
+				return v, nil
+			}
+		}
 		v, err := ev.eval(x.x, f)
 		if err != nil {
 			return Value{}, err

@@ -16,8 +16,9 @@ import (
 // are deterministic functions of what they read, so a replayed iteration writes exactly what
 // running it would have written.
 //
-// Only loops over a variable (for message in messages) are recorded: a derived sequence
-// (messages[::-1]) moves its items between positions as the conversation grows.
+// Only loops over a variable (for message in messages) are recorded, and loops over a chain of
+// per-item filters of one (filtermemo.go): another derived sequence (messages[::-1]) moves its
+// items between positions as the conversation grows.
 //
 // What an iteration can observe from outside itself, and how each is recorded:
 //   - its item: compared whole;
@@ -25,7 +26,8 @@ import (
 //   - names bound in the template's top frame or the caller's variables, and globals, read
 //     alone or at the root of an attribute/subscript path (messages[loop.index0 - 1].role):
 //     recorded with the path, so an unrelated change elsewhere in `messages` does not matter;
-//   - comparisons made only of those and constants (loop.index0 > ns.last_query_index):
+//   - comparisons made only of those and constants (loop.index0 > ns.last_query_index), or of
+//     those, the loop variable and constants (message == user_messages[-1], itemexpr.go):
 //     recorded by their result, which is what the iteration depends on.
 //
 // An iteration may assign attributes of one namespace bound outside it (DeepSeek's
@@ -59,6 +61,8 @@ type Memo struct {
 	skipped int
 	// guards are the guarded loops' per-item caches (guard.go), shared along a conversation.
 	guards map[*forNode]*guardCache
+	// filters are the per-item filter chains' last evaluations (filtermemo.go).
+	filters map[*filterExpr]*filterRun
 }
 
 // CommonPrefix returns the length of the longest common prefix of this execution's output and
@@ -132,8 +136,9 @@ type memoState struct {
 	cur  *iterRecord
 	iter *frame
 	loop *loopObj
-	// iterName is the name the loop being recorded iterates (messages).
-	iterName string
+	// iterName is the name the loop being recorded iterates (messages); item the name of its
+	// loop variable ("" when that is not a name: itemexpr.go).
+	iterName, item string
 	// wns is the namespace the iteration being recorded assigned attributes of (nil: none yet),
 	// assigned through the name wname; wattrs are the attributes assigned so far.
 	wns    *Map
@@ -241,16 +246,18 @@ func (t *Template) ExecuteMemo(vars map[string]Value, prev *Memo) (string, *Memo
 
 // memoizes reports whether the for loop n, about to run in frame f, is one ExecuteMemo records:
 // a non-recursive loop directly in the template's top frame over a variable (for message in
-// messages). Loops over derived sequences (messages[::-1], messages|selectattr(…)) are not worth
-// recording: their items move between positions when the conversation grows.
+// messages), or over a chain of per-item filters of one (memoizesFiltered). Loops over other
+// derived sequences (messages[::-1]) are not worth recording: their items move between positions
+// when the conversation grows.
 func (ev *evaluator) memoizes(n *forNode, f *frame, depth int) bool {
 	_, overName := n.iter.(*nameExpr)
-	return ev.memo != nil && depth == 0 && !n.recursive && overName && f == ev.memo.top && ev.memo.cur == nil
+	return ev.memo != nil && depth == 0 && !n.recursive && (overName || memoizesFiltered(n)) && f == ev.memo.top && ev.memo.cur == nil
 }
 
 // replayable reports whether the recorded iteration r would run exactly as recorded for item it
-// at the loop position lo, with the top frame f as it is now; at is a frame binding only `loop`
-// (to lo) above f, where recorded comparisons are evaluated again. ns is the namespace r's writes
+// at the loop position lo, with the top frame f as it is now; at is a frame binding `loop` (to
+// lo) above f, and the loop variable to it (itemFrame), where recorded comparisons are evaluated
+// again. ns is the namespace r's writes
 // go to (nil when it has none), for assign.
 func (ev *evaluator) replayable(r *iterRecord, it Value, lo *loopObj, f, at *frame) (ns *Map, ok bool) {
 	if !r.ok || !sameValue(r.item, it) {
@@ -385,10 +392,11 @@ func (ms *memoState) readsAssigned(x expr, f *frame) bool {
 }
 
 // memoCompare evaluates a comparison inside a recorded iteration. When it reads only outer
-// values, the iteration's loop object and constants, it is recorded by its result (ok true);
-// otherwise the caller evaluates it as usual, recording its operands.
+// values, the iteration's loop object and constants, or outer values with the loop variable
+// (itemexpr.go), it is recorded by its result (ok true); otherwise the caller evaluates it as
+// usual, recording its operands.
 func (ev *evaluator) memoCompare(x *compareExpr, f *frame) (v Value, ok bool, err error) {
-	if !ev.memo.replayableExpr(x, f) {
+	if !ev.memo.replayableExpr(x, f) || ev.memo.item != "" && itemOnly(x, ev.memo.item) {
 		return Value{}, false, nil
 	}
 	ms := ev.memo
@@ -414,8 +422,9 @@ func (ev *evaluator) memoCompare(x *compareExpr, f *frame) (v Value, ok bool, er
 
 // replayableExpr reports whether x, evaluated in frame f inside the recorded iteration, can be
 // evaluated again at the start of the iteration with the same result: it is made of constants,
-// names bound outside the iteration (not strftime_now), the iteration's loop object, and
-// attribute, subscript, comparison, arithmetic and logical operations on them.
+// names bound outside the iteration (not strftime_now), the iteration's loop object, its loop
+// variable still bound to the item (itemexpr.go), and attribute, subscript, comparison,
+// arithmetic and logical operations on them.
 func (ms *memoState) replayableExpr(x expr, f *frame) bool {
 	switch n := x.(type) {
 	case *constExpr:
@@ -426,6 +435,9 @@ func (ms *memoState) replayableExpr(x expr, f *frame) bool {
 		v, w := f.lookupFrame(n.name)
 		if n.name == "loop" {
 			return w == ms.iter && v.k == kLoop && v.o == ms.loop
+		}
+		if ms.item != "" && n.name == ms.item {
+			return ms.readsItem(v, w) // replay binds it to the item too (itemexpr.go)
 		}
 		return ms.outer(w) && n.name != "strftime_now"
 	case *attrExpr:

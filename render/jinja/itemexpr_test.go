@@ -1,0 +1,148 @@
+package jinja
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// itemExprTemplates compare the loop variable with outer values, also where the same name means
+// something else (a macro's outer variable, a rebinding in the body, a nested loop).
+var itemExprTemplates = []string{
+	// Mistral Nemo's shape.
+	`{%- set users = messages | selectattr("role", "equalto", "user") | list %}` +
+		`{%- for m in messages %}{% if m.role == "user" %}{% if tools is not none and (m == users[-1]) %}[T]{% endif %}` +
+		`{% if loop.last and sys is defined %}{{ sys }}{% endif %}{% endif %}<{{ m.role }}>{{ m.content }}{% endfor %}`,
+	// A macro reading a top-level variable of the loop variable's name.
+	`{%- set m = messages[0] if messages else none %}{% macro f() %}{{ m == messages[-1] }}{% endmacro %}` +
+		`{%- for m in messages %}{{ f() }}{{ m == messages[-1] }}{{ m.content > "m" }};{% endfor %}`,
+	// The body rebinds the loop variable, then compares it.
+	`{%- for m in messages %}{% if m.role == "tool" %}{% set m = m.content %}{% endif %}{{ m == messages[-1].content }}{{ m != messages[0] }};{% endfor %}`,
+	// A nested loop binding the same name, and a comparison chain with the item in the middle.
+	`{%- for m in messages %}{% for m in [m.content] %}{{ m == messages[-1].content }}{% endfor %}` +
+		`{{ messages[0] == m == messages[-1] }}{{ loop.index0 < 3 and m.role == messages[loop.index0].role }};{% endfor %}`,
+	// Tuple targets have no item name.
+	// Operands bulkReplay evaluates itself (fixedOperands): names and attributes.
+	`{%- set users = messages | selectattr("role", "equalto", "user") | list %}{% set last = users[-1] if users else none %}` +
+		`{%- for m in messages %}{% if m == last %}[T]{% endif %}{% if m.content == last.content %}={% endif %}<{{ m.role }}>{{ m.content }}{% endfor %}`,
+	`{%- for role, content in pairs %}{{ role == messages[-1].role }}{{ content == messages[0].content }};{% endfor %}`,
+}
+
+// TestMemoItemComparisonsMatchExecute grows, branches, edits and copies conversations through
+// the templates above: every output (or error) must equal a plain Execute's.
+func TestMemoItemComparisonsMatchExecute(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 7))
+	msg := func() Value {
+		m := NewMap()
+		m.Set("role", String([]string{"user", "assistant", "tool"}[rng.IntN(3)]))
+		m.Set("content", String(fmt.Sprintf("%c", 'a'+rng.IntN(26))))
+		return MapValue(m)
+	}
+	for ti, src := range itemExprTemplates {
+		tpl, err := Parse("t", src, Options{})
+		if err != nil {
+			t.Fatalf("template %d: %v", ti, err)
+		}
+		for conv := range 30 {
+			var msgs []Value
+			var history [][]Value
+			var memos []*Memo
+			var memo *Memo
+			for step := range 40 {
+				switch op := rng.IntN(10); {
+				case op < 6:
+					msgs = append(msgs, msg())
+				case op == 6 && len(memos) > 0:
+					i := rng.IntN(len(memos))
+					msgs, memo = append(append([]Value(nil), history[i]...), msg()), memos[i]
+				case op == 7 && len(msgs) > 0:
+					msgs = append([]Value(nil), msgs...)
+					msgs[rng.IntN(len(msgs))] = msg()
+				case op == 8 && len(msgs) > 0: // an equal copy: == holds, the pointers differ
+					msgs = append([]Value(nil), msgs...)
+					i := rng.IntN(len(msgs))
+					c := NewMap()
+					src := msgs[i].mapv()
+					for j := range src.keys {
+						c.set(src.keys[j], src.vals[j])
+					}
+					msgs[i] = MapValue(c)
+				}
+				pairs := make([]Value, len(msgs))
+				for i, m := range msgs {
+					role, _ := m.mapv().getStr("role")
+					content, _ := m.mapv().getStr("content")
+					pairs[i] = tuple(role, content)
+				}
+				vars := map[string]Value{"messages": List(msgs...), "pairs": List(pairs...)}
+				if rng.IntN(4) != 0 {
+					vars["tools"] = List(String("t"))
+				}
+				if rng.IntN(2) == 0 {
+					vars["sys"] = String("S")
+				}
+				what := fmt.Sprintf("template %d conversation %d step %d", ti, conv, step)
+				if next := memoCheck(t, tpl, vars, memo, what); next != nil {
+					memo = next
+					history, memos = append(history, append([]Value(nil), msgs...)), append(memos, next)
+				}
+			}
+		}
+	}
+}
+
+// TestMemoItemComparisonReplays checks that a new user message runs again only the iterations
+// whose output changes (the previous last user message, the new one), not every user message's.
+func TestMemoItemComparisonReplays(t *testing.T) {
+	tpl, err := Parse("t", itemExprTemplates[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(role, content string) Value {
+		m := NewMap()
+		m.Set("role", String(role))
+		m.Set("content", String(content))
+		return MapValue(m)
+	}
+	vars := func(msgs []Value) map[string]Value {
+		return map[string]Value{"messages": List(msgs...), "tools": List(String("t"))}
+	}
+	var msgs []Value
+	for i := range 10 {
+		msgs = append(msgs, msg("user", fmt.Sprint("u", i)), msg("assistant", fmt.Sprint("a", i)))
+	}
+	memo := memoCheck(t, tpl, vars(msgs), nil, "first")
+	msgs = append(msgs, msg("user", "new"))
+	next := memoCheck(t, tpl, vars(msgs), memo, "new user message")
+	recs, prev := mainLoopRecords(next), mainLoopRecords(memo)
+	for i := range prev {
+		ran := len(recs[i].exprs) > 0 && &recs[i].exprs[0] != &prev[i].exprs[0]
+		if want := i == 18; ran != want {
+			t.Errorf("record %d: ran again %v, want %v", i, ran, want)
+		}
+	}
+	if next.bulk < 18 {
+		t.Errorf("%d records replayed in bulk, want at least 18", next.bulk)
+	}
+	// A new last user message equal to an earlier one: == holds for both, so the tools block goes
+	// before each (Jinja compares values), and that earlier record must not replay in bulk.
+	msgs = []Value{msg("user", "x"), msg("assistant", "1"), msg("user", "y"), msg("assistant", "2"), msg("user", "z"), msg("assistant", "3")}
+	for _, src := range itemExprTemplates[:2] {
+		tpl, err := Parse("t", src, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo = memoCheck(t, tpl, vars(msgs), nil, "x y z")
+		memoCheck(t, tpl, vars(append(msgs, msg("user", "y"))), memo, "x y z y")
+	}
+}
+
+// mainLoopRecords returns the records of the memo's loop over a name.
+func mainLoopRecords(m *Memo) []iterRecord {
+	for n, recs := range m.loops {
+		if _, ok := n.iter.(*nameExpr); ok {
+			return recs
+		}
+	}
+	return nil
+}

@@ -27,6 +27,7 @@ var metricsNotMoved = map[string]string{
 	"stitch_artifact_rebased_total":       "a conversation past 9 turns (store's TestChainSnapshotBoundary, prepare's TestArtifactChain)",
 	"stitch_admission_rejected_total":     "an overload beyond --max-concurrent-responses (server's admission tests)",
 	"stitch_persist_recovered_total":      "a checkpoint write that failed and recovered (e2e abuse suite)",
+	"stitch_prompt_echo_mismatch_total":   "a model server echoing another prompt (server's TestPromptEchoMismatch)",
 }
 
 // TestOperatorGuideMetricsMove runs stitch serve (built-in simulator) through a few turns and

@@ -10,6 +10,8 @@ type metrics struct {
 	prepare      *prometheus.HistogramVec // path=full|fast
 	ttft         prometheus.Histogram
 	cachedTokens prometheus.Counter
+	// promptEchoMismatch counts streams whose prompt echo was not the prompt stitch sent.
+	promptEchoMismatch prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,7 +36,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cachedTokens: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "stitch_upstream_cached_tokens_total", Help: "Prompt tokens vLLM reported as prefix-cache hits.",
 		}),
+		promptEchoMismatch: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stitch_prompt_echo_mismatch_total",
+			Help: "Generations whose first chunk echoed prompt ids (prompt_token_ids) other than the bytes stitch sent: vLLM ran another prompt, or wrote the echo another way.",
+		}),
 	}
-	reg.MustRegister(m.responses, m.resolutions, m.promptTokens, m.prepare, m.ttft, m.cachedTokens)
+	reg.MustRegister(m.responses, m.resolutions, m.promptTokens, m.prepare, m.ttft, m.cachedTokens, m.promptEchoMismatch)
 	return m
 }

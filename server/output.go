@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -29,12 +31,19 @@ type output struct {
 	forced     []uint32       // prompt-forced output ids, fed to the parser before upstream's
 	sentMax    int            // the max_tokens sent upstream
 	lowered    int            // when > 0: the max_tokens the upstream applied, below sentMax
-	echoIDs    int            // prompt ids the upstream echoes in its first chunk (0: no echo)
+	buffers    *stream.BufferPool
+	// echoDiffers reports, once per generation, a prompt echo other than the prompt sent.
+	echoDiffers func(ctx context.Context, sent, echoed int)
 }
 
-// promptEchoer is the optional capability of an Upstream whose first stream chunk echoes the
-// prompt ids (vLLM's HTTP API with return_token_ids; its gRPC API echoes nothing).
-type promptEchoer interface{ EchoesPrompt() bool }
+// The upstream read buffers kept between generations (Server.readBuffers): a generation whose
+// prompt echo is P ids reads its first chunk into about 7 × P bytes, and gives that buffer back
+// once the chunk is read for one of 32 KiB. Four large ones of at most 2 MiB (an echo of ~290k
+// ids; a larger one is dropped) and four small ones: at most 8.5 MiB idle.
+const (
+	readBuffersKept    = 4
+	readBufferMaxBytes = 2 << 20
+)
 
 func (s *Server) newOutput(t *turn) *output {
 	req := t.req
@@ -82,11 +91,32 @@ func (s *Server) newOutput(t *turn) *output {
 		Tools: toolSchemas(req.Tools), ReasoningOff: reasoningOff(t.kwargs, t.model.Family.ReasoningSwitch())})
 	copts := withToolPolicy(stream.ConverterOptions{Output: parser, Emitter: eopts, Logprobs: lpm}, req) // toolpolicy.go
 	conv := stream.NewConverter(copts)
-	out := &output{conv: conv, start: t.start, now: s.opts.Now, forced: t.forced, sentMax: t.maxTokens}
-	if e, ok := s.opts.Upstream.(promptEchoer); ok && e.EchoesPrompt() && t.prompt != nil {
-		out.echoIDs = len(t.prompt.IDs)
+	out := &output{conv: conv, start: t.start, now: s.opts.Now, forced: t.forced, sentMax: t.maxTokens, buffers: s.readBuffers}
+	out.echoDiffers = func(ctx context.Context, sent, echoed int) {
+		s.metrics.promptEchoMismatch.Inc()
+		t.log.LogAttrs(ctx, slog.LevelWarn, "the model server echoed a prompt other than the one sent",
+			slog.Int("prompt_tokens", sent), slog.Int("echoed_tokens", echoed))
 	}
 	return out
+}
+
+// promptArray returns the pieces of a request's JSON (CompletionRequest.Parts) that hold its
+// prompt array's contents, between the brackets, without copying them: the head ends with
+// `"prompt":[`, any middle part is ids already encoded (PromptPrefix), and the last part's ids
+// end at its first ']' (ids are digits and commas). ok is false for any other layout; the echo is
+// then only counted.
+func promptArray(parts [][]byte) (array [][]byte, ok bool) {
+	if len(parts) < 2 || !bytes.HasSuffix(parts[0], []byte(`"prompt":[`)) {
+		return nil, false
+	}
+	last := parts[len(parts)-1]
+	end := bytes.IndexByte(last, ']')
+	if end < 0 {
+		return nil, false
+	}
+	array = make([][]byte, 0, len(parts)-1)
+	array = append(array, parts[1:len(parts)-1]...)
+	return append(array, last[:end]), true
 }
 
 // toolSchemas returns the request's function tools (namespace functions included) for the output
@@ -138,9 +168,20 @@ func (o *output) consume(ctx context.Context, up upstreamStream, sink eventSink)
 		}
 	} else {
 		chunks := stream.NewChunkReader(flushBeforeRead{r: up.body, sink: sink})
-		chunks.ExpectPromptEcho(o.echoIDs) // one buffer for the echo, not doublings (issue 32)
+		chunks.UseBuffers(o.buffers)
+		// Every return below ends the reading: nothing kept from the chunks aliases the buffer.
+		defer chunks.Release()
+		// vLLM's first chunk echoes the prompt (return_token_ids): it is checked against the bytes
+		// sent, not counted, and read into one buffer (issue 32). An upstream that echoes nothing
+		// costs nothing: the buffer grows to the echo's size only when a first event needs it.
+		if array, ok := promptArray(up.request); ok {
+			chunks.ExpectPromptEcho(up.promptIDs, array...)
+		} else {
+			chunks.ExpectPromptEcho(up.promptIDs)
+		}
 		next = chunks.Next
 	}
+	echoReported := false
 	var events []stream.Event
 	if len(o.forced) > 0 {
 		events = o.conv.Chunk(events, &stream.Chunk{TokenIDs: o.forced})
@@ -177,6 +218,10 @@ func (o *output) consume(ctx context.Context, up upstreamStream, sink eventSink)
 			// otherwise yield an empty "completed" answer (issue 14, finding 11).
 			_ = o.hold(sink, o.conv.Fail(events[:0], "upstream_error", "The model server returned text without token ids (it ignores return_token_ids); this server cannot use it."))
 			return fmt.Errorf("%w: %w", errUpstreamStream, upstream.ErrNoTokenIDs)
+		}
+		if ch.PromptEchoDiffers && !echoReported && o.echoDiffers != nil {
+			echoReported = true
+			o.echoDiffers(ctx, up.promptIDs, ch.PromptTokens)
 		}
 		if o.firstToken.IsZero() && len(ch.TokenIDs) > 0 {
 			o.firstToken = o.now()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stitchllm/stitch/middleware"
 	"github.com/stitchllm/stitch/store"
+	"github.com/stitchllm/stitch/stream"
 )
 
 // Upstream is the part of the vLLM client the server calls.
@@ -82,6 +83,8 @@ type Server struct {
 	guards  *guards
 	bg      *background
 	convs   *store.Conversations
+	// readBuffers lends the upstream stream readers their buffers (output.go).
+	readBuffers *stream.BufferPool
 	// noTokenIDs is set when a generation came back without token ids (the upstream ignores
 	// return_token_ids): /readyz then answers 503 until a probe generation carries ids again.
 	noTokenIDs atomic.Bool
@@ -120,7 +123,8 @@ func New(opts Options) (*Server, error) {
 		opts.Instance = randomID("stitch")
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registry), guards: newGuards(opts.Limits, opts.Registry),
-		bg: newBackground(opts.Runs, opts.Instance), convs: opts.Conversations}
+		bg: newBackground(opts.Runs, opts.Instance), convs: opts.Conversations,
+		readBuffers: stream.NewBufferPool(readBuffersKept, readBufferMaxBytes)}
 	s.handler = s.routes()
 	return s, nil
 }

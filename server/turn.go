@@ -400,6 +400,11 @@ type upstreamStream struct {
 	body   io.ReadCloser
 	chunks upstream.ChunkStream
 	cancel context.CancelFunc // the request's context; nil: none of its own
+	// request is the request's JSON as sent to an SSE upstream (CompletionRequest.Parts) and
+	// promptIDs its prompt's length: the first chunk's prompt echo is checked against them
+	// (output.go).
+	request   [][]byte
+	promptIDs int
 }
 
 func (u upstreamStream) Close() error {
@@ -448,7 +453,8 @@ func (s *Server) openUpstream(ctx context.Context, t *turn) (upstreamStream, err
 	if cu, ok := s.opts.Upstream.(chunkUpstream); ok {
 		up.chunks, err = cu.CompletionChunks(upCtx, &creq)
 	} else {
-		up.body, err = s.opts.Upstream.Completions(upCtx, creq.Parts())
+		up.request, up.promptIDs = creq.Parts(), len(creq.Prompt)
+		up.body, err = s.opts.Upstream.Completions(upCtx, up.request)
 	}
 	if err != nil {
 		cancelUp()

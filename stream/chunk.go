@@ -34,9 +34,15 @@ type Chunk struct {
 	// a chunk may carry several, and the last one includes the EOS/stop id.
 	TokenIDs []uint32
 	// PromptTokens is the length of the prompt echo (prompt_token_ids, which vLLM sends in the
-	// first chunk only). The ids are counted, not copied: stitch sent them and never reads them
-	// back (a 100k-token prompt would be a 400 KB copy per turn).
+	// first chunk only). The ids are never copied: stitch sent them and never reads them back (a
+	// 100k-token prompt would be a 400 KB copy per turn). When the ChunkReader was told the array
+	// the request sent (ExpectPromptEcho), the echo is compared with it and PromptTokens is the
+	// sent count; otherwise, or when they differ, the echo is validated and counted.
 	PromptTokens int
+	// PromptEchoDiffers reports that prompt_token_ids was not, byte for byte, the array the
+	// ChunkReader was told the request sent: vLLM ran a prompt other than stitch's, or wrote the
+	// echo some other way. PromptTokens was then counted from the echo itself.
+	PromptEchoDiffers bool
 	// Text is vLLM's detokenized text for TokenIDs (informational: stitch
 	// decodes ids itself).
 	Text string
@@ -60,6 +66,7 @@ type Chunk struct {
 func (c *Chunk) reset() {
 	c.TokenIDs = c.TokenIDs[:0]
 	c.PromptTokens = 0
+	c.PromptEchoDiffers = false
 	c.Text = ""
 	c.FinishReason = ""
 	c.StopReason = c.StopReason[:0]
@@ -77,20 +84,23 @@ func unsafeString(b []byte) string {
 // ParseChunk parses one event's data (a JSON object) into c, reusing c's
 // slices. It does not retain data. A data value of `[DONE]` is not a chunk:
 // callers check for it first (ChunkReader does).
-func ParseChunk(data []byte, c *Chunk) error {
+func ParseChunk(data []byte, c *Chunk) error { return parseChunk(data, c, nil) }
+
+// parseChunk is ParseChunk with the prompt echo the request expects (nil: none told).
+func parseChunk(data []byte, c *Chunk, echo *promptEcho) error {
 	c.reset()
-	if parseChunkFast(data, c) {
+	if parseChunkFast(data, c, echo) {
 		if len(c.StopReason) == 0 {
 			c.StopReason = nil
 		}
 		return nil
 	}
 	c.reset()
-	return parseChunkGeneral(data, c)
+	return parseChunkGeneral(data, c, echo)
 }
 
 // parseChunkGeneral is ParseChunk for any chunk: validate, then walk with gjson.
-func parseChunkGeneral(data []byte, c *Chunk) error {
+func parseChunkGeneral(data []byte, c *Chunk, echo *promptEcho) error {
 	s := unsafeString(data)
 	// gjson's validator recurses once per nesting level: bound the depth first (issue 14).
 	if err := jsonlimit.CheckDepth(data, jsonlimit.DefaultMaxDepth); err != nil {
@@ -129,7 +139,7 @@ func parseChunkGeneral(data []byte, c *Chunk) error {
 	}
 	if choices.IsArray() {
 		choices.ForEach(func(_, ch gjson.Result) bool {
-			c.parseChoice(ch)
+			c.parseChoice(ch, echo)
 			return false // choice 0 only
 		})
 	}
@@ -154,7 +164,7 @@ func parseChunkGeneral(data []byte, c *Chunk) error {
 	return nil
 }
 
-func (c *Chunk) parseChoice(ch gjson.Result) {
+func (c *Chunk) parseChoice(ch gjson.Result, echo *promptEcho) {
 	var logprobs gjson.Result
 	defer func() {
 		if logprobs.IsObject() { // after token_ids, wherever the key came
@@ -176,6 +186,13 @@ func (c *Chunk) parseChoice(ch gjson.Result) {
 		case "token_ids":
 			c.TokenIDs = appendIDs(c.TokenIDs, v)
 		case "prompt_token_ids":
+			if echo != nil && v.IsArray() {
+				if echo.equal(v.Raw) {
+					c.PromptTokens = echo.ids
+					break
+				}
+				c.PromptEchoDiffers = true
+			}
 			c.PromptTokens = countIDs(v)
 		case "logprobs":
 			logprobs = v
@@ -279,11 +296,40 @@ func upstreamError(e gjson.Result) *UpstreamError {
 	return ue
 }
 
+// promptEcho is the prompt_token_ids array a request's first chunk should carry: ids ids, whose
+// compact JSON between the brackets is the concatenation of parts (the request's own encoding).
+type promptEcho struct {
+	ids   int
+	parts [][]byte
+	size  int // the array's length in bytes, brackets included
+}
+
+// prefixOf reports whether b starts with the expected array.
+func (e *promptEcho) prefixOf(b []byte) bool {
+	if len(b) < e.size || b[0] != '[' || b[e.size-1] != ']' {
+		return false
+	}
+	at := 1
+	for _, p := range e.parts {
+		if !bytes.Equal(b[at:at+len(p)], p) {
+			return false
+		}
+		at += len(p)
+	}
+	return true
+}
+
+// equal reports whether raw is the expected array.
+func (e *promptEcho) equal(raw string) bool {
+	return len(raw) == e.size && e.prefixOf(unsafe.Slice(unsafe.StringData(raw), len(raw)))
+}
+
 // ChunkReader reads vLLM completion chunks from an SSE body.
 // It is not safe for concurrent use.
 type ChunkReader struct {
 	dec   *Decoder
 	chunk Chunk
+	echo  *promptEcho
 	done  bool
 }
 
@@ -292,15 +338,53 @@ func NewChunkReader(r io.Reader) *ChunkReader {
 	return &ChunkReader{dec: NewDecoder(r)}
 }
 
-// ExpectPromptEcho sizes the read buffer, before the first read, for a first chunk echoing n
-// prompt ids (vLLM's prompt_token_ids: at most 7 bytes an id for vocabularies under a million,
-// plus 1 KiB for the chunk's other fields), so a 100k-id echo is read into one buffer instead of
-// one grown by doubling from 32 KiB, copying each time. A larger chunk still grows it; an echo the
-// default buffer holds, or n ≤ 0, changes nothing.
-func (r *ChunkReader) ExpectPromptEcho(n int) {
-	if n > 0 {
-		r.dec.reserve(7*n + 1<<10)
+// UseBuffers makes r take its read buffer from pool and give it back on Release. Call it before
+// the first Next.
+func (r *ChunkReader) UseBuffers(pool *BufferPool) { r.dec.Buffers = pool }
+
+// Release gives the read buffer back to the pool (UseBuffers). Call it once the stream is done,
+// however it ended (error, cancellation, client gone); nothing read from r may alias the
+// buffer by then: the Chunk's slices and strings are its own (Text, StopReason, TokenIDs,
+// Logprobs and Err are copied out of the SSE data). Next then fails; a second Release does
+// nothing.
+func (r *ChunkReader) Release() { r.dec.Release() }
+
+// echoRoom is what the first chunk holds besides its prompt echo (id, model, the first token's
+// text, ids and logprobs), with margin.
+const echoRoom = 4 << 10
+
+// ExpectPromptEcho tells r, before the first read, that the first chunk echoes the n prompt ids
+// the request sent, and array, when given, the request's own encoding of them: the compact JSON
+// between the brackets, in the pieces the request was written from (they are not copied and must
+// not change while r reads).
+//
+// vLLM echoes the prompt as prompt_token_ids in the first chunk of each choice
+// (vllm/entrypoints/openai/serving_completion.py, completion_stream_generator: has_echoed), and
+// writes the chunk with pydantic's compact JSON (chunk.model_dump_json(exclude_unset=False)):
+// ids separated by single commas, as stitch's request writes them (upstream.CompletionRequest).
+// So the echo is checked, not counted: when it is byte for byte `[` array `]`, PromptTokens is
+// n without reading the ids (a memequal of ~700 KB for a 100k-id prompt, instead of validating
+// each id). When it differs (other formatting, or vLLM ran another prompt), it is validated and
+// counted as without array, and the Chunk reports PromptEchoDiffers. With no array, the echo is
+// counted.
+//
+// It also sizes the buffer the first chunk is read into: the echo (7 bytes an id for
+// vocabularies under a million when array is not given), echoRoom and a read's room, so a
+// 100k-id echo is read into one buffer instead of one grown by doubling from 32 KiB, copying each
+// time (issue 32). A larger chunk still grows it; n ≤ 0 changes nothing.
+func (r *ChunkReader) ExpectPromptEcho(n int, array ...[]byte) {
+	if n <= 0 {
+		return
 	}
+	size := 7 * n
+	if len(array) > 0 {
+		e := &promptEcho{ids: n, parts: array, size: 2}
+		for _, p := range array {
+			e.size += len(p)
+		}
+		r.echo, size = e, e.size
+	}
+	r.dec.reserve(len("data: ") + size + echoRoom + readSize)
 }
 
 // Next returns the next chunk. The *Chunk is reused: it is valid until the next
@@ -327,7 +411,7 @@ func (r *ChunkReader) Next() (*Chunk, error) {
 			r.done = true
 			return nil, io.EOF
 		}
-		if err := ParseChunk(data, &r.chunk); err != nil {
+		if err := parseChunk(data, &r.chunk, r.echo); err != nil {
 			return nil, err
 		}
 		return &r.chunk, nil

@@ -14,9 +14,10 @@ import (
 // gjson's validate-then-walk passes. It reports false, leaving c to be overwritten, for anything
 // else — another choice count, a usage or error object, nested values it does not expect, a key
 // with escapes or seen twice — and ParseChunk then takes the general path. When it reports true,
-// c is what the general path would have produced (FuzzParseChunkFast checks it).
-func parseChunkFast(data []byte, c *Chunk) bool {
-	p := fastParser{b: data}
+// c is what the general path would have produced (FuzzParseChunkFast checks it). echo, when not
+// nil, is the prompt echo the request expects (ChunkReader.ExpectPromptEcho).
+func parseChunkFast(data []byte, c *Chunk, echo *promptEcho) bool {
+	p := fastParser{b: data, echo: echo}
 	p.ws()
 	if !p.byte('{') {
 		return false
@@ -82,8 +83,9 @@ func parseChunkFast(data []byte, c *Chunk) bool {
 
 // fastParser is parseChunkFast's cursor over the chunk.
 type fastParser struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	echo *promptEcho
 }
 
 func (p *fastParser) ws() {
@@ -352,19 +354,27 @@ func (p *fastParser) choice(c *Chunk) bool {
 				return false
 			}
 		case "prompt_token_ids":
-			// The prompt echo (up to the whole 100k-id prompt, first chunk only) is validated and
-			// counted in place, never decoded into a slice: stitch sent these ids and only needs
-			// their number (Chunk.PromptTokens). Copying them was most of a turn's stream CPU
-			// (issue 32).
+			// The prompt echo (up to the whole 100k-id prompt, first chunk only) is never decoded
+			// into a slice: stitch sent these ids and only needs their number
+			// (Chunk.PromptTokens). Copying them was most of a turn's stream CPU (issue 32). When
+			// the request's encoding is known, the echo is compared with it (memequal); otherwise,
+			// or when it differs, it is validated and counted in place.
 			c.PromptTokens = 0
-			if p.peek() == '[' {
+			switch {
+			case p.peek() != '[':
+				if !p.literal("null") {
+					return false
+				}
+			case p.echo != nil && p.echo.prefixOf(p.b[p.i:]):
+				p.i += p.echo.size
+				c.PromptTokens = p.echo.ids
+			default:
+				c.PromptEchoDiffers = p.echo != nil
 				n, ok := p.ids(nil)
 				if !ok {
 					return false
 				}
 				c.PromptTokens = n
-			} else if !p.literal("null") {
-				return false
 			}
 		default:
 			if !p.scalar() {

@@ -17,6 +17,13 @@
 //     (response.created … response.completed) and the final [Response] object;
 //     [Encoder] (or [AppendEvent]) writes the events as `event: <type>\ndata: <json>\n\n`.
 //
+// The first chunk echoes the whole prompt's ids (prompt_token_ids, ~700 KB for a 100k-token
+// prompt). A ChunkReader told the request's own encoding of them
+// ([ChunkReader.ExpectPromptEcho]) checks the echo by comparing bytes instead of reading the ids,
+// and reports an echo that differs ([Chunk.PromptEchoDiffers]: vLLM ran another prompt); its read
+// buffers can come from a [BufferPool] shared by the streams, given back by
+// [ChunkReader.Release].
+//
 // [Converter] wires stages 3 and 4 for one turn (it owns the Emitter): feed it
 // every [Chunk], write what it returns with an [Encoder], and read
 // [Converter.Response] and [Converter.TokenIDs] at the end.
@@ -60,6 +67,6 @@
 //
 // # Concurrency
 //
-// Nothing in this package is safe for concurrent use except where a type says so;
-// each turn owns its own Decoder, Parser, Emitter and Encoder.
+// Nothing in this package is safe for concurrent use except where a type says so
+// ([BufferPool]); each turn owns its own Decoder, Parser, Emitter and Encoder.
 package stream

@@ -3,7 +3,7 @@ package stream
 // ParseChunkFastForTest is ParseChunk's fast path alone; it reports whether it took data.
 func ParseChunkFastForTest(data []byte, c *Chunk) bool {
 	c.reset()
-	ok := parseChunkFast(data, c)
+	ok := parseChunkFast(data, c, nil)
 	if ok && len(c.StopReason) == 0 {
 		c.StopReason = nil
 	}
@@ -13,7 +13,7 @@ func ParseChunkFastForTest(data []byte, c *Chunk) bool {
 // ParseChunkGeneralForTest is ParseChunk's general path alone.
 func ParseChunkGeneralForTest(data []byte, c *Chunk) error {
 	c.reset()
-	return parseChunkGeneral(data, c)
+	return parseChunkGeneral(data, c, nil)
 }
 
 // The Emitter's steps and event types, which the server reaches only through a Converter,

@@ -72,10 +72,6 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // BaseURL returns the upstream's base address.
 func (c *Client) BaseURL() string { return c.base }
 
-// EchoesPrompt reports that a generation's first chunk echoes the prompt ids: the client asks for
-// return_token_ids, which in vLLM turns on the echo (prompt_token_ids) with the per-chunk ids.
-func (c *Client) EchoesPrompt() bool { return true }
-
 // HTTPClient returns the underlying client, for pass-through proxying. Its transport sends the
 // upstream API key.
 func (c *Client) HTTPClient() *http.Client { return c.http }

@@ -12,6 +12,7 @@
 package arena
 
 import (
+	"slices"
 	"sync"
 	"unsafe"
 	"weak"
@@ -37,7 +38,7 @@ type Arena[T comparable] struct {
 // copy if the copy's elements after keep agree with tail (compared, as ever, only over tail).
 func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) ([]T, *Arena[T]) {
 	if a != nil {
-		if k := len(prev) - keep; k >= 0 && k <= len(tail) && equal(tail[:k], prev[keep:]) {
+		if k := len(prev) - keep; k >= 0 && k <= len(tail) && slices.Equal(tail[:k], prev[keep:]) {
 			if s, ok := a.extend(prev, tail[k:]); ok {
 				return s, a
 			}
@@ -49,28 +50,16 @@ func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) 
 		}
 	}
 	n := keep + len(tail)
-	// Appended from the kept elements and the tail themselves: only the room after them is
-	// zeroed (slices.Grow would zero the tail's part too, and then copy over it).
-	buf := make([]T, n, n+max(minRoom, n/4))
-	copy(buf[copy(buf, prev[:keep]):], tail)
+	// Grown from the kept elements themselves: growslice copies them without zeroing them first
+	// and zeroes only the part grown (the tail's and the room); make and copy would zero the
+	// whole array first when its memory is reused.
+	buf := slices.Grow(prev[:keep:keep], len(tail)+max(minRoom, n/4))
+	buf = append(buf, tail...)
 	c := &Arena[T]{buf: buf[:cap(buf)], used: n}
 	if a != nil && keep > 0 {
 		a.noteCopy(prev, keep, c)
 	}
 	return buf[:n:n], c
-}
-
-// equal is slices.Equal without its length check's generic overhead (the lengths are equal).
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // copyOf returns the arena a copy of prev[:keep] was last made into, when prev lives in a (so
@@ -126,7 +115,7 @@ func (a *Arena[T]) extend(s, more []T) ([]T, bool) {
 		return nil, false
 	}
 	written := min(a.used, end) - start // elements after s already in use: never rewritten
-	if !equal(a.buf[start:start+written], more[:written]) {
+	if !slices.Equal(a.buf[start:start+written], more[:written]) {
 		return nil, false
 	}
 	if end > a.used {

@@ -5,12 +5,17 @@
 // continuation shares the buffer when the elements already written after its previous slice
 // agree with its own (none yet, or the same turn prepared again), and a branch that differs, or
 // one that does not fit, copies.
+//
+// A copy's first elements are the source's, which never change: the source remembers its last
+// copy, so that the same continuation joined again (a retried turn, a re-preparation) shares
+// that copy instead of copying the history once more, after comparing only its tail.
 package arena
 
 import (
 	"slices"
 	"sync"
 	"unsafe"
+	"weak"
 )
 
 // Arena is the backing array of such a chain. Its zero value is not used: Join makes one.
@@ -18,6 +23,10 @@ type Arena[T comparable] struct {
 	mu   sync.Mutex
 	buf  []T // the whole backing array (len == cap)
 	used int // buf[:used] holds elements some slice uses
+	// copied is the arena Join last copied buf[:copiedKeep] into (as that arena's first
+	// elements); weak, so that a copy nobody uses any more is not kept alive by its source.
+	copied     weak.Pointer[Arena[T]]
+	copiedKeep int
 }
 
 // Join returns prev[:keep] followed by tail, and the arena it lives in. prev is a slice Join
@@ -25,7 +34,8 @@ type Arena[T comparable] struct {
 // after keep: an agent turn whose boundary falls before the previous prompt's last ids. A copy
 // gets room for later turns: at least minRoom elements, and a quarter of its length. The slice's
 // capacity is its length, so that an append by any caller copies instead of writing into the
-// room.
+// room. When a copied prev[:keep] before (the same continuation joined again), it shares that
+// copy if the copy's elements after keep agree with tail (compared, as ever, only over tail).
 func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) ([]T, *Arena[T]) {
 	if a != nil {
 		if k := len(prev) - keep; k >= 0 && k <= len(tail) && slices.Equal(tail[:k], prev[keep:]) {
@@ -33,12 +43,50 @@ func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) 
 				return s, a
 			}
 		}
+		if c := a.copyOf(prev, keep); c != nil {
+			if s, ok := c.extend(c.buf[:keep], tail); ok {
+				return s, c
+			}
+		}
 	}
 	n := keep + len(tail)
-	// Grown from the kept elements themselves: only the tail's room is zeroed.
+	// Grown from the kept elements themselves: growslice copies them without zeroing them first
+	// and zeroes only the part grown (the tail's and the room); make and copy would zero the
+	// whole array first when its memory is reused.
 	buf := slices.Grow(prev[:keep:keep], len(tail)+max(minRoom, n/4))
 	buf = append(buf, tail...)
-	return buf[:n:n], &Arena[T]{buf: buf[:cap(buf)], used: n}
+	c := &Arena[T]{buf: buf[:cap(buf)], used: n}
+	if a != nil && keep > 0 {
+		a.noteCopy(prev, keep, c)
+	}
+	return buf[:n:n], c
+}
+
+// copyOf returns the arena a copy of prev[:keep] was last made into, when prev lives in a (so
+// that its first keep elements are a's, which never change) and that copy began with at least
+// keep of them; nil otherwise.
+func (a *Arena[T]) copyOf(prev []T, keep int) *Arena[T] {
+	if keep == 0 || unsafe.SliceData(a.buf) != unsafe.SliceData(prev) {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if keep > a.copiedKeep || keep > a.used {
+		return nil
+	}
+	return a.copied.Value()
+}
+
+// noteCopy records that c begins with a copy of prev[:keep], when prev lives in a.
+func (a *Arena[T]) noteCopy(prev []T, keep int, c *Arena[T]) {
+	if unsafe.SliceData(a.buf) != unsafe.SliceData(prev) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if keep <= a.used {
+		a.copied, a.copiedKeep = weak.Make(c), keep
+	}
 }
 
 // Room is the least room to give a copy of n elements: twice its length, at least floor and at

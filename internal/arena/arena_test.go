@@ -102,6 +102,76 @@ func TestJoinConcurrent(t *testing.T) {
 	}
 }
 
+// TestJoinSharesLastCopy: a continuation that has to copy (its tail differs from the
+// previous slice's last elements, as when a template rewrites the last message) shares that copy
+// when it is joined again (a retry, a re-preparation), after comparing only its tail; a branch
+// from the same point, or one that keeps more than was copied, still copies; and no slice
+// changes.
+func TestJoinSharesLastCopy(t *testing.T) {
+	prev, a := Join[byte](nil, nil, 0, []byte("history:last"), 64)
+	first, fa := Join(a, prev, 8, []byte("LAST:next"), 64)
+	if fa == a || string(first) != "history:LAST:next" {
+		t.Fatalf("first join: %q, shared %v", first, fa == a)
+	}
+	again, ga := Join(a, prev, 8, []byte("LAST:next"), 64)
+	if ga != fa || !shares(again, first) || string(again) != "history:LAST:next" {
+		t.Fatalf("the same continuation again: %q, shares the copy %v", again, ga == fa && shares(again, first))
+	}
+	shorter, sa := Join(a, prev, 8, []byte("LAST"), 64)
+	if sa != fa || !shares(shorter, first) || string(shorter) != "history:LAST" {
+		t.Fatalf("a shorter repeat: %q, shares the copy %v", shorter, sa == fa)
+	}
+	branch, ba := Join(a, prev, 8, []byte("LAST:other"), 64)
+	if ba == fa || ba == a || string(branch) != "history:LAST:other" {
+		t.Fatalf("a branch: %q, shares %v", branch, ba == fa || ba == a)
+	}
+	// The branch is now the last copy: the first continuation copies again, and is again equal.
+	back, _ := Join(a, prev, 8, []byte("LAST:next"), 64)
+	if string(back) != "history:LAST:next" {
+		t.Fatalf("back to the first continuation: %q", back)
+	}
+	// Keeping more than the copy took: copied, not shared (its elements after 8 are another's).
+	more, ma := Join(a, prev, 10, []byte("XY"), 64)
+	if string(more) != "history:laXY" || ma == fa {
+		t.Fatalf("keep beyond the copy: %q", more)
+	}
+	for _, c := range []struct {
+		got  []byte
+		want string
+	}{
+		{prev, "history:last"}, {first, "history:LAST:next"}, {again, "history:LAST:next"},
+		{shorter, "history:LAST"}, {branch, "history:LAST:other"},
+	} {
+		if string(c.got) != c.want {
+			t.Fatalf("a slice changed: %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// TestJoinCopyConcurrent joins the same copying continuation, and a branch of it, from several
+// goroutines at once: each gets its own elements, equal ones for the same continuation, and no
+// slice changes (run with -race).
+func TestJoinCopyConcurrent(t *testing.T) {
+	for range 100 {
+		prev, a := Join[byte](nil, nil, 0, []byte("history:last"), 64)
+		tails := []string{"LAST:next", "LAST:next", "LAST:other", "LAST:next"}
+		got := make([][]byte, len(tails))
+		var wg sync.WaitGroup
+		for i, tail := range tails {
+			wg.Go(func() { got[i], _ = Join(a, prev, 8, []byte(tail), 64) })
+		}
+		wg.Wait()
+		for i, tail := range tails {
+			if string(got[i]) != "history:"+tail {
+				t.Fatalf("join %d: %q, want %q", i, got[i], "history:"+tail)
+			}
+		}
+		if string(prev) != "history:last" {
+			t.Fatalf("prev changed: %q", prev)
+		}
+	}
+}
+
 // TestRoomAndCap: a copy's room is twice its length between the floor and the most, and Cap
 // counts the whole backing array, room included.
 func TestRoomAndCap(t *testing.T) {

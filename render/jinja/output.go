@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+	"weak"
 )
 
 // A continuation's output repeats the output it replays from for most of its length (the whole
@@ -18,6 +19,13 @@ import (
 // it copies what it has to a buffer of its own (copy on branch), which becomes the arena of the
 // next turn. Every string handed out is a prefix of an arena's written bytes, so it never
 // changes.
+//
+// A copy's first bytes are the arena's, which never change: the arena remembers its last copy
+// (the finished output that left it, and how many of its bytes that output took along), and an
+// output that leaves the arena within them continues on the copy instead of copying again, while
+// it writes what the copy holds (the same turn prepared again: a retry, a re-preparation whose
+// template rewrote the same earlier message). It compares only the bytes after the point it
+// left, as it would compare them with the arena's.
 
 // textArena is the backing buffer of a chain of outputs, each a prefix of the ones after it.
 type textArena struct {
@@ -25,6 +33,10 @@ type textArena struct {
 	buf     []byte // len == cap
 	used    int    // buf[:used] is written and never changes
 	claimed bool   // an execution is writing at buf[used:]
+	// copied is the arena of the last finished output that left this one after copying
+	// buf[:copiedLen] (its first bytes); weak, so that it does not keep a copy nobody uses alive.
+	copied    weak.Pointer[textArena]
+	copiedLen int
 }
 
 // arenaRoom caps the spare room, in bytes, of an output copied to a buffer of its own (for the
@@ -56,15 +68,19 @@ type output struct {
 	n    int    // shared and owner modes: the output is buf[:n]
 	end  int    // shared mode: a.used when last looked at
 	// base is the arena the output started on (the previous execution's); baseShared, once
-	// the output is private, is how much of it was base's bytes.
+	// the output left it (private, or on a copy of it), is how much of it was base's bytes.
 	base       *textArena
 	baseShared int
+	// left is the arena the output copied its first leftLen bytes from when it went private,
+	// which finish tells about the copy.
+	left    *textArena
+	leftLen int
 }
 
 // shared returns the arena the output started on and the length of the output's prefix that
 // is that arena's bytes (0, nil for an output that started private).
 func (o *output) shared() (*textArena, int) {
-	if o.mode != outPrivate {
+	if o.mode != outPrivate && o.a == o.base {
 		return o.base, o.n
 	}
 	return o.base, o.baseShared
@@ -112,8 +128,7 @@ func (o *output) WriteString(s string) {
 			o.n += copy(o.buf[o.n:], s)
 			return
 		}
-		o.toPrivate(len(s))
-		o.sb.WriteString(s)
+		o.leave(s)
 	case outShared:
 		o.writeShared(s)
 	}
@@ -123,7 +138,7 @@ func (o *output) WriteString(s string) {
 // offset when the output is still sharing it (a replayed iteration at its old offset, within the
 // previous text: see memoState.replayLCP).
 func (o *output) writeKnown(s string) {
-	if o.mode == outShared && o.n+len(s) <= o.end {
+	if o.mode == outShared && o.a == o.base && o.n+len(s) <= o.end {
 		o.n += len(s)
 		return
 	}
@@ -135,8 +150,7 @@ func (o *output) writeShared(s string) {
 		if o.n < o.end {
 			k := min(len(s), o.end-o.n)
 			if unsafe.String(&o.buf[o.n], k) != s[:k] {
-				o.toPrivate(len(s))
-				o.sb.WriteString(s)
+				o.leave(s)
 				return
 			}
 			o.n += k
@@ -150,10 +164,54 @@ func (o *output) writeShared(s string) {
 		if o.n < o.end {
 			continue // more was written since: compare with it
 		}
-		o.toPrivate(len(s))
-		o.sb.WriteString(s)
+		o.leave(s)
 		return
 	}
+}
+
+// leave writes s, which the output's arena cannot take at its offset (its bytes there differ,
+// or it is full or claimed): on the arena's last copy when that holds the output so far (see
+// the top of the file), else in a buffer of the output's own.
+func (o *output) leave(s string) {
+	if c := o.copyHolding(); c != nil {
+		o.release(false)
+		if o.a == o.base {
+			o.baseShared = o.n
+		}
+		c.mu.Lock()
+		o.end = c.used
+		c.mu.Unlock()
+		o.mode, o.a, o.buf = outShared, c, c.buf
+		o.writeShared(s)
+		return
+	}
+	o.toPrivate(len(s))
+	o.sb.WriteString(s)
+}
+
+// copyHolding returns the arena of the last copy of the output's arena when it holds the output
+// so far: it copied the arena's written bytes up to the output's offset, or up to the start of
+// the output's claim, followed by the bytes the output wrote there since (compared: a claim's
+// bytes are the output's own, unpublished). Nil otherwise.
+func (o *output) copyHolding() *textArena {
+	a := o.a
+	a.mu.Lock()
+	written := min(o.n, a.used) // a's bytes, which never change
+	c := a.copied.Value()
+	if o.n == 0 || written > a.copiedLen {
+		c = nil
+	}
+	a.mu.Unlock()
+	if c == nil || c == a {
+		return nil
+	}
+	c.mu.Lock()
+	used := c.used
+	c.mu.Unlock()
+	if o.n > used || string(c.buf[written:o.n]) != string(o.buf[written:o.n]) {
+		return nil
+	}
+	return c
 }
 
 // claim makes the output the writer at the arena's end when it is there and nobody else is.
@@ -175,7 +233,15 @@ func (o *output) claim() bool {
 func (o *output) toPrivate(extra int) {
 	o.release(false)
 	shared := unsafe.String(unsafe.SliceData(o.buf), o.n)
-	o.mode, o.a, o.buf, o.baseShared = outPrivate, nil, nil, o.n
+	if o.a == o.base {
+		o.baseShared = o.n
+	}
+	// Only the arena's written bytes never change: a claim's unpublished bytes may be written
+	// over by the next claim, so a copy is known to hold the arena's first bytes only up to used.
+	o.a.mu.Lock()
+	o.left, o.leftLen = o.a, min(o.n, o.a.used)
+	o.a.mu.Unlock()
+	o.mode, o.a, o.buf = outPrivate, nil, nil
 	o.sb.Grow(o.n + extra + arenaSpare(o.n+extra))
 	o.sb.WriteString(shared)
 }
@@ -209,7 +275,13 @@ func (o *output) finish() (string, *textArena) {
 	}
 	// The builder is done with: its spare capacity becomes the arena's room.
 	buf := unsafe.Slice(unsafe.StringData(s), o.sb.Cap())
-	return s, &textArena{buf: buf, used: len(s)}
+	a := &textArena{buf: buf, used: len(s)}
+	if o.left != nil && o.leftLen > 0 {
+		o.left.mu.Lock()
+		o.left.copied, o.left.copiedLen = weak.Make(a), o.leftLen
+		o.left.mu.Unlock()
+	}
+	return s, a
 }
 
 // abort gives up a claim after a failed execution.

@@ -151,3 +151,141 @@ func TestMemoOutputConcurrentBranches(t *testing.T) {
 		t.Fatal("the shared output changed")
 	}
 }
+
+// commonLen is the length of the longest common prefix of a and b.
+func commonLen(a, b string) int {
+	n := 0
+	for n < min(len(a), len(b)) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// TestMemoOutputSharesLastCopy: a continuation whose template rewrites the previous output's end
+// (the last message marked, as Qwen3 renders the reasoning of the turns after the last query
+// only) copies the output to a buffer of its own; the same continuation executed again (a retry,
+// a re-preparation) shares that copy instead of copying again, including when the copy was made
+// because the arena was full under a claim, while a branch from it copies; every text equals
+// Execute, no text changes, and CommonPrefix stays exact.
+func TestMemoOutputSharesLastCopy(t *testing.T) {
+	tpl, err := Parse("t", `<sys>{% for m in messages %}<{{ m }}{% if loop.last %}!{% endif %}>{% endfor %}{% if add_generation_prompt %}<gen>{% endif %}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(msgs []Value, prev *Memo) (string, *Memo) {
+		t.Helper()
+		vars := map[string]Value{"messages": List(msgs...), "add_generation_prompt": Bool(true)}
+		text, memo, err := tpl.ExecuteMemo(vars, prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := tpl.Execute(vars); text != want {
+			t.Fatalf("differs from Execute\n%s", firstDiff(text, want))
+		}
+		if prev != nil && memo.CommonPrefix() != commonLen(text, prev.text) {
+			t.Fatalf("CommonPrefix %d, want %d", memo.CommonPrefix(), commonLen(text, prev.text))
+		}
+		return text, memo
+	}
+	msgs := []Value{String(strings.Repeat("h", 40000))}
+	prevText, prev := run(msgs, nil)
+	prevCopy := strings.Clone(prevText)
+	next := append(append([]Value(nil), msgs...), String(strings.Repeat("n", 300)))
+	first, _ := run(next, prev)
+	if sameMemory(first, prevText) {
+		t.Fatal("a continuation that rewrites the last message shares the previous output's memory")
+	}
+	firstCopy := strings.Clone(first)
+	again, _ := run(next, prev)
+	if !sameMemory(again, first) {
+		t.Fatal("the same continuation again copied the history instead of sharing the first's copy")
+	}
+	branch := append(append([]Value(nil), msgs...), String(strings.Repeat("b", 300)))
+	other, _ := run(branch, prev)
+	if sameMemory(other, first) || sameMemory(other, prevText) {
+		t.Fatal("a branch shares another continuation's memory")
+	}
+	// The branch is now the last copy: the first continuation copies again.
+	back, _ := run(next, prev)
+	if back != firstCopy {
+		t.Fatal("back to the first continuation: wrong text")
+	}
+	if prevText != prevCopy || first != firstCopy || again != firstCopy {
+		t.Fatal("an output changed")
+	}
+
+	// A continuation that appends (no rewrite) beyond the arena's room: its claim fills the
+	// arena, it copies, and the same continuation again shares that copy.
+	tplAppend, err := Parse("t", `{% for m in messages %}<{{ m }}>{% endfor %}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := func(msgs ...Value) map[string]Value { return map[string]Value{"messages": List(msgs...)} }
+	h := String(strings.Repeat("h", 40000))
+	_, m0, err := tplAppend.ExecuteMemo(vars(h), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := []Value{h, String("small"), String(strings.Repeat("x", 200000))}
+	t1, _, err := tplAppend.ExecuteMemo(vars(big...), m0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, _, err := tplAppend.ExecuteMemo(vars(big...), m0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := tplAppend.Execute(vars(big...)); t1 != want || t2 != want {
+		t.Fatal("differs from Execute")
+	}
+	if !sameMemory(t1, t2) {
+		t.Fatal("the same full continuation again copied instead of sharing the first's copy")
+	}
+}
+
+// TestMemoOutputConcurrentCopies: goroutines executing the same rewriting continuation, and a
+// branch of it, from one memo at once each get the right text, which never changes (run with
+// -race).
+func TestMemoOutputConcurrentCopies(t *testing.T) {
+	tpl, err := Parse("t", `{% for m in messages %}[{{ m }}{% if loop.last %}!{% endif %}]{% endfor %}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []Value{String(strings.Repeat("h", 30000))}
+	_, memo, err := tpl.ExecuteMemo(map[string]Value{"messages": List(base...)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				last := strings.Repeat("n", 100+i%2)
+				if g == 0 {
+					last = strings.Repeat("b", 100+i%2)
+				}
+				vars := map[string]Value{"messages": List(append(append([]Value(nil), base...), String(last))...)}
+				text, _, err := tpl.ExecuteMemo(vars, memo)
+				if err != nil {
+					errs <- err
+					return
+				}
+				kept := strings.Clone(text)
+				if want, _ := tpl.Execute(vars); text != want {
+					errs <- fmt.Errorf("goroutine %d: differs from Execute", g)
+					return
+				}
+				if text != kept {
+					errs <- fmt.Errorf("goroutine %d: output changed under it", g)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

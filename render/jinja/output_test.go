@@ -49,7 +49,9 @@ func TestMemoOutputSharedInPlace(t *testing.T) {
 	}
 	// A copy gets room in proportion to its length (arenaSpare), so copies are amortized: here,
 	// with each message longer than the one before, most continuations still write in place.
-	if shared < (len(texts)-1)*3/5 {
+	// Under the race detector an output claims an arena's end only at an aligned offset
+	// (race_on.go), so this template's odd lengths copy more often: only exactness is checked.
+	if claimAlign == 1 && shared < (len(texts)-1)*3/5 {
 		t.Fatalf("%d of %d continuations were written in place", shared, len(texts)-1)
 	}
 }

@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,31 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/gjson"
 
-	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/server"
-	"github.com/stitchllm/stitch/sim"
 	"github.com/stitchllm/stitch/stack"
 	"github.com/stitchllm/stitch/store"
 	"github.com/stitchllm/stitch/upstream"
 )
-
-// syncBuffer is a log sink for concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestPromptEchoMismatch: the first chunk echoes the prompt the model server ran; when that is
 // not the prompt stitch sent (a front adds an id to the request here, as a proxy or a vLLM
@@ -48,37 +25,21 @@ func (s *syncBuffer) String() string {
 // mismatch is visible: stitch_prompt_echo_mismatch_total and one warning per generation. The
 // same server with the prompt untouched counts nothing.
 func TestPromptEchoMismatch(t *testing.T) {
-	m, err := render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.New(sim.Options{Tokenizer: m.Tokenizer(), Fast: true, OutputLen: 20, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simSrv := httptest.NewServer(s)
-	defer simSrv.Close()
-	target, _ := url.Parse(simSrv.URL)
-	rp := httputil.NewSingleHostReverseProxy(target)
 	var alter sync.Mutex
 	altered := false
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	m, frontURL := simBehindFront(t, 20, func(body []byte) []byte {
 		alter.Lock()
-		add := altered
-		alter.Unlock()
-		if r.URL.Path == "/v1/completions" && add {
-			body, _ := io.ReadAll(r.Body)
-			body = bytes.Replace(body, []byte(`"prompt":[`), []byte(`"prompt":[198,`), 1)
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		defer alter.Unlock()
+		if !altered {
+			return body
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	defer front.Close()
-	var logs syncBuffer
+		return bytes.Replace(body, []byte(`"prompt":[`), []byte(`"prompt":[198,`), 1)
+	})
+	var logs lockedBuffer
 	reg := prometheus.NewRegistry()
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), Registry: reg,
-		Upstream: upstream.New(upstream.Options{BaseURL: front.URL}), Checkpoints: store.NewMemory(),
+		Upstream: upstream.New(upstream.Options{BaseURL: frontURL}), Checkpoints: store.NewMemory(),
 		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 	})
 	if err != nil {

@@ -29,31 +29,13 @@ import (
 // reports the limit that applied, not the client's max_output_tokens (or null) as if that had
 // ended it. A front that rewrites max_tokens to 5 stands in for vLLM's cap.
 func TestUpstreamLoweredMaxTokens(t *testing.T) {
-	m, err := render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.New(sim.Options{Tokenizer: m.Tokenizer(), Fast: true, OutputLen: 400, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simSrv := httptest.NewServer(s)
-	defer simSrv.Close()
-	target, _ := url.Parse(simSrv.URL)
 	maxTokens := regexp.MustCompile(`"max_tokens":\d+`)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/completions" {
-			body, _ := io.ReadAll(r.Body)
-			body = maxTokens.ReplaceAll(body, []byte(`"max_tokens":5`))
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	defer front.Close()
+	m, frontURL := simBehindFront(t, 400, func(body []byte) []byte {
+		return maxTokens.ReplaceAll(body, []byte(`"max_tokens":5`))
+	})
 	srv, err := server.New(server.Options{
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
-		Upstream: upstream.New(upstream.Options{BaseURL: front.URL}), Checkpoints: store.NewMemory(),
+		Upstream: upstream.New(upstream.Options{BaseURL: frontURL}), Checkpoints: store.NewMemory(),
 		Models: map[string]*server.ModelRuntime{"qwen3": mustRuntime(t, stack.ModelConfig{Name: "qwen3", Render: m, MaxModelLen: 32768})},
 	})
 	if err != nil {
@@ -94,4 +76,33 @@ func TestUpstreamLoweredMaxTokens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// simBehindFront starts the simulator (Qwen3 demo model, outputLen tokens an answer) behind a
+// reverse proxy that passes each /v1/completions body through rewrite, standing in for vLLM
+// changing what stitch sent; it returns the model and the proxy's URL, both closed with t.
+func simBehindFront(t *testing.T, outputLen int, rewrite func(body []byte) []byte) (*render.Renderer, string) {
+	t.Helper()
+	m, err := render.LoadModel(os.DirFS("../testdata/models/qwen3"), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(sim.Options{Tokenizer: m.Tokenizer(), Fast: true, OutputLen: outputLen, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simSrv := httptest.NewServer(s)
+	t.Cleanup(simSrv.Close)
+	target, _ := url.Parse(simSrv.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" {
+			body, _ := io.ReadAll(r.Body)
+			body = rewrite(body)
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	return m, front.URL
 }

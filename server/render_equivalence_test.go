@@ -25,7 +25,7 @@ import (
 	"github.com/stitchllm/stitch/upstream"
 )
 
-// lockedBuffer collects the simulator's record lines.
+// lockedBuffer collects lines written concurrently (the simulator's records, a server's logs).
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -35,6 +35,12 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (l *lockedBuffer) lines() []string {

@@ -62,33 +62,14 @@ func TestMemoFilterChainsMatchExecute(t *testing.T) {
 			t.Fatalf("template %d: %v", ti, err)
 		}
 		for conv := range 30 {
-			var msgs []Value
-			var history [][]Value
-			var memos []*Memo
-			var memo *Memo
-			for step := range 40 {
-				switch op := rng.IntN(10); {
-				case op < 6: // grow
-					for range 1 + rng.IntN(3) {
-						msgs = append(msgs, randomMsg())
-					}
-				case op == 6 && len(memos) > 0: // branch from an older turn
-					i := rng.IntN(len(memos))
-					msgs, memo = append([]Value(nil), history[i]...), memos[i]
-					msgs = append(msgs, randomMsg())
-				case op == 7 && len(msgs) > 0: // an earlier message edited
-					msgs = append([]Value(nil), msgs...)
-					msgs[rng.IntN(len(msgs))] = randomMsg()
-				case op == 8 && len(msgs) > 0: // an equal copy of an earlier message
-					msgs = append([]Value(nil), msgs...)
-					i := rng.IntN(len(msgs))
-					m := msgs[i].mapv()
-					c := NewMap()
-					for j := range m.keys {
-						c.set(m.keys[j], m.vals[j])
-					}
-					msgs[i] = MapValue(c)
+			grow := func() []Value {
+				msgs := make([]Value, 1+rng.IntN(3))
+				for i := range msgs {
+					msgs[i] = randomMsg()
 				}
+				return msgs
+			}
+			memoWalk(t, rng, tpl, grow, randomMsg, func(msgs []Value) map[string]Value {
 				vars := map[string]Value{"messages": List(msgs...), "items": List(msgs...)}
 				switch rng.IntN(8) {
 				case 0:
@@ -98,12 +79,8 @@ func TestMemoFilterChainsMatchExecute(t *testing.T) {
 				case 2:
 					vars["items"] = List(Int(0), Int(2), String(""), None())
 				}
-				what := fmt.Sprintf("template %d conversation %d step %d", ti, conv, step)
-				if next := memoCheck(t, tpl, vars, memo, what); next != nil {
-					memo = next
-					history, memos = append(history, append([]Value(nil), msgs...)), append(memos, next)
-				}
-			}
+				return vars
+			}, fmt.Sprintf("template %d conversation %d", ti, conv))
 		}
 	}
 }

@@ -44,30 +44,8 @@ func TestMemoItemComparisonsMatchExecute(t *testing.T) {
 			t.Fatalf("template %d: %v", ti, err)
 		}
 		for conv := range 30 {
-			var msgs []Value
-			var history [][]Value
-			var memos []*Memo
-			var memo *Memo
-			for step := range 40 {
-				switch op := rng.IntN(10); {
-				case op < 6:
-					msgs = append(msgs, msg())
-				case op == 6 && len(memos) > 0:
-					i := rng.IntN(len(memos))
-					msgs, memo = append(append([]Value(nil), history[i]...), msg()), memos[i]
-				case op == 7 && len(msgs) > 0:
-					msgs = append([]Value(nil), msgs...)
-					msgs[rng.IntN(len(msgs))] = msg()
-				case op == 8 && len(msgs) > 0: // an equal copy: == holds, the pointers differ
-					msgs = append([]Value(nil), msgs...)
-					i := rng.IntN(len(msgs))
-					c := NewMap()
-					src := msgs[i].mapv()
-					for j := range src.keys {
-						c.set(src.keys[j], src.vals[j])
-					}
-					msgs[i] = MapValue(c)
-				}
+			grow := func() []Value { return []Value{msg()} }
+			memoWalk(t, rng, tpl, grow, msg, func(msgs []Value) map[string]Value {
 				pairs := make([]Value, len(msgs))
 				for i, m := range msgs {
 					role, _ := m.mapv().getStr("role")
@@ -81,12 +59,8 @@ func TestMemoItemComparisonsMatchExecute(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					vars["sys"] = String("S")
 				}
-				what := fmt.Sprintf("template %d conversation %d step %d", ti, conv, step)
-				if next := memoCheck(t, tpl, vars, memo, what); next != nil {
-					memo = next
-					history, memos = append(history, append([]Value(nil), msgs...)), append(memos, next)
-				}
-			}
+				return vars
+			}, fmt.Sprintf("template %d conversation %d", ti, conv))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package jinja
 
 import (
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -33,6 +34,43 @@ func memoCheck(t *testing.T, tpl *Template, vars map[string]Value, prev *Memo, w
 		}
 	}
 	return memo
+}
+
+// memoWalk drives one conversation of 40 turns through ExecuteMemo, each checked against Execute
+// by memoCheck: most turns append grow's messages; others branch from an earlier turn (its
+// messages and memo, plus newMsg's), edit an earlier message (newMsg's in its place), or replace
+// one with an equal copy (== holds, the pointers differ). vars builds a turn's variables from its
+// messages; what names the conversation in failures.
+func memoWalk(t *testing.T, rng *rand.Rand, tpl *Template, grow func() []Value, newMsg func() Value, vars func([]Value) map[string]Value, what string) {
+	t.Helper()
+	var msgs []Value
+	var history [][]Value
+	var memos []*Memo
+	var memo *Memo
+	for step := range 40 {
+		switch op := rng.IntN(10); {
+		case op < 6:
+			msgs = append(msgs, grow()...)
+		case op == 6 && len(memos) > 0:
+			i := rng.IntN(len(memos))
+			msgs, memo = append(append([]Value(nil), history[i]...), newMsg()), memos[i]
+		case op == 7 && len(msgs) > 0:
+			msgs = append([]Value(nil), msgs...)
+			msgs[rng.IntN(len(msgs))] = newMsg()
+		case op == 8 && len(msgs) > 0:
+			msgs = append([]Value(nil), msgs...)
+			i := rng.IntN(len(msgs))
+			src, c := msgs[i].mapv(), NewMap()
+			for j := range src.keys {
+				c.set(src.keys[j], src.vals[j])
+			}
+			msgs[i] = MapValue(c)
+		}
+		if next := memoCheck(t, tpl, vars(msgs), memo, fmt.Sprintf("%s step %d", what, step)); next != nil {
+			memo = next
+			history, memos = append(history, append([]Value(nil), msgs...)), append(memos, next)
+		}
+	}
 }
 
 func commonPrefixNaive(a, b string) int {

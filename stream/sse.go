@@ -250,11 +250,7 @@ func (d *Decoder) fill() error {
 	if d.dispatched && len(d.buf) > shrinkAbove && d.end-keep <= readSize/2 {
 		d.move(readSize, keep) // the echo's buffer is done with: back to the pool
 	} else if len(d.buf)-d.end < min(len(d.buf)/2, readSize) && keep > 0 {
-		d.end = copy(d.buf, d.buf[keep:d.end])
-		d.pos -= keep
-		if d.nData == 1 {
-			d.dataOff -= keep
-		}
+		d.slide(d.buf, keep)
 	}
 	if len(d.buf)-d.end < min(len(d.buf)/2, readSize) {
 		if d.end-d.pos > d.maxSize() || len(d.buf) > 2*d.maxSize()+4096 {
@@ -281,14 +277,20 @@ func (d *Decoder) fill() error {
 // move puts the unread bytes from keep on (with the pending data line) at the start of a buffer
 // of at least n bytes and gives the old one back.
 func (d *Decoder) move(n, keep int) {
-	nb := d.Buffers.get(n)
-	d.end = copy(nb, d.buf[keep:d.end])
+	old := d.buf
+	d.slide(d.Buffers.get(n), keep)
+	d.Buffers.put(old)
+}
+
+// slide copies the unread bytes from keep on (with the pending data line) to the start of dst,
+// which may be the buffer itself, and makes dst the buffer.
+func (d *Decoder) slide(dst []byte, keep int) {
+	d.end = copy(dst, d.buf[keep:d.end])
 	d.pos -= keep
 	if d.nData == 1 {
 		d.dataOff -= keep
 	}
-	d.Buffers.put(d.buf)
-	d.buf = nb
+	d.buf = dst
 }
 
 // BufferPool keeps the read buffers of finished streams for the next ones: a turn whose first

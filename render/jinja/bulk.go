@@ -24,7 +24,8 @@ package jinja
 //     a replayed iteration does changes it.
 // Records are classified once, when made (classify); the check of a run of them reads only the
 // records themselves, and their output, one contiguous span of the previous text, is written at
-// once (without a copy when the output shares the previous one: output.go).
+// once (without a copy when the output shares the previous one: output.go). Records locate their
+// output by offset (iterRecord.start), so a run written at its old offset is copied as it is.
 
 // Record classes (iterRecord.cls).
 const (
@@ -37,11 +38,11 @@ const (
 // classify sets r.cls and r.refMax for a record of a loop over name.
 func classify(r *iterRecord, name string) {
 	r.cls, r.refMax = 0, -1
-	if !r.ok || r.ctl != ctlNone || len(r.writes) > 0 {
+	if !r.ok || r.ctl != ctlNone || len(r.nsWrites()) > 0 {
 		r.cls = clsFull
 		return
 	}
-	for _, lr := range r.loop {
+	for _, lr := range r.loopReads() {
 		switch lr.attr {
 		case "index", "index0", "first", "depth", "depth0":
 		case "last":
@@ -53,8 +54,9 @@ func classify(r *iterRecord, name string) {
 			r.cls |= clsFull
 		}
 	}
-	for i := range r.outer {
-		o := &r.outer[i]
+	outer := r.outerReads()
+	for i := range outer {
+		o := &outer[i]
 		if o.name != name {
 			r.cls |= clsOuter
 			continue
@@ -65,7 +67,7 @@ func classify(r *iterRecord, name string) {
 		}
 		r.refMax = max(r.refMax, o.steps[0].key.n)
 	}
-	for _, er := range r.exprs {
+	for _, er := range r.exprReads() {
 		if !er.positional {
 			r.cls |= clsExprs
 			continue
@@ -196,13 +198,13 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 		if r.cls&clsFull != 0 || r.refMax >= int64(k) || r.cls&clsLastFalse != 0 && j >= len(items)-1 {
 			break
 		}
-		if r.cls&clsOuter != 0 && !paths.hold(at, r.outer, loopName(n)) {
+		if r.cls&clsOuter != 0 && !paths.hold(at, r.detail.outer, loopName(n)) {
 			break
 		}
 		if r.cls&clsExprs != 0 {
 			lo.index0 = j
 			same := true
-			for _, er := range r.exprs {
+			for _, er := range r.detail.exprs {
 				if er.positional {
 					continue
 				}
@@ -229,15 +231,15 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 			s0 = -1
 			break
 		}
-		end += len(prev[i].out)
+		end = prev[i].end
 	}
 	if s0 < 0 || end > len(ms.prev.text) || ev.out != ms.main {
 		// Written elsewhere (a set block): record by record, as replay does.
 		for i := range j {
 			r := prev[i]
 			start := ev.out.Len()
-			ev.out.WriteString(r.out)
-			r.out, r.start = ms.output(ev, n, len(*recs), start)
+			ev.out.WriteString(ms.prev.out(&r))
+			ms.record(ev, &r, start)
 			*recs = append(*recs, r)
 		}
 	} else {
@@ -252,17 +254,20 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 		} else {
 			ev.out.WriteString(span)
 		}
-		for i := range j {
-			r := prev[i]
-			start := at0 + r.start - s0
-			ms.spans = append(ms.spans, outSpan{loop: n, index: len(*recs), start: start, end: start + len(r.out)})
-			r.out, r.start = "", start
-			*recs = append(*recs, r)
+		if at0 == s0 {
+			// At the same offset: the records are the same too.
+			*recs = append(*recs, prev[:j]...)
+		} else {
+			for i := range j {
+				r := prev[i]
+				r.start, r.end = at0+r.start-s0, at0+r.end-s0
+				*recs = append(*recs, r)
+			}
 		}
 	}
 	total := 0
 	for i := range j {
-		total += len(prev[i].out)
+		total += prev[i].end - prev[i].start
 	}
 	ev.fuel -= j + total>>4
 	ms.next.bulk += j

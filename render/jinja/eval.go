@@ -1,7 +1,6 @@
 package jinja
 
 import (
-	"slices"
 	"strings"
 	"time"
 )
@@ -392,7 +391,6 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 			prevRecs = ev.memo.prev.loops[n]
 		}
 		recs = make([]iterRecord, 0, len(items))
-		ev.memo.spans = slices.Grow(ev.memo.spans, len(items)) // one span per record, at most
 		defer func() { ev.memo.next.loops[n] = recs }()
 	}
 	first := 0
@@ -426,16 +424,17 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		}
 		if replay {
 			r := prevRecs[i]
+			out := ev.memo.prev.out(&r)
 			known := ev.memo.replayLCP(ev, &r)
 			start := ev.out.Len()
 			if known {
-				ev.out.writeKnown(r.out)
+				ev.out.writeKnown(out)
 			} else {
-				ev.out.WriteString(r.out)
+				ev.out.WriteString(out)
 			}
-			ev.fuel -= len(r.out) >> 4
+			ev.fuel -= len(out) >> 4
 			replayWrites(&r, ns)
-			r.out, r.start = ev.memo.output(ev, n, len(recs), start)
+			ev.memo.record(ev, &r, start)
 			recs = append(recs, r)
 			ctl = r.ctl
 		} else {
@@ -460,7 +459,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 				ev.memo.cur, ev.memo.iter, ev.memo.loop, ev.memo.iterName, ev.memo.item = nil, nil, nil, "", ""
 				ev.memo.wns, ev.memo.wname, ev.memo.wattrs = nil, "", ev.memo.wattrs[:0]
 				// inner is reused by the next iteration: a record must not keep it.
-				rec.out, rec.start = ev.memo.output(ev, n, len(recs), start)
+				ev.memo.record(ev, &rec, start)
 				rec.ctl = ctl
 				classify(&rec, loopName(n))
 				recs = append(recs, rec)

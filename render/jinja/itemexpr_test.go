@@ -90,7 +90,7 @@ func TestMemoItemComparisonReplays(t *testing.T) {
 	next := memoCheck(t, tpl, vars(msgs), memo, "new user message")
 	recs, prev := mainLoopRecords(next), mainLoopRecords(memo)
 	for i := range prev {
-		ran := len(recs[i].exprs) > 0 && &recs[i].exprs[0] != &prev[i].exprs[0]
+		ran := len(recs[i].exprReads()) > 0 && &recs[i].exprReads()[0] != &prev[i].exprReads()[0]
 		if want := i == 18; ran != want {
 			t.Errorf("record %d: ran again %v, want %v", i, ran, want)
 		}

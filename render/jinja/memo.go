@@ -71,22 +71,81 @@ type Memo struct {
 // construction. The earlier output is not kept for this.
 func (m *Memo) CommonPrefix() int { return m.common }
 
-// iterRecord is one iteration of a memoized loop.
+// iterRecord is one iteration of a memoized loop. A conversation's records are copied from one
+// memo to the next (bulkReplay copies a run of them at once), so what every record has is kept
+// small and the rest is behind detail.
 type iterRecord struct {
-	ok    bool // false: the iteration did something replay cannot reproduce
-	ctl   control
-	item  Value
-	out   string
-	start int // out's offset in its execution's output; -1 when written elsewhere (a set block)
+	item Value
+	// start and end locate the iteration's output in its execution's output (Memo.out reads it
+	// back); start is -1 when it was written elsewhere (a set block), and detail.captured holds it.
+	// Offsets rather than a substring: a record replayed at the same offset is copied unchanged,
+	// and no record pins an earlier execution's text.
+	start, end int
+	refMax     int64 // what bulkReplay checks (classify)
+	detail     *iterDetail
+	ok         bool // false: the iteration did something replay cannot reproduce
+	ctl        control
+	cls        uint8 // what bulkReplay checks (classify)
+}
+
+// iterDetail is what a record read from outside its iteration and wrote to a namespace, which
+// most records of a chat template's message loop have little or none of; it is shared by the
+// copies of the record, and never changed once the iteration is recorded.
+type iterDetail struct {
 	loop  []loopRead
 	outer []outerRead
 	exprs []exprRead
 	// writes are the namespace attributes the iteration assigned, with their last values, in
 	// the order first assigned; replay assigns them again.
 	writes []nsWrite
-	// cls and refMax are what bulkReplay checks (classify).
-	cls    uint8
-	refMax int64
+	// captured is the output of an iteration written elsewhere than the main output (start -1),
+	// copied so that it does not pin the execution's other text.
+	captured string
+}
+
+// reads returns r's detail, made when r has none (only for the record being made).
+func (r *iterRecord) reads() *iterDetail {
+	if r.detail == nil {
+		r.detail = &iterDetail{}
+	}
+	return r.detail
+}
+
+// loopReads, outerReads, exprReads and nsWrites return r's detail of each kind (nil without).
+func (r *iterRecord) loopReads() []loopRead {
+	if r.detail == nil {
+		return nil
+	}
+	return r.detail.loop
+}
+
+func (r *iterRecord) outerReads() []outerRead {
+	if r.detail == nil {
+		return nil
+	}
+	return r.detail.outer
+}
+
+func (r *iterRecord) exprReads() []exprRead {
+	if r.detail == nil {
+		return nil
+	}
+	return r.detail.exprs
+}
+
+func (r *iterRecord) nsWrites() []nsWrite {
+	if r.detail == nil {
+		return nil
+	}
+	return r.detail.writes
+}
+
+// out returns the output of r, one of m's records.
+func (m *Memo) out(r *iterRecord) string {
+	if r.start < 0 {
+		return r.detail.captured
+	}
+	return m.text[r.start:r.end]
 }
 
 // exprRead is a comparison made only of outer reads, loop attributes and constants
@@ -144,10 +203,8 @@ type memoState struct {
 	wns    *Map
 	wname  string
 	wattrs []string
-	// main is the execution's output; spans locate the records written to it, so that they can
-	// be made substrings of this execution's text (rebase).
-	main  *output
-	spans []outSpan
+	// main is the execution's output, where the records' offsets point.
+	main *output
 	// lcp is the length of the main output's prefix known equal to prev.text; lcpDone is set
 	// once they differ (or prev.text ends), after which lcp is final.
 	lcp     int
@@ -184,42 +241,34 @@ func (ms *memoState) replayLCP(ev *evaluator, r *iterRecord) bool {
 		return false
 	}
 	ms.syncLCP()
-	if ms.lcpDone || r.start != ms.lcp || ms.lcp != ms.main.Len() || r.start+len(r.out) > len(ms.prev.text) {
+	if ms.lcpDone || r.start < 0 || r.start != ms.lcp || ms.lcp != ms.main.Len() || r.end > len(ms.prev.text) {
 		return false
 	}
-	ms.lcp += len(r.out)
+	ms.lcp = r.end
 	return true
 }
 
-// outSpan is where the output of record next.loops[loop][index] lies in the main output.
-type outSpan struct {
-	loop       *forNode
-	index      int
-	start, end int
-}
-
-// output records that the record about to be appended as recs[index] of loop n wrote
-// ev.out[start:], and returns its text. Records must not keep an earlier execution's output
-// alive: a replayed record's text would otherwise pin the text of the turn that first ran it,
-// and a conversation's memos would hold every earlier prompt. Text written to the main output
-// is re-pointed into the final text by rebase; text captured elsewhere (a loop inside a set
-// block) is copied.
-func (ms *memoState) output(ev *evaluator, n *forNode, index, start int) (string, int) {
+// record completes rec, whose iteration wrote ev.out[start:]: it locates the output in the main
+// output, or, when it was written elsewhere (a loop inside a set block), copies it into the
+// record, so that no record keeps an earlier execution's output alive (a conversation's memos
+// would otherwise hold every earlier prompt). A detail shared with other records is not changed.
+func (ms *memoState) record(ev *evaluator, rec *iterRecord, start int) {
 	if ev.out == ms.main {
-		ms.spans = append(ms.spans, outSpan{loop: n, index: index, start: start, end: ev.out.Len()})
-		return "", start
+		rec.start, rec.end = start, ev.out.Len()
+		return
 	}
-	return strings.Clone(ev.out.String()[start:]), -1
+	d := iterDetail{}
+	if rec.detail != nil {
+		d = *rec.detail
+	}
+	d.captured = strings.Clone(ev.out.String()[start:])
+	rec.start, rec.end, rec.detail = -1, 0, &d
 }
 
-// finish points the records written to the main output at text, the execution's final output,
-// and completes the common prefix with the previous text.
+// finish sets the execution's final output, where its records' offsets point, and completes the
+// common prefix with the previous text.
 func (ms *memoState) finish(text string, arena *textArena) {
 	ms.next.arena = arena
-	for _, sp := range ms.spans {
-		r := &ms.next.loops[sp.loop][sp.index]
-		r.out, r.start = text[sp.start:sp.end], sp.start
-	}
 	ms.next.text = text
 	if ms.prev != nil {
 		ms.syncLCP()
@@ -263,33 +312,37 @@ func (ev *evaluator) replayable(r *iterRecord, it Value, lo *loopObj, f, at *fra
 	if !r.ok || !sameValue(r.item, it) {
 		return nil, false
 	}
-	for _, lr := range r.loop {
+	if r.detail == nil {
+		return nil, true
+	}
+	d := r.detail
+	for _, lr := range d.loop {
 		v, _ := loopAttr(lo, lr.attr)
 		if !sameValue(v, lr.v) {
 			return nil, false
 		}
 	}
-	for i := range r.outer {
-		v, ok := readPath(f, &r.outer[i])
-		if !ok || !sameValue(v, r.outer[i].v) {
+	for i := range d.outer {
+		v, ok := readPath(f, &d.outer[i])
+		if !ok || !sameValue(v, d.outer[i].v) {
 			return nil, false
 		}
 	}
-	for _, er := range r.exprs {
+	for _, er := range d.exprs {
 		v, err := ev.eval(er.x, at)
 		if err != nil || !sameValue(v, er.v) {
 			return nil, false
 		}
 	}
-	if len(r.writes) == 0 {
+	if len(d.writes) == 0 {
 		return nil, true
 	}
-	return ev.memo.writable(r.writes[0].name, f)
+	return ev.memo.writable(d.writes[0].name, f)
 }
 
 // replayWrites applies a replayed record's namespace writes to ns (what replayable returned).
 func replayWrites(r *iterRecord, ns *Map) {
-	for _, w := range r.writes {
+	for _, w := range r.nsWrites() {
 		ns.set(String(w.attr), w.v)
 	}
 }
@@ -347,13 +400,14 @@ func (ms *memoState) recordWrite(name string, ns Value, attr string, v Value, f 
 	if !slices.Contains(ms.wattrs, attr) {
 		ms.wattrs = append(ms.wattrs, attr)
 	}
-	for i := range cur.writes {
-		if cur.writes[i].attr == attr {
-			cur.writes[i].v = v
+	d := cur.reads()
+	for i := range d.writes {
+		if d.writes[i].attr == attr {
+			d.writes[i].v = v
 			return
 		}
 	}
-	cur.writes = append(cur.writes, nsWrite{name: name, attr: attr, v: v})
+	d.writes = append(d.writes, nsWrite{name: name, attr: attr, v: v})
 }
 
 // readsAssigned reports whether comparison x (replayableExpr's shapes) reads an attribute the
@@ -415,7 +469,8 @@ func (ev *evaluator) memoCompare(x *compareExpr, f *frame) (v Value, ok bool, er
 			er.refMax = -1
 			er.positional = positionalRefs(x, ms.iterName, ms.loop, &er.refMax)
 		}
-		cur.exprs = append(cur.exprs, er)
+		d := cur.reads()
+		d.exprs = append(d.exprs, er)
 	}
 	return v, true, err
 }
@@ -508,7 +563,8 @@ func (ev *evaluator) memoName(name string, f *frame) Value {
 				ms.cur.ok = false
 			}
 		}
-		ms.cur.outer = append(ms.cur.outer, outerRead{name: name, v: v})
+		d := ms.cur.reads()
+		d.outer = append(d.outer, outerRead{name: name, v: v})
 	}
 	return v
 }
@@ -571,7 +627,8 @@ walk:
 			return Value{}, false, nil // memoName marks the iteration unreplayable
 		}
 		lv, _ := getAttr(rv, a.name)
-		ms.cur.loop = append(ms.cur.loop, loopRead{attr: a.name, v: lv})
+		d := ms.cur.reads()
+		d.loop = append(d.loop, loopRead{attr: a.name, v: lv})
 		v, err = ev.applyPath(lv, chain[:len(chain)-1], f, nil)
 		return v, true, err
 	}
@@ -590,11 +647,12 @@ walk:
 	if err != nil {
 		return Value{}, true, err
 	}
+	d := ms.cur.reads()
 	if v.k == kFunc && len(steps) > 0 {
 		// A bound method is fresh each time; what it does follows from its receiver.
-		ms.cur.outer = append(ms.cur.outer, outerRead{name: name, steps: steps[:len(steps)-1], v: receiver})
+		d.outer = append(d.outer, outerRead{name: name, steps: steps[:len(steps)-1], v: receiver})
 	} else {
-		ms.cur.outer = append(ms.cur.outer, outerRead{name: name, steps: steps, v: v})
+		d.outer = append(d.outer, outerRead{name: name, steps: steps, v: v})
 	}
 	return v, true, nil
 }

@@ -223,7 +223,7 @@ func sameOptional(a, b *string) bool { return a == b || a != nil && b != nil && 
 // {"id","function":{"arguments","name"},"type"}. Only tool-call arguments go through JSON
 // (templateArguments, FromJSON).
 func messageValue(i int, m *Message, format ContentFormat) (jinja.Value, error) {
-	mp := jinja.NewMap()
+	mp := jinja.NewMapSize(messageKeys(m))
 	mp.Set("role", jinja.String(m.Role))
 	content, err := contentValue(i, m, format)
 	if err != nil {
@@ -243,10 +243,10 @@ func messageValue(i int, m *Message, format ContentFormat) (jinja.Value, error) 
 				// Key order as vLLM's request validation leaves it: pydantic rebuilds the
 				// openai TypedDicts in declaration order, {"id","function":{"arguments",
 				// "name"},"type"}, and _postprocess_messages replaces arguments in place.
-				fn := jinja.NewMap()
+				fn := jinja.NewMapSize(2)
 				fn.Set("arguments", args)
 				fn.Set("name", jinja.String(c.Name))
-				call := jinja.NewMap()
+				call := jinja.NewMapSize(3)
 				if c.ID != "" {
 					call.Set("id", jinja.String(c.ID))
 				}
@@ -280,6 +280,29 @@ func messageValue(i int, m *Message, format ContentFormat) (jinja.Value, error) 
 	return jinja.MapValue(mp), nil
 }
 
+// messageKeys is the number of keys messageValue sets for m.
+func messageKeys(m *Message) int {
+	n := 2 // role, content
+	switch {
+	case m.Role == "assistant":
+		if len(m.ToolCalls) > 0 {
+			n++
+		}
+		if m.Reasoning != nil {
+			n += 2
+		}
+	case m.Role == "tool" && m.ToolCallID != nil, m.Role == "developer":
+		n++
+	}
+	if m.Name != nil {
+		n++
+	}
+	if m.Task != nil {
+		n++
+	}
+	return n
+}
+
 // contentValue is a message's content as the template sees it in format.
 func contentValue(i int, m *Message, format ContentFormat) (jinja.Value, error) {
 	switch {
@@ -309,7 +332,7 @@ func contentValue(i int, m *Message, format ContentFormat) (jinja.Value, error) 
 
 // textPart is vLLM's wrapped text part, {"type": "text", "text": text}.
 func textPart(text jinja.Value) jinja.Value {
-	mp := jinja.NewMap()
+	mp := jinja.NewMapSize(2)
 	mp.Set("type", jinja.String("text"))
 	mp.Set("text", text)
 	return jinja.MapValue(mp)

@@ -180,67 +180,73 @@ func positionInt(x expr, lo *loopObj) (int64, bool) {
 	return 0, false
 }
 
-// bulkReplay replays the longest run of prev's leading records that hold by the rules above,
-// appends them to *recs and returns their number (0: none; the caller checks the rest one by
-// one). n is a memoized loop without a filter over a name, items its items now, lo its loop
-// object, at the frame binding loop above the loop's frame and atItem the frame binding the loop
-// variable above at (itemFrame).
-func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo *loopObj, at, atItem *frame, recs *[]iterRecord) int {
-	k, lim := 0, min(len(items), len(prev))
-	for k < lim && sameValue(prev[k].item, items[k]) {
-		k++
-	}
-	j := 0
+// bulkReplay replays the longest run of prev's leading records that hold by the rules above and
+// returns their number j (0: none; the caller checks the rest one by one). When the run was
+// written at its old offset (same), the records are prev's first j unchanged and the caller
+// shares them (recordList.prefix); otherwise *recs is made and they are appended to it. n is a
+// memoized loop without a filter over a name, items its items now, lo its loop object, at the
+// frame binding loop above the loop's frame and atItem the frame binding the loop variable above
+// at (itemFrame).
+func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev *recordList, lo *loopObj, at, atItem *frame, recs *[]iterRecord) (j int, same bool) {
+	k, lim := 0, min(len(items), prev.n)
 	fixed := fixedOperands{item: itemName(n)}
 	var paths outerPaths
-	for ; j < k; j++ {
-		r := &prev[j]
-		if r.cls&clsFull != 0 || r.refMax >= int64(k) || r.cls&clsLastFalse != 0 && j >= len(items)-1 {
-			break
+	// The run's output: one span of the previous text when every record of it was written there,
+	// one after the other (s0 < 0 otherwise).
+	s0, end := prev.segs[0][0].start, prev.segs[0][0].start
+	total := 0
+check:
+	for _, seg := range prev.segs {
+		for i := range seg {
+			r := &seg[i]
+			if k == lim || !sameValue(r.item, items[k]) {
+				break check
+			}
+			k++
 		}
-		if r.cls&clsOuter != 0 && !paths.hold(at, r.detail.outer, loopName(n)) {
-			break
-		}
-		if r.cls&clsExprs != 0 {
-			lo.index0 = j
-			same := true
-			for _, er := range r.detail.exprs {
-				if er.positional {
-					continue
-				}
-				v, err := fixed.compare(ev, er.x, lo, bindItem(atItem, items[j]))
-				if err != nil || !sameValue(v, er.v) {
-					same = false
-					break
+	}
+run:
+	for _, seg := range prev.segs {
+		for i := range seg {
+			r := &seg[i]
+			if j == k || r.cls&clsFull != 0 || r.refMax >= int64(k) || r.cls&clsLastFalse != 0 && j >= len(items)-1 {
+				break run
+			}
+			if r.cls&clsOuter != 0 && !paths.hold(at, r.detail.outer, loopName(n)) {
+				break run
+			}
+			if r.cls&clsExprs != 0 {
+				lo.index0 = j
+				for _, er := range r.detail.exprs {
+					if er.positional {
+						continue
+					}
+					v, err := fixed.compare(ev, er.x, lo, bindItem(atItem, items[j]))
+					if err != nil || !sameValue(v, er.v) {
+						break run
+					}
 				}
 			}
-			if !same {
-				break
+			if r.start != end {
+				s0 = -1
 			}
+			end = r.end
+			total += r.outLen()
+			j++
 		}
 	}
 	if j == 0 {
-		return 0
+		return 0, false
 	}
 	ms := ev.memo
-	// The run's output: one span of the previous text when every record of it was written there,
-	// one after the other.
-	s0, end := prev[0].start, prev[0].start
-	for i := range j {
-		if prev[i].start != end {
-			s0 = -1
-			break
-		}
-		end = prev[i].end
-	}
 	if s0 < 0 || end > len(ms.prev.text) || ev.out != ms.main {
 		// Written elsewhere (a set block): record by record, as replay does.
-		for i := range j {
-			r := prev[i]
+		*recs = prev.appendTo(make([]iterRecord, 0, len(items)), j)
+		for i := range *recs {
+			r := &(*recs)[i]
 			start := ev.out.Len()
-			ev.out.WriteString(ms.prev.out(&r))
-			ms.record(ev, &r, start)
-			*recs = append(*recs, r)
+			ev.out.WriteString(ms.prev.out(r))
+			ms.record(ev, r, start)
 		}
 	} else {
 		span := ms.prev.text[s0:end]
@@ -254,25 +260,18 @@ func (ev *evaluator) bulkReplay(n *forNode, items []Value, prev []iterRecord, lo
 		} else {
 			ev.out.WriteString(span)
 		}
-		if at0 == s0 {
-			// At the same offset: the records are the same too.
-			*recs = append(*recs, prev[:j]...)
-		} else {
-			for i := range j {
-				r := prev[i]
+		if same = at0 == s0; !same {
+			*recs = prev.appendTo(make([]iterRecord, 0, len(items)), j)
+			for i := range *recs {
+				r := &(*recs)[i]
 				r.start, r.end = at0+r.start-s0, at0+r.end-s0
-				*recs = append(*recs, r)
 			}
 		}
-	}
-	total := 0
-	for i := range j {
-		total += prev[i].end - prev[i].start
 	}
 	ev.fuel -= j + total>>4
 	ms.next.bulk += j
 	lo.index0 = j - 1
-	return j
+	return j, same
 }
 
 // outerPaths are the outer reads (other than through the loop's name) a run's records made, each

@@ -382,7 +382,11 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 	loopV := Value{k: kLoop, o: lo}
 	inner := &frame{parent: f, names: make([]string, 0, 4), vals: make([]Value, 0, 4)}
 	memoized := ev.memoizes(n, f, depth)
-	var prevRecs, recs []iterRecord
+	first := 0
+	// prevRecs are the previous execution's records; this one's are shared (a prefix of them,
+	// taken unchanged) followed by recs.
+	var prevRecs, shared recordList
+	var recs []iterRecord
 	var at, atItem *frame // where recorded paths and comparisons are evaluated again
 	if memoized {
 		at = &frame{parent: f, names: []string{"loop"}, vals: []Value{loopV}}
@@ -390,14 +394,17 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		if ev.memo.prev != nil {
 			prevRecs = ev.memo.prev.loops[n]
 		}
-		recs = make([]iterRecord, 0, len(items))
-		defer func() { ev.memo.next.loops[n] = recs }()
-	}
-	first := 0
-	if memoized && n.cond == nil && len(prevRecs) > 0 {
-		if first = ev.bulkReplay(n, items, prevRecs, lo, at, atItem, &recs); first > 0 {
-			completed = true
+		defer func() { ev.memo.keepRecords(n, shared, recs) }()
+		if n.cond == nil && prevRecs.n > 0 {
+			var same bool
+			if first, same = ev.bulkReplay(n, items, &prevRecs, lo, at, atItem, &recs); same {
+				shared = prevRecs.prefix(first)
+			}
 		}
+		if recs == nil {
+			recs = make([]iterRecord, 0, len(items)-first)
+		}
+		completed = first > 0
 	}
 	for i := first; i < len(items); i++ {
 		it := items[i]
@@ -419,11 +426,13 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		var ctl control
 		var ns *Map
 		var replay bool
-		if memoized && i < len(prevRecs) {
-			ns, replay = ev.replayable(&prevRecs[i], it, lo, f, bindItem(atItem, it))
+		var prevRec *iterRecord
+		if memoized && i < prevRecs.n {
+			prevRec = prevRecs.at(i)
+			ns, replay = ev.replayable(prevRec, it, lo, f, bindItem(atItem, it))
 		}
 		if replay {
-			r := prevRecs[i]
+			r := *prevRec
 			out := ev.memo.prev.out(&r)
 			known := ev.memo.replayLCP(ev, &r)
 			start := ev.out.Len()

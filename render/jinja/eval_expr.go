@@ -461,7 +461,6 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	var picked []int
 	if obj.k == kList && obj.o.(*listObj).rng != nil {
 		// A slice of a range is a range.
 		r := obj.o.(*listObj).rng
@@ -472,49 +471,52 @@ func sliceValue(obj, startV, stopV, stepV Value) (Value, error) {
 		nr := [3]int64{r[0] + int64(start)*r[2], r[0] + int64(stop)*r[2], r[2] * int64(step)}
 		return Value{k: kList, o: &listObj{items: items, rng: &nr}}, nil
 	}
-	if step > 0 {
-		if step == 1 && start < stop {
-			switch obj.k {
-			case kString:
-				if runes == nil {
-					return String(obj.s[start:stop]), nil
-				}
-				return String(string(runes[start:stop])), nil
-			case kList:
-				if obj.isPlain() {
-					return List(obj.list()[start:stop:stop]...), nil
-				}
-			}
-		}
-		for i := start; i < stop; i += step {
-			picked = append(picked, i)
-		}
-	} else {
-		for i := start; i > stop; i += step {
-			picked = append(picked, i)
-		}
-	}
-	switch obj.k {
-	case kString:
-		var b strings.Builder
-		for _, i := range picked {
+	if step == 1 && start < stop {
+		switch obj.k {
+		case kString:
 			if runes == nil {
-				b.WriteByte(obj.s[i])
-			} else {
-				b.WriteRune(runes[i])
+				return String(obj.s[start:stop]), nil
+			}
+			return String(string(runes[start:stop])), nil
+		case kList:
+			if obj.isPlain() {
+				return List(obj.list()[start:stop:stop]...), nil
 			}
 		}
-		return String(b.String()), nil
 	}
-	src := obj.list()
-	out := make([]Value, len(picked))
-	for j, i := range picked {
-		out[j] = src[i]
+	if obj.k != kString {
+		// Picked straight into a list of the slice's length (messages[::-1] copies a
+		// conversation's messages on every render).
+		src := obj.list()
+		out := make([]Value, 0, sliceLen(start, stop, step))
+		for i := start; step > 0 && i < stop || step < 0 && i > stop; i += step {
+			out = append(out, src[i])
+		}
+		if obj.k == kTuple {
+			return tuple(out...), nil
+		}
+		return List(out...), nil
 	}
-	if obj.k == kTuple {
-		return tuple(out...), nil
+	var b strings.Builder
+	for i := start; step > 0 && i < stop || step < 0 && i > stop; i += step {
+		if runes == nil {
+			b.WriteByte(obj.s[i])
+		} else {
+			b.WriteRune(runes[i])
+		}
 	}
-	return List(out...), nil
+	return String(b.String()), nil
+}
+
+// sliceLen is the number of indices start, start+step, … before stop (sliceIndices' bounds).
+func sliceLen(start, stop, step int) int {
+	switch {
+	case step > 0 && start < stop:
+		return (stop - start + step - 1) / step
+	case step < 0 && start > stop:
+		return (start - stop - step - 1) / -step
+	}
+	return 0
 }
 
 // getItem is Jinja2's Environment.getitem in the sandbox: obj[key],

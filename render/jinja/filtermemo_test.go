@@ -114,7 +114,7 @@ func TestMemoFilterChainReuse(t *testing.T) {
 		var filtered []iterRecord
 		for n, recs := range next.loops {
 			if _, ok := n.iter.(*filterExpr); ok {
-				filtered = recs
+				filtered = recs.records()
 			}
 		}
 		if len(filtered) != len(msgs) {

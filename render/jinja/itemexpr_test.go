@@ -115,7 +115,7 @@ func TestMemoItemComparisonReplays(t *testing.T) {
 func mainLoopRecords(m *Memo) []iterRecord {
 	for n, recs := range m.loops {
 		if _, ok := n.iter.(*nameExpr); ok {
-			return recs
+			return recs.records()
 		}
 	}
 	return nil

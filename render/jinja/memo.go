@@ -48,7 +48,7 @@ import (
 // and may be used by several later executions, concurrently.
 type Memo struct {
 	t     *Template
-	loops map[*forNode][]iterRecord
+	loops map[*forNode]recordList // records.go
 	// text is the execution's output; common the length of the prefix it shares with the output
 	// of the execution it replayed from (see CommonPrefix).
 	text     string
@@ -138,6 +138,14 @@ func (r *iterRecord) nsWrites() []nsWrite {
 		return nil
 	}
 	return r.detail.writes
+}
+
+// outLen returns the length of r's output.
+func (r *iterRecord) outLen() int {
+	if r.start < 0 {
+		return len(r.detail.captured)
+	}
+	return r.end - r.start
 }
 
 // out returns the output of r, one of m's records.
@@ -285,7 +293,7 @@ func (t *Template) ExecuteMemo(vars map[string]Value, prev *Memo) (string, *Memo
 	if prev != nil && prev.t != t {
 		prev = nil
 	}
-	ms := &memoState{prev: prev, next: &Memo{t: t, loops: map[*forNode][]iterRecord{}}}
+	ms := &memoState{prev: prev, next: &Memo{t: t, loops: map[*forNode]recordList{}}}
 	out, err := t.execute(vars, ms)
 	if err != nil {
 		return "", nil, err

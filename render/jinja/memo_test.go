@@ -319,11 +319,11 @@ func TestMemoReplays(t *testing.T) {
 	}
 	var recs []iterRecord
 	for _, r := range next.loops {
-		recs = r
+		recs = r.records()
 	}
 	prev := func() []iterRecord {
 		for _, r := range memo.loops {
-			return r
+			return r.records()
 		}
 		return nil
 	}()
@@ -392,7 +392,7 @@ func TestMemoKeepsOnlyLatestText(t *testing.T) {
 		memo = next
 		replayed := 0
 		for _, recs := range memo.loops {
-			for i, r := range recs {
+			for i, r := range recs.records() {
 				out := memo.out(&r)
 				if r.start < 0 && out != "" && !within(out, text) {
 					for _, old := range texts {

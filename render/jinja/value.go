@@ -152,6 +152,12 @@ type Map struct {
 // NewMap returns an empty Map.
 func NewMap() *Map { return &Map{} }
 
+// NewMapSize returns an empty Map with room for n entries (one allocation for them all).
+func NewMapSize(n int) *Map {
+	b := make([]Value, 2*n)
+	return &Map{keys: b[:0:n], vals: b[n : n : 2*n]}
+}
+
 // MapValue wraps m as a dict Value. m must not be modified afterwards.
 func MapValue(m *Map) Value { return Value{k: kMap, o: m} }
 

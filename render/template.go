@@ -203,15 +203,22 @@ func messageValues(msgs []Message, format ContentFormat, prev *templateMemo) ([]
 }
 
 // sameMessage reports whether a and b are equal (a content string shared between turns compares
-// by pointer).
+// by pointer, and so do parts and tool calls: slices with the same elements in the same memory
+// are equal without looking at them).
 func sameMessage(a, b *Message) bool {
 	return a.Role == b.Role && a.Content == b.Content && a.NullContent == b.NullContent &&
-		(a.Parts == nil) == (b.Parts == nil) && slices.Equal(a.Parts, b.Parts) &&
+		(a.Parts == nil) == (b.Parts == nil) && (sameElements(a.Parts, b.Parts) || slices.Equal(a.Parts, b.Parts)) &&
 		sameOptional(a.Reasoning, b.Reasoning) && sameOptional(a.ToolCallID, b.ToolCallID) &&
 		sameOptional(a.Name, b.Name) && sameOptional(a.Task, b.Task) &&
-		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y ToolCall) bool {
+		(sameElements(a.ToolCalls, b.ToolCalls) || slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y ToolCall) bool {
 			return x.ID == y.ID && x.Type == y.Type && x.Name == y.Name && bytes.Equal(x.Arguments, y.Arguments)
-		})
+		}))
+}
+
+// sameElements reports whether a and b are the same elements in the same memory (the item cache
+// shares a message's parts and tool calls between turns).
+func sameElements[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func sameOptional(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }

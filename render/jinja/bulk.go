@@ -1,5 +1,7 @@
 package jinja
 
+import "slices"
+
 // Replaying a conversation's history iteration by iteration still reads every record and every
 // value it recorded, which costs the history (in memory traffic: a cold cache pays for each).
 // Most iterations of a chat template's message loop read nothing but their own message, their
@@ -205,6 +207,25 @@ check:
 			k++
 		}
 	}
+	// The previous execution's check of its run, whose comparisons hold again while their
+	// operands outside the loop give the same values (runCheck); and this one's.
+	prevCheck := &runCheck{}
+	if c := ev.memo.prev.checks[n]; c != nil && c.refMax < int64(k) {
+		prevCheck = c
+	}
+	check := runCheck{refMax: -1, covered: make([]uint64, (k+63)/64)}
+	prevState := 0 // 0: prevCheck's operands not read yet; 1: they hold; -1: they do not
+	prevHolds := func() bool {
+		if prevState == 0 {
+			prevState = -1
+			if fixed.holdAll(prevCheck, lo, at) {
+				prevState = 1
+				check.ops, check.vals = append(check.ops, prevCheck.ops...), append(check.vals, prevCheck.vals...)
+				check.refMax = max(check.refMax, prevCheck.refMax)
+			}
+		}
+		return prevState == 1
+	}
 run:
 	for _, seg := range prev.segs {
 		for i := range seg {
@@ -217,13 +238,23 @@ run:
 			}
 			if r.cls&clsExprs != 0 {
 				lo.index0 = j
-				for _, er := range r.detail.exprs {
-					if er.positional {
-						continue
+				if prevCheck.covers(j) && prevHolds() {
+					ev.memo.next.checked++
+					check.cover(j)
+				} else {
+					covered := true
+					for _, er := range r.detail.exprs {
+						if er.positional {
+							continue
+						}
+						v, direct, err := fixed.compare(ev, er.x, lo, bindItem(atItem, items[j]))
+						if err != nil || !sameValue(v, er.v) {
+							break run
+						}
+						covered = covered && direct && fixed.summarize(er.x, loopName(n), lo, at, &check)
 					}
-					v, err := fixed.compare(ev, er.x, lo, bindItem(atItem, items[j]))
-					if err != nil || !sameValue(v, er.v) {
-						break run
+					if covered {
+						check.cover(j)
 					}
 				}
 			}
@@ -233,6 +264,13 @@ run:
 			end = r.end
 			total += r.outLen()
 			j++
+		}
+	}
+	if check.n = j; j > 0 {
+		if ms := ev.memo; ms.next.checks == nil {
+			ms.next.checks = map[*forNode]*runCheck{n: &check}
+		} else {
+			ms.next.checks[n] = &check
 		}
 	}
 	if j == 0 {
@@ -323,6 +361,171 @@ func samePath(a, b []pathStep) bool {
 	return true
 }
 
+// A run's recorded comparisons hold, one record after the other, as the previous execution's
+// check of the same records found, when they give the same results: a comparison of values a
+// template cannot tell apart (sameValue) gives the same result. runCheck keeps what the check of
+// a run's first n records read, for the next execution's check to evaluate those comparisons
+// again only when it has to. A comparison is covered when fixedOperands evaluated it without
+// ev.eval and each of its operands is either
+//   - fixed by the record's position and item (positionPure: constants, loop.index, index0,
+//     first, depth, depth0, the loop variable, and attributes, subscripts, + and - of them),
+//     which are the same at the same position over the same items (the run's items are
+//     sameValue to the records'), or
+//   - outside the loop (loopFree: constants and names other than loop and the loop variable,
+//     with attributes, subscripts, + and -), whose value at the start of the loop runCheck
+//     keeps: the next check compares it with the value now, once per run.
+// The next check takes the results for a covered record (of the first n) when every kept value is
+// the same now; the records are the same ones (a run's records are its previous run's, taken in
+// order), so each comparison gives the result it gave, which was the recorded one.
+
+// runCheck is what a bulk check found of its run's n records' comparisons (see above).
+type runCheck struct {
+	n       int
+	covered []uint64 // bit j: record j's comparisons are all covered
+	ops     []expr   // the operands outside the loop that the covered comparisons read
+	vals    []Value  // their values at the start of the loop
+	refMax  int64    // the largest position of an item of the iterated sequence they read (-1: none)
+}
+
+// covers reports whether record j's comparisons are covered.
+func (c *runCheck) covers(j int) bool {
+	return j < c.n && c.covered[j/64]&(1<<(j%64)) != 0
+}
+
+func (c *runCheck) cover(j int) { c.covered[j/64] |= 1 << (j % 64) }
+
+// summarize reports whether comparison x, just evaluated by compare without ev.eval at the
+// record of loop position lo.index0, is covered (see runCheck), adding its operands outside the
+// loop, with their values, to c, and the positions it reads the items of name (the name the loop
+// iterates) at to c.refMax.
+func (fo *fixedOperands) summarize(x *compareExpr, name string, lo *loopObj, at *frame, c *runCheck) bool {
+	// A run compares the same few expressions record after record: what summarize found of one
+	// holds for the next unless it reads items of name (refMax moves with the position).
+	for i, y := range fo.sumX {
+		if y == x && fo.sumFixed[i] {
+			return fo.sumOK[i]
+		}
+	}
+	ok := fo.summarize1(x, name, lo, at, c)
+	fixed := !readsName(x.first, name)
+	for _, r := range x.rest {
+		fixed = fixed && !readsName(r, name)
+	}
+	fo.sumX, fo.sumOK, fo.sumFixed = append(fo.sumX, x), append(fo.sumOK, ok), append(fo.sumFixed, fixed)
+	return ok
+}
+
+// readsName reports whether operand o (in the shapes positionPure and loopFree take) subscripts
+// name.
+func readsName(o expr, name string) bool {
+	switch n := o.(type) {
+	case *attrExpr:
+		return readsName(n.x, name)
+	case *itemExpr:
+		if root, ok := n.x.(*nameExpr); ok && root.name == name {
+			return true
+		}
+		return readsName(n.x, name) || readsName(n.key, name)
+	case *binaryExpr:
+		return readsName(n.l, name) || readsName(n.r, name)
+	}
+	return false
+}
+
+func (fo *fixedOperands) summarize1(x *compareExpr, name string, lo *loopObj, at *frame, c *runCheck) bool {
+	for i := -1; i < len(x.rest); i++ {
+		o := x.first
+		if i >= 0 {
+			o = x.rest[i]
+		}
+		if positionPure(o, fo.item, name, lo, &c.refMax) {
+			continue
+		}
+		if !loopFree(o, fo.item) {
+			return false
+		}
+		if slices.Contains(c.ops, o) {
+			continue
+		}
+		v, ok := fo.eval(o, lo, at)
+		if !ok {
+			return false
+		}
+		c.ops, c.vals = append(c.ops, o), append(c.vals, v)
+	}
+	return true
+}
+
+// holdAll reports whether every operand c kept gives the same value now.
+func (fo *fixedOperands) holdAll(c *runCheck, lo *loopObj, at *frame) bool {
+	for i, o := range c.ops {
+		v, ok := fo.eval(o, lo, at)
+		if !ok || !sameValue(v, c.vals[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// positionPure reports whether operand o is fixed by the iteration's position and item (see
+// runCheck); item is the loop variable's name ("" when it is not a name). Items of name, the
+// sequence the loop iterates, at non-negative positions computed from the position (positionInt)
+// count too: the largest such position is folded into *refMax, and the next check takes the
+// results only while those items are the same (below the items it found unchanged).
+func positionPure(o expr, item, name string, lo *loopObj, refMax *int64) bool {
+	switch n := o.(type) {
+	case *constExpr:
+		return true
+	case *nameExpr:
+		return item != "" && n.name == item
+	case *attrExpr:
+		if root, ok := n.x.(*nameExpr); ok && root.name == "loop" {
+			switch n.name {
+			case "index", "index0", "first", "depth", "depth0":
+				return true
+			}
+			return false
+		}
+		return positionPure(n.x, item, name, lo, refMax)
+	case *itemExpr:
+		if _, slice := n.key.(*sliceExpr); slice {
+			return false
+		}
+		if root, ok := n.x.(*nameExpr); ok && root.name == name && root.name != item {
+			c, ok := positionInt(n.key, lo)
+			if !ok || c < 0 {
+				return false
+			}
+			*refMax = max(*refMax, c)
+			return true
+		}
+		return positionPure(n.x, item, name, lo, refMax) && positionPure(n.key, item, name, lo, refMax)
+	case *binaryExpr:
+		return n.chain == nil && (n.op == "+" || n.op == "-") && positionPure(n.l, item, name, lo, refMax) &&
+			positionPure(n.r, item, name, lo, refMax)
+	}
+	return false
+}
+
+// loopFree reports whether operand o reads neither loop nor the loop variable item, in the shapes
+// fixedOperands evaluates (see runCheck).
+func loopFree(o expr, item string) bool {
+	switch n := o.(type) {
+	case *constExpr:
+		return true
+	case *nameExpr:
+		return n.name != "loop" && (item == "" || n.name != item)
+	case *attrExpr:
+		return loopFree(n.x, item)
+	case *itemExpr:
+		_, slice := n.key.(*sliceExpr)
+		return !slice && loopFree(n.x, item) && loopFree(n.key, item)
+	case *binaryExpr:
+		return n.chain == nil && (n.op == "+" || n.op == "-") && loopFree(n.l, item) && loopFree(n.r, item)
+	}
+	return false
+}
+
 // fixedOperands evaluates a run's recorded comparisons as ev.eval(x, at) would, faster: operands
 // that do not read loop (names, ns.last_query_index, messages|length - 1 …) are evaluated once per
 // run (no replayed iteration rebinds or assigns anything outside itself, so they give the same
@@ -333,28 +536,35 @@ type fixedOperands struct {
 	exprs []expr // a run reads few distinct operands: a short list beats a map
 	vals  []Value
 	item  string // the loop variable's name (itemName), which changes from one record to the next
+	// sumX are the comparisons summarize looked at, with what it found (sumOK) and whether that
+	// holds at every position (sumFixed: the comparison reads no item by position).
+	sumX            []*compareExpr
+	sumOK, sumFixed []bool
 }
 
-func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at *frame) (Value, error) {
+func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at *frame) (v Value, direct bool, err error) {
 	l, ok := fo.eval(x.first, lo, at)
 	if !ok {
-		return ev.eval(x, at)
+		v, err = ev.eval(x, at)
+		return v, false, err
 	}
 	for i, op := range x.ops {
 		r, ok := fo.eval(x.rest[i], lo, at)
 		if !ok {
-			return ev.eval(x, at)
+			v, err = ev.eval(x, at)
+			return v, false, err
 		}
 		holds, err := compareOp(op, l, r)
 		if err != nil {
-			return ev.eval(x, at)
+			v, err = ev.eval(x, at)
+			return v, false, err
 		}
 		if !holds {
-			return Bool(false), nil
+			return Bool(false), true, nil
 		}
 		l = r
 	}
-	return Bool(true), nil
+	return Bool(true), true, nil
 }
 
 // eval evaluates o without ev.eval where it can; ok is false when it cannot (or o fails).

@@ -30,6 +30,19 @@ func TestBulkReplayMatchesExecute(t *testing.T) {
 		`{%- for m in messages %}<{{ m.content[:3] }}{% if messages[loop.index0 + 2] is defined and messages[loop.index0 + 2].role == "tool" %}+{% endif %}` +
 			`{% if messages[loop.index0 - 1].role == "user" %}-{% endif %}{% if messages[loop.index - 2].content[1] != "x" %}!{% endif %}` +
 			`{% if loop.first or (messages[loop.index0 - 2].role == m.role and loop.depth0 == 0) %}={% endif %}>{%- endfor %}`,
+		// Comparisons taken from the previous execution's check (runCheck) while their operands
+		// outside the loop keep their values: with a namespace value, chained, with the loop
+		// variable, with a neighbour's item, a subscript by position, a constant.
+		`{%- set ns = namespace(q=-1, k=0) %}{%- for m in messages %}{%- if m.role == "user" %}{%- set ns.q = loop.index0 %}{%- endif %}` +
+			`{%- if m.role == "tool" %}{%- set ns.k = ns.k + 1 %}{%- endif %}{%- endfor %}{%- set roles = ["user", "tool"] %}` +
+			`{%- for m in messages %}<{{ m.content[:2] }}{% if 0 <= loop.index0 - 1 < ns.q %}a{% endif %}{% if m.role == roles[ns.k - 1] %}b{% endif %}` +
+			`{% if messages[loop.index0 - 1].role != roles[0] and loop.index0 + ns.k > 4 %}c{% endif %}>{%- endfor %}`,
+		// And ones it cannot take, each alone in its records (a filter, a comparison inside an
+		// operand, loop.length, which changes as the conversation grows), evaluated again.
+		`{%- for m in messages %}<{{ m.content[:2] }}{% if loop.index0 > messages|length - 3 %}d{% endif %}>{%- endfor %}`,
+		`{%- set ns = namespace(q=-1) %}{%- for m in messages %}{%- if m.role == "user" %}{%- set ns.q = loop.index0 %}{%- endif %}{%- endfor %}` +
+			`{%- for m in messages %}<{{ m.content[:2] }}{% if add_generation_prompt == (loop.index0 > ns.q) %}e{% endif %}>{%- endfor %}`,
+		`{%- for m in messages %}<{{ m.content[:2] }}{% if loop.index0 + 3 > loop.length %}f{% endif %}>{%- endfor %}`,
 		// Reads of other outer names, checked once per run: a top-level variable, a macro, a
 		// variable that changes between executions (add_generation_prompt) and a subscripted one.
 		`{%- set sep = "|" %}{%- set marks = {"user": "u", "tool": "t"} %}{%- macro wrap(x) %}[{{ x[:4] }}]{%- endmacro %}` +
@@ -54,7 +67,7 @@ func TestBulkReplayMatchesExecute(t *testing.T) {
 			memo *Memo
 		}
 		states := []state{{}}
-		bulk := 0
+		bulk, checked := 0, 0
 		for step := range 300 {
 			from := states[len(states)-1]
 			if rng.IntN(4) == 0 {
@@ -89,12 +102,18 @@ func TestBulkReplayMatchesExecute(t *testing.T) {
 			if err == nil {
 				states = append(states, state{msgs, memo})
 				bulk += memo.bulk
+				checked += memo.checked
 			}
 		}
 		// loop.length, revindex, previtem and cycle depend on more than the
-		// position: those records are checked one by one.
-		if want := si != 1 && si != 6; (bulk > 0) != want {
+		// position, and a filter of messages reads all of it: those records are checked one by
+		// one.
+		if want := si != 1 && si != 6 && si != 9; (bulk > 0) != want {
 			t.Errorf("template %d: %d records replayed in bulk", si, bulk)
+		}
+		// Templates 0 and 8 compare with namespace values, which often stay.
+		if want := si == 0 || si == 8; want && checked == 0 {
+			t.Errorf("template %d: no comparison taken from the previous check", si)
 		}
 	}
 }
@@ -110,6 +129,7 @@ func TestBulkReplayQwen3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checked := 0
 	for _, nudge := range []bool{false, true} {
 		msgs := agentConversation(20, 500, nudge)
 		var memo *Memo
@@ -125,7 +145,13 @@ func TestBulkReplayQwen3(t *testing.T) {
 			if memo != nil && k > 8 && next.bulk < k-4 {
 				t.Fatalf("nudge %v, %d messages: bulk replay took %d records", nudge, k, next.bulk)
 			}
+			checked += next.checked
 			memo = next
 		}
+	}
+	// The assistant records compare loop.index0 with ns.last_query_index, which stays while no
+	// user message comes: the previous check's results are taken.
+	if checked == 0 {
+		t.Error("no comparison was taken from the previous check")
 	}
 }

@@ -57,6 +57,10 @@ type Memo struct {
 	// arena holds text (as its first bytes), for the next execution to share (output.go).
 	arena *textArena
 	bulk  int // records bulkReplay replayed (tests check it is used)
+	// checks are what bulkReplay found of its runs' comparisons, per loop (runCheck); checked
+	// counts the records whose comparisons it took from the previous check (tests).
+	checks  map[*forNode]*runCheck
+	checked int
 	// skipped counts the iterations guardSkip skipped (tests).
 	skipped int
 	// guards are the guarded loops' per-item caches (guard.go), shared along a conversation.

@@ -20,7 +20,8 @@ import "slices"
 //   - recorded comparisons are evaluated again, as replayable does, at the record's position
 //     with the loop variable bound to its item (the state is the loop's initial state: replayed
 //     iterations assign nothing outside), except those fixed by the position (positionalRefs),
-//     which hold as reads through name do;
+//     which hold as reads through name do, and those the previous execution's check found to
+//     hold with the same values of what they read outside the loop (runCheck);
 //   - reads of other outer names (a top-level variable, a macro, a kwarg) are compared with what
 //     the same path gives now, as replayable does; the path is read once per run, since nothing
 //     a replayed iteration does changes it.

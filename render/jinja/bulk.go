@@ -541,9 +541,15 @@ type fixedOperands struct {
 	// holds at every position (sumFixed: the comparison reads no item by position).
 	sumX            []*compareExpr
 	sumOK, sumFixed []bool
+	// ints are the comparisons compare looked at as intComparisons (notInts: not one).
+	ints    []intComparison
+	notInts []bool
 }
 
 func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at *frame) (v Value, direct bool, err error) {
+	if ic := fo.intCompare(x, lo, at); ic != nil {
+		return Bool(ic.holds(lo)), true, nil
+	}
 	l, ok := fo.eval(x.first, lo, at)
 	if !ok {
 		v, err = ev.eval(x, at)
@@ -566,6 +572,95 @@ func (fo *fixedOperands) compare(ev *evaluator, x *compareExpr, lo *loopObj, at 
 		l = r
 	}
 	return Bool(true), true, nil
+}
+
+// intComparison is a comparison of loop.index or loop.index0 with an int outside the loop
+// (Qwen3's loop.index0 > ns.last_query_index), which a run makes once per record: compared as
+// compareOp compares two ints, without evaluating its operands again.
+type intComparison struct {
+	x       *compareExpr
+	index   int64 // 1 for loop.index, 0 for loop.index0
+	op      string
+	n       int64 // the int
+	swapped bool  // the int is on the left
+}
+
+// holds reports whether the comparison holds at the loop's position.
+func (ic *intComparison) holds(lo *loopObj) bool {
+	l, r := int64(lo.index0)+ic.index, ic.n
+	if ic.swapped {
+		l, r = r, l
+	}
+	switch ic.op {
+	case "==":
+		return l == r
+	case "!=":
+		return l != r
+	case "<":
+		return l < r
+	case "<=":
+		return l <= r
+	case ">":
+		return l > r
+	}
+	return l >= r
+}
+
+// intCompare returns x as an intComparison, or nil when it is not one.
+func (fo *fixedOperands) intCompare(x *compareExpr, lo *loopObj, at *frame) *intComparison {
+	for i := range fo.ints {
+		if fo.ints[i].x == x {
+			if fo.notInts[i] {
+				return nil
+			}
+			return &fo.ints[i]
+		}
+	}
+	ic, ok := fo.asIntCompare(x, lo, at)
+	fo.ints, fo.notInts = append(fo.ints, ic), append(fo.notInts, !ok)
+	if !ok {
+		return nil
+	}
+	return &fo.ints[len(fo.ints)-1]
+}
+
+func (fo *fixedOperands) asIntCompare(x *compareExpr, lo *loopObj, at *frame) (intComparison, bool) {
+	ic := intComparison{x: x}
+	if len(x.ops) != 1 {
+		return ic, false
+	}
+	switch ic.op = x.ops[0]; ic.op {
+	case "==", "!=", "<", "<=", ">", ">=":
+	default:
+		return ic, false
+	}
+	pos, other := x.first, x.rest[0]
+	if !loopIndex(pos) {
+		pos, other, ic.swapped = other, pos, true
+	}
+	a, ok := pos.(*attrExpr)
+	if !ok || !loopIndex(pos) || !loopFree(other, fo.item) {
+		return ic, false
+	}
+	if a.name == "index" {
+		ic.index = 1
+	}
+	v, ok := fo.eval(other, lo, at)
+	if !ok || v.k != kInt {
+		return ic, false
+	}
+	ic.n = v.n
+	return ic, true
+}
+
+// loopIndex reports whether x is loop.index or loop.index0.
+func loopIndex(x expr) bool {
+	a, ok := x.(*attrExpr)
+	if !ok || a.name != "index" && a.name != "index0" {
+		return false
+	}
+	root, ok := a.x.(*nameExpr)
+	return ok && root.name == "loop"
 }
 
 // eval evaluates o without ev.eval where it can; ok is false when it cannot (or o fails).

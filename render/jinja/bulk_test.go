@@ -37,6 +37,12 @@ func TestBulkReplayMatchesExecute(t *testing.T) {
 			`{%- if m.role == "tool" %}{%- set ns.k = ns.k + 1 %}{%- endif %}{%- endfor %}{%- set roles = ["user", "tool"] %}` +
 			`{%- for m in messages %}<{{ m.content[:2] }}{% if 0 <= loop.index0 - 1 < ns.q %}a{% endif %}{% if m.role == roles[ns.k - 1] %}b{% endif %}` +
 			`{% if messages[loop.index0 - 1].role != roles[0] and loop.index0 + ns.k > 4 %}c{% endif %}>{%- endfor %}`,
+		// Comparisons of the position with an int outside the loop (intComparison), both ways
+		// round, with each operator, and one with a bool (not an int: compared as before).
+		`{%- set ns = namespace(q=-1, b=true) %}{%- for m in messages %}{%- if m.role == "user" %}{%- set ns.q = loop.index0 %}{%- endif %}{%- endfor %}` +
+			`{%- for m in messages %}<{{ m.content[:2] }}{% if ns.q >= loop.index %}a{% endif %}{% if loop.index0 == ns.q %}b{% endif %}` +
+			`{% if loop.index != ns.q %}c{% endif %}{% if loop.index0 <= ns.q %}d{% endif %}{% if ns.q < loop.index0 %}e{% endif %}` +
+			`{% if loop.index0 == ns.b %}f{% endif %}{% if loop.index > ns.q %}g{% endif %}>{%- endfor %}`,
 		// And ones it cannot take, each alone in its records (a filter, a comparison inside an
 		// operand, loop.length, which changes as the conversation grows), evaluated again.
 		`{%- for m in messages %}<{{ m.content[:2] }}{% if loop.index0 > messages|length - 3 %}d{% endif %}>{%- endfor %}`,
@@ -108,11 +114,11 @@ func TestBulkReplayMatchesExecute(t *testing.T) {
 		// loop.length, revindex, previtem and cycle depend on more than the
 		// position, and a filter of messages reads all of it: those records are checked one by
 		// one.
-		if want := si != 1 && si != 6 && si != 9; (bulk > 0) != want {
+		if want := si != 1 && si != 6 && si != 10; (bulk > 0) != want {
 			t.Errorf("template %d: %d records replayed in bulk", si, bulk)
 		}
-		// Templates 0 and 8 compare with namespace values, which often stay.
-		if want := si == 0 || si == 8; want && checked == 0 {
+		// Templates 0, 8 and 9 compare with namespace values, which often stay.
+		if want := si == 0 || si == 8 || si == 9; want && checked == 0 {
 			t.Errorf("template %d: no comparison taken from the previous check", si)
 		}
 	}

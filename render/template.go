@@ -215,8 +215,9 @@ func sameMessage(a, b *Message) bool {
 		}))
 }
 
-// sameElements reports whether a and b are the same elements in the same memory (the item cache
-// shares a message's parts and tool calls between turns).
+// sameElements reports whether a and b are the same elements in the same memory (a resumed
+// conversation, render.ItemsPrefix, shares its messages' parts and tool calls with the previous
+// turn's).
 func sameElements[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

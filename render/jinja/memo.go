@@ -75,14 +75,14 @@ type Memo struct {
 // construction. The earlier output is not kept for this.
 func (m *Memo) CommonPrefix() int { return m.common }
 
-// iterRecord is one iteration of a memoized loop. A conversation's records are copied from one
-// memo to the next (bulkReplay copies a run of them at once), so what every record has is kept
-// small and the rest is behind detail.
+// iterRecord is one iteration of a memoized loop. A conversation's records pass from one memo to
+// the next, shared or copied (records.go), and bulkReplay reads a run of them at once, so what
+// every record has is kept small and the rest is behind detail.
 type iterRecord struct {
 	item Value
 	// start and end locate the iteration's output in its execution's output (Memo.out reads it
 	// back); start is -1 when it was written elsewhere (a set block), and detail.captured holds it.
-	// Offsets rather than a substring: a record replayed at the same offset is copied unchanged,
+	// Offsets rather than a substring: a record replayed at the same offset is taken unchanged,
 	// and no record pins an earlier execution's text.
 	start, end int
 	refMax     int64 // what bulkReplay checks (classify)

@@ -308,6 +308,7 @@ func stringChars(s string) []Value {
 // loopObj is Jinja2's LoopContext for the iteration in progress.
 type loopObj struct {
 	items   []Value
+	rev     bool // the loop runs over items from the last (reversedItems)
 	index0  int
 	length  int
 	depth0  int
@@ -316,7 +317,19 @@ type loopObj struct {
 	recurse func(it Value) (Value, error)
 }
 
+// item returns the loop's item at position i.
+func (l *loopObj) item(i int) Value {
+	if l.rev {
+		return l.items[len(l.items)-1-i]
+	}
+	return l.items[i]
+}
+
 func (ev *evaluator) execFor(n *forNode, f *frame) (control, error) {
+	if items, ok := ev.reversedItems(n, f); ok {
+		_, err := ev.renderItems(n, items, true, f, 0)
+		return ctlNone, err
+	}
 	iterV, err := ev.eval(n.iter, f)
 	if err != nil {
 		return ctlNone, err
@@ -329,12 +342,63 @@ func (ev *evaluator) execFor(n *forNode, f *frame) (control, error) {
 	return ctlNone, nil
 }
 
+// reversedItems returns the items of the list or tuple a guarded loop (guard.go) iterates
+// backwards (for message in messages[::-1], Qwen3's scan for the last user query), for
+// renderItems to read from the end, instead of a reversed copy of them: the scan usually stops
+// after a few messages, and the copy costs the conversation. It charges the fuel the slice's
+// evaluation would have (eval, evalSlice), and ok is false whenever that evaluation would do
+// anything else: another shape, another value, a recorded iteration (whose reads eval records),
+// or too little fuel.
+func (ev *evaluator) reversedItems(n *forNode, f *frame) (items []Value, ok bool) {
+	if n.guard == nil || ev.memo != nil && ev.memo.cur != nil {
+		return nil, false
+	}
+	ix, ok := n.iter.(*itemExpr)
+	if !ok {
+		return nil, false
+	}
+	name, isName := ix.x.(*nameExpr)
+	sl, isSlice := ix.key.(*sliceExpr)
+	if !isName || !isSlice || sl.start != nil || sl.stop != nil {
+		return nil, false
+	}
+	burns := 2 // the subscript and the name
+	switch step := sl.step.(type) {
+	case *constExpr:
+		if step.v.k != kInt || step.v.n != -1 {
+			return nil, false
+		}
+		burns++
+	case *unaryExpr:
+		one, isConst := step.x.(*constExpr)
+		if step.op != "-" || !isConst || one.v.k != kInt || one.v.n != 1 {
+			return nil, false
+		}
+		burns += 2
+	default:
+		return nil, false
+	}
+	v := resolveName(f, name.name)
+	if v.k != kList && v.k != kTuple || ev.fuel < burns {
+		return nil, false
+	}
+	items = v.list()
+	ev.fuel -= burns + 2*(len(items)>>2) // eval charges for the list it read and the one it made
+	return items, true
+}
+
 // renderLoop runs one (possibly recursive) for loop writing to ev.out.
 func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (Value, error) {
 	items, err := ev.iterate(iterV)
 	if err != nil {
 		return Value{}, err
 	}
+	return ev.renderItems(n, items, false, f, depth)
+}
+
+// renderItems runs loop n over items, from the last to the first when rev is set (only for
+// reversedItems' loops: guarded, so without a condition, recursion or memo).
+func (ev *evaluator) renderItems(n *forNode, items []Value, rev bool, f *frame, depth int) (Value, error) {
 	if n.cond != nil {
 		var kept []Value
 		for _, it := range items {
@@ -363,7 +427,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 	// body, so a loop whose every iteration ends in break or continue
 	// still runs the else block.
 	completed := false
-	lo := &loopObj{items: items, length: len(items), depth0: depth}
+	lo := &loopObj{items: items, rev: rev, length: len(items), depth0: depth}
 	if n.recursive {
 		lo.recurse = func(it Value) (Value, error) {
 			ev.depth++
@@ -407,7 +471,7 @@ func (ev *evaluator) renderLoop(n *forNode, iterV Value, f *frame, depth int) (V
 		completed = first > 0
 	}
 	for i := first; i < len(items); i++ {
-		it := items[i]
+		it := lo.item(i)
 		if i > 0 && !memoized {
 			if truthy, ok := ev.guardState(n, f); ok && !truthy {
 				// Every iteration left would do nothing (guard.go), and would complete.

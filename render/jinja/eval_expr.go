@@ -662,12 +662,12 @@ func loopAttr(l *loopObj, name string) (Value, bool) {
 		if l.index0 == 0 {
 			return undefined("there is no previous item"), true
 		}
-		return l.items[l.index0-1], true
+		return l.item(l.index0 - 1), true
 	case "nextitem":
 		if l.index0+1 >= l.length {
 			return undefined("there is no next item"), true
 		}
-		return l.items[l.index0+1], true
+		return l.item(l.index0 + 1), true
 	case "cycle":
 		return Value{k: kFunc, o: &funcObj{name: "cycle", call: func(ev *evaluator, args []Value, kw []kwArg) (Value, error) {
 			if len(args) == 0 {

@@ -20,6 +20,7 @@ import (
 // nothing: the scan ends, in effect, at the last user query, but runs over the whole history. A
 // loop with this shape (the guard) ends as soon as its guard is false at the start of an
 // iteration, which makes the scan cost the messages after the last query, not the conversation.
+// (Nor does a guarded loop over name[::-1] copy the list reversed first: reversedItems.)
 //
 // The shape, checked when the template is parsed (tailGuard), and why cutting is exact:
 //   - the loop is not recursive, has no filter and binds one name;

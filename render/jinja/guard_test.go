@@ -123,6 +123,11 @@ func TestTailGuardMatchesFullLoop(t *testing.T) {
 	synth := []string{
 		`{%- set ns = namespace(flag=true, at=-1) %}{%- for m in messages[::-1] %}{%- set i = (messages|length - 1) - loop.index0 %}{%- if ns.flag and m.role == "user" %}{%- set ns.flag = false %}{%- set ns.at = i %}{%- endif %}{%- endfor %}{{ ns.at }}`,
 		`{%- set ns = namespace(done=false, n=0) %}{%- for m in messages %}{%- set a = loop.index + 1 %}{%- set b = a - loop.revindex0 %}{%- if not ns.done and m.role != "tool" %}[{{ b }}{{ m.role }}]{%- set ns.n = ns.n + 1 %}{%- if ns.n > 1 %}{%- set ns.done = true %}{%- endif %}{%- endif %}{%- endfor %}{{ ns.n }}`,
+		// A backwards scan read from the end of the list (reversedItems), with the loop's items
+		// and positions in the if.
+		`{%- set ns = namespace(flag=true) %}{%- for m in messages[::-1] %}{%- set i = loop.revindex0 %}{%- if ns.flag and m.role != "tool" %}` +
+			`[{{ i }}{{ loop.index }}/{{ loop.length }}{{ loop.previtem.role if loop.previtem is defined else "-" }}{{ loop.nextitem.role if loop.nextitem is defined else "-" }}{{ m.role }}]` +
+			`{%- if m.role == "user" %}{%- set ns.flag = false %}{%- endif %}{%- endif %}{%- endfor %}`,
 		`{%- set ns = namespace(flag=true) %}{%- for m in messages %}{%- set x = label|length - loop.index0 %}{%- if ns.flag and m.role == "assistant" %}{{ x }}{%- set ns.flag = false %}{%- endif %}{%- endfor %}`,
 		`{%- set ns = namespace(flag=true) %}{%- for m in messages %}{%- set x = count|length %}{%- if ns.flag %}{%- set ns.flag = m.role == "user" %}{%- endif %}{%- endfor %}.`,
 		`{%- set ns = namespace(flag=true) %}{%- for m in messages %}{%- set x = label + loop.index0 %}{%- if ns.flag %}{%- set ns.flag = false %}{%- endif %}{%- endfor %}.`,
@@ -272,6 +277,72 @@ func TestTailGuardMemoMatchesFullLoop(t *testing.T) {
 		}
 		if want := name != "method on a map"; (skipped > 0) != want {
 			t.Errorf("%s: %d iterations skipped", name, skipped)
+		}
+	}
+}
+
+// TestReversedItemsFuel: a guarded loop over name[::-1] reads the list from its end
+// (reversedItems) and charges the fuel evaluating the slice would have, and leaves to that
+// evaluation whatever it would do otherwise.
+func TestReversedItemsFuel(t *testing.T) {
+	msgs := List(String("a"), String("b"), String("c"), String("d"), String("e"))
+	var many []Value
+	for i := range 23 {
+		many = append(many, Int(int64(i)))
+	}
+	for _, tc := range []struct {
+		iter string
+		v    Value
+		fuel int
+		ok   bool
+	}{
+		{"messages[::-1]", msgs, 1000, true},
+		{"messages[::-1]", List(many...), 1000, true},
+		{"messages[::-(1)]", msgs, 1000, true},
+		{"messages[::-1]", tuple(msgs.list()...), 1000, true},
+		{"messages[::-1]", msgs, 2, false},             // the slice would run out of fuel
+		{"messages[::-1]", String("abc"), 1000, false}, // a string's characters
+		{"messages[::-2]", msgs, 1000, false},
+		{"messages[1::-1]", msgs, 1000, false},
+	} {
+		tpl, err := Parse("t", `{%- set ns = namespace(flag=true) %}{%- for m in `+tc.iter+` %}{%- if ns.flag and m == "c" %}{%- set ns.flag = false %}{%- endif %}{%- endfor %}`, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var loop *forNode
+		walkStatements(tpl.body, func(n node) {
+			if f, ok := n.(*forNode); ok {
+				loop = f
+			}
+		})
+		if loop == nil || loop.guard == nil {
+			t.Fatalf("%s: no guarded loop", tc.iter)
+		}
+		f := &frame{user: map[string]Value{"messages": tc.v}}
+		lazy := &evaluator{t: tpl, fuel: tc.fuel}
+		items, ok := lazy.reversedItems(loop, f)
+		if ok != tc.ok {
+			t.Fatalf("%s over %s: reversedItems ok %v, want %v", tc.iter, tc.v.typeName(), ok, tc.ok)
+		}
+		if !ok {
+			if lazy.fuel != tc.fuel {
+				t.Fatalf("%s: fuel charged without reading the items", tc.iter)
+			}
+			continue
+		}
+		plain := &evaluator{t: tpl, fuel: tc.fuel}
+		v, err := plain.eval(loop.iter, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo := &loopObj{items: items, rev: true, length: len(items)}
+		for i, want := range v.list() {
+			if got := lo.item(i); !sameValue(got, want) {
+				t.Fatalf("%s: item %d = %v, want %v", tc.iter, i, got, want)
+			}
+		}
+		if lazy.fuel != plain.fuel {
+			t.Fatalf("%s: fuel left %d, evaluating the slice leaves %d", tc.iter, lazy.fuel, plain.fuel)
 		}
 	}
 }

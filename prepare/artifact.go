@@ -99,6 +99,9 @@ func NewArtifactMetrics(reg prometheus.Registerer) *ArtifactMetrics {
 type ArtifactEngine struct {
 	opts     ArtifactOptions
 	disabled sync.Map // fingerprint [32]byte → struct{}: fast path off after an audit mismatch
+	// jsonScratch holds *[]byte buffers a hot continuation encodes its new ids' JSON into
+	// before they are appended to the previous turn's (pendingArtifact.joinJSON).
+	jsonScratch sync.Pool
 }
 
 var _ Engine = (*ArtifactEngine)(nil)
@@ -149,6 +152,9 @@ type pendingArtifact struct {
 	jsonArena     *arena.Arena[byte]
 	jsonPrefixAt  []int
 	jsonPrefixIDs int
+	// joined is the whole prompt's JSON when preparing it could append the new ids' JSON to the
+	// reused prefix in place (joinJSON); nil: Commit encodes them.
+	joined *joinedJSON
 	// tenant owns the conversation; previousID is the response this turn continues ("" for none).
 	tenant, previousID string
 	// base is previousID's artifact when this turn read it (hot cache or store): Commit stores
@@ -258,6 +264,14 @@ func (a *ArtifactEngine) prepareHot(in *Input, p *Prompt, hot *hotEntry) *Prompt
 		return p
 	}
 	p.reuseJSON(hot, hot.jsonAt[fresh-1], hot.jsonAt[:fresh], reuse.Tokens)
+	scratch, _ := a.jsonScratch.Get().(*[]byte)
+	if scratch == nil {
+		scratch = new([]byte)
+	}
+	if js, ok := pending.joinJSON(scratch); ok {
+		p.PromptPrefix, p.PromptPrefixIDs = js, len(enc.IDs)
+	}
+	a.jsonScratch.Put(scratch)
 	a.maybeAudit(in, p.Text, enc.IDs, p.fingerprint, true)
 	return p
 }

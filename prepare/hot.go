@@ -288,6 +288,14 @@ const jsonFloor = 7 * (1 << 10)
 // encoded. It returns the ids each followed by a comma, the offset of each boundary's id, and the
 // arena the JSON lives in.
 func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
+	if j := p.joined; j != nil {
+		at := make([]int, len(p.jsonPrefixAt)+len(j.tailAt))
+		copy(at, p.jsonPrefixAt)
+		for i, off := range j.tailAt {
+			at[len(p.jsonPrefixAt)+i] = len(p.jsonPrefix) + off
+		}
+		return j.js, at, j.arena
+	}
 	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
 	base, from := p.jsonBase, p.jsonArena
 	switch {
@@ -304,6 +312,40 @@ func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
 	}
 	js, a := arena.Join(from, base, len(prefix), tail, arena.Room(len(prefix)+len(tail), jsonFloor, jsonRoom))
 	return js, at, a
+}
+
+// joinedJSON is the JSON of a prepared prompt's ids, each followed by a comma, already in the
+// arena of the previous turn's (pendingArtifact.joinJSON); tailAt are the offsets, after the
+// reused prefix, of the ids of the boundaries it did not have.
+type joinedJSON struct {
+	js     []byte
+	tailAt []int
+	arena  *arena.Arena[byte]
+}
+
+// joinJSON encodes the ids after the reused JSON prefix (reuseJSON) and appends them to it where
+// that costs no copy of the history: in the previous turn's arena, after its JSON, when they fit
+// and follow it (a continuation that kept all of the previous prompt), or in the copy a
+// preparation of the same turn made before (a retry). The request then sends the prompt's JSON
+// as it is, and Commit keeps it for the next turn instead of encoding the ids a second time.
+// Otherwise it reports false and changes nothing: the request encodes the new ids itself and
+// Commit copies. scratch holds the encoding meanwhile; its growth is kept for the next call.
+func (p *pendingArtifact) joinJSON(scratch *[]byte) ([]byte, bool) {
+	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
+	if p.jsonArena == nil || len(prefix) == 0 || reused <= 0 || reused >= len(enc.IDs) || len(prefixAt) > len(enc.Boundaries) ||
+		len(prefix) > len(p.jsonBase) || unsafe.SliceData(prefix) != unsafe.SliceData(p.jsonBase) {
+		return nil, false
+	}
+	bounds := enc.Boundaries[len(prefixAt):]
+	tailAt := make([]int, len(bounds))
+	tail := appendPromptJSON((*scratch)[:0], enc.IDs, reused, bounds, tailAt, 0)
+	*scratch = tail[:0]
+	js, a, ok := arena.Extend(p.jsonArena, p.jsonBase, len(prefix), tail)
+	if !ok {
+		return nil, false
+	}
+	p.joined = &joinedJSON{js: js, tailAt: tailAt, arena: a}
+	return js, true
 }
 
 // reuseJSON makes the prompt's request, and its commit's JSON for the next turn, reuse hot's

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stitchllm/stitch/family"
 	"github.com/stitchllm/stitch/internal/arena"
+	"github.com/stitchllm/stitch/internal/jsonappend"
 	"github.com/stitchllm/stitch/render"
 	"github.com/stitchllm/stitch/render/harmony"
 	"github.com/stitchllm/stitch/store"
@@ -102,6 +103,9 @@ type ArtifactEngine struct {
 	// jsonScratch holds *[]byte buffers a hot continuation encodes its new ids' JSON into
 	// before they are appended to the previous turn's (pendingArtifact.joinJSON).
 	jsonScratch sync.Pool
+	// idJSON returns the JSON of the model's vocabulary (built on first use, with a hot cache
+	// only, whose turns encode their ids for the next turn's request); nil: ids are computed.
+	idJSON func() *jsonappend.IDTable
 }
 
 var _ Engine = (*ArtifactEngine)(nil)
@@ -112,7 +116,19 @@ func NewArtifactEngine(opts ArtifactOptions) *ArtifactEngine {
 	if opts.Model == nil || opts.Family == nil || opts.Store == nil || opts.Metrics == nil {
 		panic("prepare: NewArtifactEngine needs Model, Family, Store and Metrics")
 	}
-	return &ArtifactEngine{opts: opts.withDefaults()}
+	a := &ArtifactEngine{opts: opts.withDefaults()}
+	if tok := opts.Model.Tokenizer(); opts.Hot != nil && tok != nil {
+		a.idJSON = sync.OnceValue(func() *jsonappend.IDTable { return jsonappend.NewIDTable(tok.VocabSize()) })
+	}
+	return a
+}
+
+// idTable returns the vocabulary's JSON, nil when the engine keeps none.
+func (a *ArtifactEngine) idTable() *jsonappend.IDTable {
+	if a.idJSON == nil {
+		return nil
+	}
+	return a.idJSON()
 }
 
 // withDefaults fills the optional fields: a discarding logger, the wall clock, a one-hour TTL.
@@ -268,7 +284,7 @@ func (a *ArtifactEngine) prepareHot(in *Input, p *Prompt, hot *hotEntry) *Prompt
 	if scratch == nil {
 		scratch = new([]byte)
 	}
-	if js, ok := pending.joinJSON(scratch); ok {
+	if js, ok := pending.joinJSON(a.idTable(), scratch); ok {
 		p.PromptPrefix, p.PromptPrefixIDs = js, len(enc.IDs)
 	}
 	a.jsonScratch.Put(scratch)
@@ -403,7 +419,7 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 	}
 	a.opts.Metrics.writes.WithLabelValues("ok").Inc()
 	if a.opts.Hot != nil {
-		js, at, jsonArena := pending.promptJSON()
+		js, at, jsonArena := pending.promptJSON(a.idTable())
 		a.opts.Hot.put(&hotEntry{
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages, items: pending.items,

@@ -260,18 +260,19 @@ func (h *HotArtifacts) remove(el *list.Element) {
 	h.bytes -= e.size
 }
 
-// appendPromptJSON appends ids[from:] to dst as JSON numbers each followed by a comma, and sets
-// at[b] to the offset of the id at bounds[b].Index for the boundaries from b on.
-func appendPromptJSON(dst []byte, ids []uint32, from int, bounds []render.Boundary, at []int, b int) []byte {
+// appendPromptJSON appends ids[from:] to dst as JSON numbers each followed by a comma, from
+// table (the model's vocabulary; nil: computed), and sets at[b] to the offset of the id at
+// bounds[b].Index for the boundaries from b on.
+func appendPromptJSON(dst []byte, table *jsonappend.IDTable, ids []uint32, from int, bounds []render.Boundary, at []int, b int) []byte {
 	i := from
 	for ; b < len(bounds); b++ {
 		if idx := min(bounds[b].Index, len(ids)); idx > i {
-			dst = jsonappend.Uint32sEach(dst, ids[i:idx], ',')
+			dst = table.AppendEach(dst, ids[i:idx])
 			i = idx
 		}
 		at[b] = len(dst)
 	}
-	return jsonappend.Uint32sEach(dst, ids[i:], ',')
+	return table.AppendEach(dst, ids[i:])
 }
 
 // jsonRoom is the least room, in bytes, a copied prompt JSON gets for the turns after it: about
@@ -285,9 +286,9 @@ const jsonFloor = 7 * (1 << 10)
 // promptJSON encodes the prompt's ids for the next turn's upstream request: the JSON of
 // enc.IDs[:jsonPrefixIDs] (jsonPrefix, with the offsets jsonPrefixAt of its boundaries' ids) is
 // kept, in place in the previous turn's arena when the rest fits after it, and the rest is
-// encoded. It returns the ids each followed by a comma, the offset of each boundary's id, and the
+// encoded, from table (nil: computed). It returns the ids each followed by a comma, the offset of each boundary's id, and the
 // arena the JSON lives in.
-func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
+func (p *pendingArtifact) promptJSON(table *jsonappend.IDTable) ([]byte, []int, *arena.Arena[byte]) {
 	if j := p.joined; j != nil {
 		at := make([]int, len(p.jsonPrefixAt)+len(j.tailAt))
 		copy(at, p.jsonPrefixAt)
@@ -306,7 +307,7 @@ func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
 	}
 	at := make([]int, len(enc.Boundaries))
 	copy(at, prefixAt)
-	tail := appendPromptJSON(make([]byte, 0, 7*(len(enc.IDs)-reused)), enc.IDs, reused, enc.Boundaries, at, len(prefixAt))
+	tail := appendPromptJSON(make([]byte, 0, 7*(len(enc.IDs)-reused)), table, enc.IDs, reused, enc.Boundaries, at, len(prefixAt))
 	for b := len(prefixAt); b < len(at); b++ {
 		at[b] += len(prefix)
 	}
@@ -330,7 +331,7 @@ type joinedJSON struct {
 // as it is, and Commit keeps it for the next turn instead of encoding the ids a second time.
 // Otherwise it reports false and changes nothing: the request encodes the new ids itself and
 // Commit copies. scratch holds the encoding meanwhile; its growth is kept for the next call.
-func (p *pendingArtifact) joinJSON(scratch *[]byte) ([]byte, bool) {
+func (p *pendingArtifact) joinJSON(table *jsonappend.IDTable, scratch *[]byte) ([]byte, bool) {
 	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
 	if p.jsonArena == nil || len(prefix) == 0 || reused <= 0 || reused >= len(enc.IDs) || len(prefixAt) > len(enc.Boundaries) ||
 		len(prefix) > len(p.jsonBase) || unsafe.SliceData(prefix) != unsafe.SliceData(p.jsonBase) {
@@ -338,7 +339,7 @@ func (p *pendingArtifact) joinJSON(scratch *[]byte) ([]byte, bool) {
 	}
 	bounds := enc.Boundaries[len(prefixAt):]
 	tailAt := make([]int, len(bounds))
-	tail := appendPromptJSON((*scratch)[:0], enc.IDs, reused, bounds, tailAt, 0)
+	tail := appendPromptJSON((*scratch)[:0], table, enc.IDs, reused, bounds, tailAt, 0)
 	*scratch = tail[:0]
 	js, a, ok := arena.Extend(p.jsonArena, p.jsonBase, len(prefix), tail)
 	if !ok {

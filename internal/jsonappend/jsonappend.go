@@ -196,6 +196,63 @@ func appendChunk(b []byte, n int, ids []uint32, sep byte) int {
 	return n
 }
 
+// IDTable holds the JSON text of every id below its size, each followed by a comma, in one word
+// per id, for ids written over and over (a tokenizer's vocabulary, in every prompt):
+// AppendEach copies an id's word instead of computing its digits, about 4× the speed of
+// Uint32sEach on a 100k Qwen3 continuation's new ids. It costs 8 bytes per id (1.2 MB for a
+// 152k vocabulary). Immutable; safe for concurrent use.
+type IDTable struct {
+	// words[v] is v's digits and the comma, little-endian, with their count in the top byte.
+	words []uint64
+}
+
+// maxTableIDs bounds an IDTable: an id's digits and comma fill at most the 7 bytes below the
+// count, six digits.
+const maxTableIDs = 1000000
+
+// NewIDTable returns the table of the ids below n (at most a million; larger ids are computed).
+func NewIDTable(n int) *IDTable {
+	t := &IDTable{words: make([]uint64, max(0, min(n, maxTableIDs)))}
+	var b [16]byte
+	for v := range t.words {
+		s := b[:appendChunk(b[:], 0, []uint32{uint32(v)}, ',')]
+		var w uint64
+		for i, c := range s {
+			w |= uint64(c) << (8 * i)
+		}
+		t.words[v] = w | uint64(len(s))<<56
+	}
+	return t
+}
+
+// AppendEach is Uint32sEach(dst, ids, ','), from the table for the ids it holds. A nil table
+// computes every id. Like append, it may write into dst's capacity beyond the result.
+func (t *IDTable) AppendEach(dst []byte, ids []uint32) []byte {
+	if t == nil {
+		return Uint32sEach(dst, ids, ',')
+	}
+	const chunk = 256 // ids written between checks of the room
+	n := len(dst)
+	for len(ids) > 0 {
+		k := min(len(ids), chunk)
+		if cap(dst)-n < k*(maxUint32Digits+1)+8 {
+			dst = slices.Grow(dst[:n], (maxUint32Digits+1)*min(len(ids), 1024)+8)
+		}
+		b := dst[:cap(dst)]
+		for i, v := range ids[:k] {
+			if int(v) < len(t.words) {
+				w := t.words[v]
+				binary.LittleEndian.PutUint64(b[n:n+8], w) // the count's byte is overwritten next
+				n += int(w >> 56)
+			} else {
+				n = appendChunk(b, n, ids[i:i+1], ',')
+			}
+		}
+		ids = ids[k:]
+	}
+	return dst[:n]
+}
+
 // digitPair returns the two ASCII digits of v (below 100) as a little-endian uint16.
 func digitPair(v uint64) uint64 {
 	return uint64(digitPairs[2*v]) | uint64(digitPairs[2*v+1])<<8

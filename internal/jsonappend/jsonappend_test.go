@@ -118,6 +118,32 @@ func TestUint32sEachBelowMillion(t *testing.T) {
 	}
 }
 
+// TestIDTable compares AppendEach with strconv for tables of every kind of size (none, nil,
+// smaller than the ids, a vocabulary's, beyond the million it keeps at most) over every id below
+// 1.1 million and the largest ones, after a prefix kept as it is.
+func TestIDTable(t *testing.T) {
+	t.Parallel()
+	ids := make([]uint32, 0, 1100000+3)
+	for v := range uint32(1100000) {
+		ids = append(ids, v)
+	}
+	ids = append(ids, 999999999, 1000000000, math.MaxUint32)
+	want := []byte("[7,")
+	for _, v := range ids {
+		want = strconv.AppendUint(want, uint64(v), 10)
+		want = append(want, ',')
+	}
+	for _, table := range []*IDTable{nil, NewIDTable(0), NewIDTable(-1), NewIDTable(1000), NewIDTable(151936), NewIDTable(2000000)} {
+		if got := table.AppendEach([]byte("[7,"), ids); string(got) != string(want) {
+			size := -1
+			if table != nil {
+				size = len(table.words)
+			}
+			t.Fatalf("table of %d ids: differs from strconv", size)
+		}
+	}
+}
+
 // TestUint32sEachRoom appends to buffers with no room, exact room and room to spare: the
 // digits are stored eight bytes at a time, never past the capacity, and bytes before dst's
 // length are kept.
@@ -147,10 +173,13 @@ func TestUint32sEachRoom(t *testing.T) {
 	}
 }
 
-// FuzzUint32sEach compares any ids, with any separator, with strconv.
+// FuzzUint32sEach compares any ids, with any separator, with strconv, and with a comma an
+// IDTable's encoding of them too.
 func FuzzUint32sEach(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0x3f, 0x42, 0x0f, 0}, byte(','))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x40, 0x42, 0x0f, 0, 9}, byte(';'))
+	f.Add([]byte{0x01, 0x00, 0x10, 0x00, 0x3f, 0x42, 0x0f, 0}, byte(','))
+	table := NewIDTable(1 << 20)
 	f.Fuzz(func(t *testing.T, raw []byte, sep byte) {
 		var ids []uint32
 		var want []byte
@@ -166,6 +195,11 @@ func FuzzUint32sEach(f *testing.F) {
 		if got := Uint32sEach(nil, ids, sep); string(got) != string(want) {
 			t.Fatalf("%v: got %q, want %q", ids, got, want)
 		}
+		if sep == ',' {
+			if got := table.AppendEach(nil, ids); string(got) != string(want) {
+				t.Fatalf("%v: table gave %q, want %q", ids, got, want)
+			}
+		}
 	})
 }
 
@@ -178,6 +212,12 @@ func BenchmarkUint32sEach(b *testing.B) {
 	b.Run("Uint32sEach", func(b *testing.B) {
 		for b.Loop() {
 			dst = Uint32sEach(dst[:0], ids, ',')
+		}
+	})
+	b.Run("IDTable", func(b *testing.B) {
+		table := NewIDTable(151936)
+		for b.Loop() {
+			dst = table.AppendEach(dst[:0], ids)
 		}
 	})
 	b.Run("strconv", func(b *testing.B) {

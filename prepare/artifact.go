@@ -50,7 +50,9 @@ type ArtifactOptions struct {
 	// Identity is the model's fixed part of the fingerprint (name, parsers, LoRA); per-request
 	// fields are filled in by Prepare.
 	Identity render.Fingerprint
-	// CacheSalt returns the tenant's cache_salt (part of the fingerprint).
+	// CacheSalt returns the tenant's cache_salt (part of the fingerprint): a function of the
+	// tenant alone, which the engine does not call again for a conversation's next turn
+	// (fingerprintMemo).
 	CacheSalt func(tenant string) string
 	// TTL is an artifact's lifetime.
 	TTL time.Duration
@@ -147,14 +149,15 @@ func (opts ArtifactOptions) withDefaults() ArtifactOptions {
 
 // pendingArtifact is what a prepared turn needs to write its artifact once the response completed.
 type pendingArtifact struct {
-	fingerprint [32]byte
-	enc         render.Encoding
-	fresh       int      // enc.Boundaries[fresh:] have no digest yet (render.ExtendText)
-	text        string   // the full render (exact mode splits the new turn out of it)
-	exactSuffix []uint32 // exact mode: the ids tokenized this turn
-	memo        *render.RenderMemo
-	messages    int
-	items       *render.ItemsPrefix // the conversation after its stored items (hotEntry.items)
+	fingerprint     [32]byte
+	fingerprintMemo *fingerprintMemo // fingerprint and what it was computed from (hotEntry.fingerprint)
+	enc             render.Encoding
+	fresh           int      // enc.Boundaries[fresh:] have no digest yet (render.ExtendText)
+	text            string   // the full render (exact mode splits the new turn out of it)
+	exactSuffix     []uint32 // exact mode: the ids tokenized this turn
+	memo            *render.RenderMemo
+	messages        int
+	items           *render.ItemsPrefix // the conversation after its stored items (hotEntry.items)
 	// msgDigests are the digests of each rendered message's own script (Harmony canonical;
 	// hotEntry.msgDigests), harmonyDigests their plan's digest state.
 	msgDigests     [][render.DigestSize]byte
@@ -182,17 +185,18 @@ type pendingArtifact struct {
 
 // Prepare implements Engine.
 func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error) {
-	conv, err := a.conversation(in)
+	conv, prevFP, err := a.conversation(in)
 	if err != nil {
 		return nil, err
 	}
-	fp := a.fingerprint(in, conv)
+	fpMemo := a.fingerprintFrom(in, conv, prevFP)
+	fp := fpMemo.fp
 	hot := a.hotEntry(in, fp)
 	text, memo, err := a.render(in, conv, hot)
 	if err != nil {
 		return nil, err
 	}
-	pending := &pendingArtifact{fingerprint: fp, text: text, memo: memo, messages: len(conv.Messages), items: conv.Prefix, tenant: in.Tenant, previousID: in.PreviousID}
+	pending := &pendingArtifact{fingerprint: fp, fingerprintMemo: fpMemo, text: text, memo: memo, messages: len(conv.Messages), items: conv.Prefix, tenant: in.Tenant, previousID: in.PreviousID}
 	p := &Prompt{Text: text, SkippedTools: conv.SkippedTools, ReasoningOpen: a.opts.Family.OpensReasoning(text), fingerprint: fp, pending: pending, engine: a}
 	if hot != nil && a.opts.Mode == store.ModeCanonical {
 		pending.base = hot.art
@@ -231,16 +235,22 @@ func (a *ArtifactEngine) Prepare(ctx context.Context, in *Input) (*Prompt, error
 
 // conversation maps the turn's items to messages. With a hot cache it resumes from the previous
 // turn's conversation prefix, which render.FromResponses takes only where it covers this turn's
-// first stored items, and keeps this turn's for the next.
-func (a *ArtifactEngine) conversation(in *Input) (*render.Conversation, error) {
+// first stored items, and keeps this turn's for the next. It also returns the previous turn's
+// fingerprint memo, if the hot cache has one (fingerprintFrom).
+func (a *ArtifactEngine) conversation(in *Input) (*render.Conversation, *fingerprintMemo, error) {
+	var (
+		resume *render.ItemsPrefix
+		prevFP *fingerprintMemo
+	)
+	if a.opts.Hot != nil && in.PreviousID != "" {
+		resume, prevFP = a.opts.Hot.resumeState(in.Tenant, in.PreviousID)
+	}
 	if a.opts.Hot == nil || a.opts.Items == nil {
-		return conversation(in, a.opts.Items)
+		conv, err := conversation(in, a.opts.Items)
+		return conv, prevFP, err
 	}
-	var resume *render.ItemsPrefix
-	if in.PreviousID != "" {
-		resume = a.opts.Hot.itemsPrefix(in.Tenant, in.PreviousID)
-	}
-	return resumeConversation(in, a.opts.Items, resume, true)
+	conv, err := resumeConversation(in, a.opts.Items, resume, true)
+	return conv, prevFP, err
 }
 
 // render applies the chat template. With a hot cache it records a memo for the next turn and
@@ -349,20 +359,60 @@ func (a *ArtifactEngine) resolve(ctx context.Context, in *Input, fp [32]byte) (O
 	return OutcomeHitLocal, art
 }
 
-// fingerprint is the model execution identity of this turn (docs/design.md "Identities"). Tools and
-// kwargs are digested as the template sees them, so a client re-spacing its JSON does not matter.
-func (a *ArtifactEngine) fingerprint(in *Input, conv *render.Conversation) [32]byte {
+// fingerprintMemo is a turn's fingerprint with the request's parts it was computed from: the
+// conversation's next turn, prepared under the same identity (model, parsers, tokenizer,
+// template), for the same tenant and cache salt, with the same kwargs, instructions and tools,
+// has the same fingerprint and takes it from here instead of hashing them again (four SHA-256
+// passes and, by the same engine, the salt's HMAC: about 3 % of a 100k continuation's
+// preparation). Immutable.
+type fingerprintMemo struct {
+	engine       *ArtifactEngine
+	identity     render.Fingerprint // the engine's fixed fields (ArtifactEngine.identity)
+	tenant, salt string
+	kwargs       string // the raw chat_template_kwargs
+	instructions string
+	toolsDigest  string
+	fp           [32]byte
+}
+
+// fingerprintFrom returns the turn's fingerprint: prev's (the previous turn's, nil: none) when
+// it was computed from the same parts, else computed. The salt is taken as prev's when prev is
+// this engine's, whose CacheSalt is a function of the tenant; another engine's (the same model
+// served by a replaced engine, or a benchmark's) is compared with this one's.
+func (a *ArtifactEngine) fingerprintFrom(in *Input, conv *render.Conversation, prev *fingerprintMemo) *fingerprintMemo {
+	tools := conv.ToolsDigest()
+	if prev != nil && prev.tenant == in.Tenant && prev.kwargs == string(in.Kwargs) && prev.instructions == in.Instructions &&
+		prev.toolsDigest == tools && (prev.engine == a || prev.identity == a.identity() && prev.salt == a.salt(in.Tenant)) {
+		return prev
+	}
+	m := &fingerprintMemo{engine: a, identity: a.identity(), tenant: in.Tenant, salt: a.salt(in.Tenant), kwargs: string(in.Kwargs),
+		instructions: in.Instructions, toolsDigest: tools}
+	f := m.identity
+	f.ChatTemplateKwargs = render.CompactJSON(in.Kwargs)
+	if a.opts.CacheSalt != nil {
+		f.CacheSalt = m.salt
+	}
+	f.InstructionsDigest = render.DigestString(in.Instructions)
+	f.ToolsDigest = tools
+	m.fp = sha256.Sum256([]byte(f.Digest()))
+	return m
+}
+
+// identity is the fixed part of the engine's fingerprints.
+func (a *ArtifactEngine) identity() render.Fingerprint {
 	f := a.opts.Identity
 	f.RendererVersion = render.RendererVersion
 	f.TokenizerDigest = a.opts.Model.TokenizerDigest
 	f.TemplateDigest = a.opts.Model.TemplateDigest
-	f.ChatTemplateKwargs = render.CompactJSON(in.Kwargs)
-	if a.opts.CacheSalt != nil {
-		f.CacheSalt = a.opts.CacheSalt(in.Tenant)
+	return f
+}
+
+// salt is the tenant's cache salt ("" without CacheSalt).
+func (a *ArtifactEngine) salt(tenant string) string {
+	if a.opts.CacheSalt == nil {
+		return ""
 	}
-	f.InstructionsDigest = render.DigestString(in.Instructions)
-	f.ToolsDigest = conv.ToolsDigest()
-	return sha256.Sum256([]byte(f.Digest()))
+	return a.opts.CacheSalt(tenant)
 }
 
 // audit re-tokenizes the whole prompt and compares; when the template replayed part of its
@@ -424,6 +474,7 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 			key: hotKey{tenant, responseID}, art: art, text: pending.text, enc: pending.enc, memo: pending.memo,
 			promptJSON: js, jsonAt: at, jsonArena: jsonArena, messages: pending.messages, items: pending.items,
 			msgDigests: pending.msgDigests, harmonyDigests: pending.harmonyDigests, history: pending.history,
+			fingerprint: pending.fingerprintMemo,
 		})
 		// The entry just continued holds nearly the same prompt and is rarely continued again (a
 		// branch): it is retired, unless another turn that continued it has not committed yet, so

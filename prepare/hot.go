@@ -61,7 +61,9 @@ type hotEntry struct {
 	harmonyDigests *harmony.DigestState
 	// history is the response's conversation as its turn held it (Prompt.KeepHistory); nil: none.
 	history *History
-	size    int64
+	// fingerprint is the turn's fingerprint with what it was computed from, for the next turn's.
+	fingerprint *fingerprintMemo
+	size        int64
 	// uses counts the turns prepared from the entry, children those of them committed (both
 	// guarded by HotArtifacts.mu): it is retired once every use committed.
 	uses, children int
@@ -120,15 +122,17 @@ func (h *HotArtifacts) get(tenant, responseID string, now time.Time) *hotEntry {
 	return e
 }
 
-// itemsPrefix returns the conversation prefix of a tenant's response entry, if any, without
-// counting a use: the turn maps its items from it before it knows whether it may use the entry.
-func (h *HotArtifacts) itemsPrefix(tenant, responseID string) *render.ItemsPrefix {
+// resumeState returns the conversation prefix and the fingerprint memo of a tenant's response
+// entry, if any, without counting a use: the turn maps its items and computes its fingerprint
+// from them before it knows whether it may use the entry.
+func (h *HotArtifacts) resumeState(tenant, responseID string) (*render.ItemsPrefix, *fingerprintMemo) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
-		return el.Value.(*hotEntry).items
+		e := el.Value.(*hotEntry)
+		return e.items, e.fingerprint
 	}
-	return nil
+	return nil, nil
 }
 
 // harmonyDigests returns the Harmony digest state of a tenant's response entry, if any, without
@@ -174,6 +178,9 @@ func (h *HotArtifacts) put(e *hotEntry) {
 	}
 	if e.history != nil {
 		e.size += e.history.bytes()
+	}
+	if f := e.fingerprint; f != nil {
+		e.size += int64(len(f.tenant) + len(f.kwargs) + len(f.instructions) + len(f.toolsDigest) + 128)
 	}
 	if e.harmonyDigests != nil {
 		e.size += int64(e.harmonyDigests.Bytes()) // msgDigests included

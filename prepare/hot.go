@@ -302,7 +302,11 @@ func (p *pendingArtifact) promptJSON(table *jsonappend.IDTable) ([]byte, []int, 
 		for i, off := range j.tailAt {
 			at[len(p.jsonPrefixAt)+i] = len(p.jsonPrefix) + off
 		}
-		return j.js, at, j.arena
+		if j.arena != nil {
+			return j.js, at, j.arena
+		}
+		js, a := arena.Join(p.jsonArena, p.jsonBase, len(p.jsonPrefix), j.js, arena.Room(len(p.jsonPrefix)+len(j.js), jsonFloor, jsonRoom))
+		return js, at, a
 	}
 	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
 	base, from := p.jsonBase, p.jsonArena
@@ -323,8 +327,9 @@ func (p *pendingArtifact) promptJSON(table *jsonappend.IDTable) ([]byte, []int, 
 }
 
 // joinedJSON is the JSON of a prepared prompt's ids, each followed by a comma, already in the
-// arena of the previous turn's (pendingArtifact.joinJSON); tailAt are the offsets, after the
-// reused prefix, of the ids of the boundaries it did not have.
+// arena of the previous turn's (pendingArtifact.joinJSON), or, with arena nil, the JSON of its
+// ids after the reused prefix only, which Commit appends to it. tailAt are the offsets, after
+// the reused prefix, of the ids of the boundaries it did not have.
 type joinedJSON struct {
 	js     []byte
 	tailAt []int
@@ -336,8 +341,9 @@ type joinedJSON struct {
 // and follow it (a continuation that kept all of the previous prompt), or in the copy a
 // preparation of the same turn made before (a retry). The request then sends the prompt's JSON
 // as it is, and Commit keeps it for the next turn instead of encoding the ids a second time.
-// Otherwise it reports false and changes nothing: the request encodes the new ids itself and
-// Commit copies. scratch holds the encoding meanwhile; its growth is kept for the next call.
+// Otherwise it reports false: the request encodes the new ids itself, and Commit copies the
+// prefix and appends the encoding made here, which takes scratch's buffer. scratch holds the
+// encoding meanwhile; its growth is kept for the next call.
 func (p *pendingArtifact) joinJSON(table *jsonappend.IDTable, scratch *[]byte) ([]byte, bool) {
 	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
 	if p.jsonArena == nil || len(prefix) == 0 || reused <= 0 || reused >= len(enc.IDs) || len(prefixAt) > len(enc.Boundaries) ||
@@ -350,6 +356,8 @@ func (p *pendingArtifact) joinJSON(table *jsonappend.IDTable, scratch *[]byte) (
 	*scratch = tail[:0]
 	js, a, ok := arena.Extend(p.jsonArena, p.jsonBase, len(prefix), tail)
 	if !ok {
+		p.joined = &joinedJSON{js: tail, tailAt: tailAt}
+		*scratch = nil // the buffer is the pending turn's now
 		return nil, false
 	}
 	p.joined = &joinedJSON{js: js, tailAt: tailAt, arena: a}

@@ -171,8 +171,9 @@ type pendingArtifact struct {
 	jsonArena     *arena.Arena[byte]
 	jsonPrefixAt  []int
 	jsonPrefixIDs int
-	// joined is the whole prompt's JSON when preparing it could append the new ids' JSON to the
-	// reused prefix in place (joinJSON); nil: Commit encodes them.
+	// joined is the JSON joinJSON made while preparing: the whole prompt's, appended in place
+	// to the reused prefix, or the new ids' alone, for Commit to append; nil: Commit encodes
+	// them.
 	joined *joinedJSON
 	// tenant owns the conversation; previousID is the response this turn continues ("" for none).
 	tenant, previousID string

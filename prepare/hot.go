@@ -61,7 +61,9 @@ type hotEntry struct {
 	harmonyDigests *harmony.DigestState
 	// history is the response's conversation as its turn held it (Prompt.KeepHistory); nil: none.
 	history *History
-	size    int64
+	// fingerprint is the turn's fingerprint with what it was computed from, for the next turn's.
+	fingerprint *fingerprintMemo
+	size        int64
 	// uses counts the turns prepared from the entry, children those of them committed (both
 	// guarded by HotArtifacts.mu): it is retired once every use committed.
 	uses, children int
@@ -120,15 +122,17 @@ func (h *HotArtifacts) get(tenant, responseID string, now time.Time) *hotEntry {
 	return e
 }
 
-// itemsPrefix returns the conversation prefix of a tenant's response entry, if any, without
-// counting a use: the turn maps its items from it before it knows whether it may use the entry.
-func (h *HotArtifacts) itemsPrefix(tenant, responseID string) *render.ItemsPrefix {
+// resumeState returns the conversation prefix and the fingerprint memo of a tenant's response
+// entry, if any, without counting a use: the turn maps its items and computes its fingerprint
+// from them before it knows whether it may use the entry.
+func (h *HotArtifacts) resumeState(tenant, responseID string) (*render.ItemsPrefix, *fingerprintMemo) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if el, ok := h.byKey[hotKey{tenant, responseID}]; ok {
-		return el.Value.(*hotEntry).items
+		e := el.Value.(*hotEntry)
+		return e.items, e.fingerprint
 	}
-	return nil
+	return nil, nil
 }
 
 // harmonyDigests returns the Harmony digest state of a tenant's response entry, if any, without
@@ -174,6 +178,9 @@ func (h *HotArtifacts) put(e *hotEntry) {
 	}
 	if e.history != nil {
 		e.size += e.history.bytes()
+	}
+	if f := e.fingerprint; f != nil {
+		e.size += int64(len(f.tenant) + len(f.kwargs) + len(f.instructions) + len(f.toolsDigest) + 128)
 	}
 	if e.harmonyDigests != nil {
 		e.size += int64(e.harmonyDigests.Bytes()) // msgDigests included
@@ -260,18 +267,19 @@ func (h *HotArtifacts) remove(el *list.Element) {
 	h.bytes -= e.size
 }
 
-// appendPromptJSON appends ids[from:] to dst as JSON numbers each followed by a comma, and sets
-// at[b] to the offset of the id at bounds[b].Index for the boundaries from b on.
-func appendPromptJSON(dst []byte, ids []uint32, from int, bounds []render.Boundary, at []int, b int) []byte {
+// appendPromptJSON appends ids[from:] to dst as JSON numbers each followed by a comma, from
+// table (the model's vocabulary; nil: computed), and sets at[b] to the offset of the id at
+// bounds[b].Index for the boundaries from b on.
+func appendPromptJSON(dst []byte, table *jsonappend.IDTable, ids []uint32, from int, bounds []render.Boundary, at []int, b int) []byte {
 	i := from
 	for ; b < len(bounds); b++ {
 		if idx := min(bounds[b].Index, len(ids)); idx > i {
-			dst = jsonappend.Uint32sEach(dst, ids[i:idx], ',')
+			dst = table.AppendEach(dst, ids[i:idx])
 			i = idx
 		}
 		at[b] = len(dst)
 	}
-	return jsonappend.Uint32sEach(dst, ids[i:], ',')
+	return table.AppendEach(dst, ids[i:])
 }
 
 // jsonRoom is the least room, in bytes, a copied prompt JSON gets for the turns after it: about
@@ -285,9 +293,21 @@ const jsonFloor = 7 * (1 << 10)
 // promptJSON encodes the prompt's ids for the next turn's upstream request: the JSON of
 // enc.IDs[:jsonPrefixIDs] (jsonPrefix, with the offsets jsonPrefixAt of its boundaries' ids) is
 // kept, in place in the previous turn's arena when the rest fits after it, and the rest is
-// encoded. It returns the ids each followed by a comma, the offset of each boundary's id, and the
+// encoded, from table (nil: computed). It returns the ids each followed by a comma, the offset of each boundary's id, and the
 // arena the JSON lives in.
-func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
+func (p *pendingArtifact) promptJSON(table *jsonappend.IDTable) ([]byte, []int, *arena.Arena[byte]) {
+	if j := p.joined; j != nil {
+		at := make([]int, len(p.jsonPrefixAt)+len(j.tailAt))
+		copy(at, p.jsonPrefixAt)
+		for i, off := range j.tailAt {
+			at[len(p.jsonPrefixAt)+i] = len(p.jsonPrefix) + off
+		}
+		if j.arena != nil {
+			return j.js, at, j.arena
+		}
+		js, a := arena.Join(p.jsonArena, p.jsonBase, len(p.jsonPrefix), j.js, arena.Room(len(p.jsonPrefix)+len(j.js), jsonFloor, jsonRoom))
+		return js, at, a
+	}
 	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
 	base, from := p.jsonBase, p.jsonArena
 	switch {
@@ -298,12 +318,50 @@ func (p *pendingArtifact) promptJSON() ([]byte, []int, *arena.Arena[byte]) {
 	}
 	at := make([]int, len(enc.Boundaries))
 	copy(at, prefixAt)
-	tail := appendPromptJSON(make([]byte, 0, 7*(len(enc.IDs)-reused)), enc.IDs, reused, enc.Boundaries, at, len(prefixAt))
+	tail := appendPromptJSON(make([]byte, 0, 7*(len(enc.IDs)-reused)), table, enc.IDs, reused, enc.Boundaries, at, len(prefixAt))
 	for b := len(prefixAt); b < len(at); b++ {
 		at[b] += len(prefix)
 	}
 	js, a := arena.Join(from, base, len(prefix), tail, arena.Room(len(prefix)+len(tail), jsonFloor, jsonRoom))
 	return js, at, a
+}
+
+// joinedJSON is the JSON of a prepared prompt's ids, each followed by a comma, already in the
+// arena of the previous turn's (pendingArtifact.joinJSON), or, with arena nil, the JSON of its
+// ids after the reused prefix only, which Commit appends to it. tailAt are the offsets, after
+// the reused prefix, of the ids of the boundaries it did not have.
+type joinedJSON struct {
+	js     []byte
+	tailAt []int
+	arena  *arena.Arena[byte]
+}
+
+// joinJSON encodes the ids after the reused JSON prefix (reuseJSON) and appends them to it where
+// that costs no copy of the history: in the previous turn's arena, after its JSON, when they fit
+// and follow it (a continuation that kept all of the previous prompt), or in the copy a
+// preparation of the same turn made before (a retry). The request then sends the prompt's JSON
+// as it is, and Commit keeps it for the next turn instead of encoding the ids a second time.
+// Otherwise it reports false: the request encodes the new ids itself, and Commit copies the
+// prefix and appends the encoding made here, which takes scratch's buffer. scratch holds the
+// encoding meanwhile; its growth is kept for the next call.
+func (p *pendingArtifact) joinJSON(table *jsonappend.IDTable, scratch *[]byte) ([]byte, bool) {
+	prefix, prefixAt, reused, enc := p.jsonPrefix, p.jsonPrefixAt, p.jsonPrefixIDs, p.enc
+	if p.jsonArena == nil || len(prefix) == 0 || reused <= 0 || reused >= len(enc.IDs) || len(prefixAt) > len(enc.Boundaries) ||
+		len(prefix) > len(p.jsonBase) || unsafe.SliceData(prefix) != unsafe.SliceData(p.jsonBase) {
+		return nil, false
+	}
+	bounds := enc.Boundaries[len(prefixAt):]
+	tailAt := make([]int, len(bounds))
+	tail := appendPromptJSON((*scratch)[:0], table, enc.IDs, reused, bounds, tailAt, 0)
+	*scratch = tail[:0]
+	js, a, ok := arena.Extend(p.jsonArena, p.jsonBase, len(prefix), tail)
+	if !ok {
+		p.joined = &joinedJSON{js: tail, tailAt: tailAt}
+		*scratch = nil // the buffer is the pending turn's now
+		return nil, false
+	}
+	p.joined = &joinedJSON{js: js, tailAt: tailAt, arena: a}
+	return js, true
 }
 
 // reuseJSON makes the prompt's request, and its commit's JSON for the next turn, reuse hot's

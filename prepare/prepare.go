@@ -102,7 +102,9 @@ const (
 type Prompt struct {
 	IDs []uint32
 	// PromptPrefix, when set, is the JSON encoding of IDs[:PromptPrefixIDs] for the upstream
-	// request (each id followed by a comma), kept from the previous turn.
+	// request (each id followed by a comma; upstream.CompletionRequest.PromptPrefix), kept from
+	// the previous turn: all of IDs when the new ids' JSON could be appended to the previous
+	// turn's in place.
 	PromptPrefix    []byte
 	PromptPrefixIDs int
 	// Text is the rendered prompt text (empty when the engine did not need it).

@@ -31,6 +31,9 @@ type ItemCache struct {
 	// prefixSeed keys ItemsPrefix digests.
 	prefixSeed maphash.Seed
 	maxBytes   int
+	// digests holds *itemsDigest values for reuse: one per FromResponses call with stored items,
+	// its buffer as long as their ids (newItemsDigest).
+	digests sync.Pool
 
 	toolsMu    sync.Mutex
 	tools      map[toolsKey]*parsedTools // by tenant and the tools array's bytes

@@ -61,13 +61,19 @@ type itemsDigest struct {
 	items   int // stored items
 }
 
+// newItemsDigest returns the digest state of in's stored items (in.Cache is set), from the
+// cache's pool: release it when done with it.
 func newItemsDigest(in *ResponsesInput) *itemsDigest {
 	n := len(in.StoredIDs)
 	size := 16 + len(in.Instructions) + len(in.Tenant) + 16*n
 	for _, id := range in.StoredIDs {
 		size += len(id)
 	}
-	d := &itemsDigest{buf: make([]byte, 0, size), resume: in.Resume, items: n}
+	d, _ := in.Cache.digests.Get().(*itemsDigest)
+	if d == nil {
+		d = new(itemsDigest)
+	}
+	*d = itemsDigest{buf: slices.Grow(d.buf[:0], size), resume: in.Resume, items: n}
 	d.h.SetSeed(in.Cache.prefixSeed)
 	d.buf = appendString(d.buf, in.Instructions)
 	d.buf = appendString(d.buf, in.Tenant)
@@ -82,6 +88,19 @@ func newItemsDigest(in *ResponsesInput) *itemsDigest {
 		d.resumeN = len(d.buf)
 	}
 	return d
+}
+
+// maxPooledDigest is the largest buffer an itemsDigest keeps when released: about 20k stored
+// items' ids.
+const maxPooledDigest = 1 << 20
+
+// release returns d to c's pool. d is not used after.
+func (d *itemsDigest) release(c *ItemCache) {
+	if cap(d.buf) > maxPooledDigest {
+		return
+	}
+	*d = itemsDigest{buf: d.buf[:0]}
+	c.digests.Put(d)
 }
 
 func appendString(b []byte, s string) []byte {

@@ -338,12 +338,7 @@ func FillDigests(text string, enc *Encoding, from int) [DigestSize]byte {
 type bpeSegments struct{ *bpe.Tokenizer }
 
 func (b bpeSegments) addedSpans(text string) []span {
-	spans := b.AddedTokenSpans(text)
-	out := make([]span, len(spans))
-	for i, s := range spans {
-		out[i] = span{Start: s.Start, End: s.End, ID: s.ID}
-	}
-	return out
+	return b.AddedTokenSpans(text)
 }
 
 // ChatRequest is one render: chat messages after Responses mapping, plus template options.

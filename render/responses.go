@@ -115,6 +115,7 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 	var digest *itemsDigest
 	if in.Cache != nil && len(in.StoredIDs) > 0 && len(in.StoredIDs) <= len(in.Items) && (in.Resume != nil || in.KeepPrefix) {
 		digest = newItemsDigest(&in)
+		defer digest.release(in.Cache)
 		conv.Resumed = digest.resumeInto(&b)
 	}
 	th := in.Cache.tenantHash(in.Tenant)

@@ -9,13 +9,12 @@ import (
 
 	"github.com/stitchllm/stitch/internal/arena"
 	"github.com/stitchllm/stitch/internal/prefix"
+	"github.com/stitchllm/stitch/render/bpe"
 )
 
-// span is one added-token match in a text: bytes [Start, End) tokenize to the single id ID.
-type span struct {
-	Start, End int
-	ID         uint32
-}
+// span is one added-token match in a text: bytes [Start, End) tokenize to the single id ID. It
+// is the tokenizer's own type, so that its matches are used without a copy.
+type span = bpe.Span
 
 // segmentEncoder is what the certified suffix needs from the tokenizer: an encoder with
 // add_special_tokens=false, and the added-token matches it splits on first.

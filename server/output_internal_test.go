@@ -10,13 +10,14 @@ import (
 )
 
 // TestPromptArray: the pieces promptArray finds in a request's parts are its prompt array's
-// contents, with and without a prefix already encoded, and a reader told them takes vLLM's echo
+// contents, with and without a prefix already encoded (some ids or all), and a reader told them takes vLLM's echo
 // of that prompt (pydantic's compact JSON) as the prompt sent.
 func TestPromptArray(t *testing.T) {
 	ids := []uint32{151644, 872, 198, 0, 4294967295, 13, 151645}
 	var compact []byte
-	var prefix []byte
+	var prefix, all []byte
 	for i, id := range ids {
+		all = append(strconv.AppendUint(all, uint64(id), 10), ',')
 		if i > 0 {
 			compact = append(compact, ',')
 		}
@@ -28,6 +29,7 @@ func TestPromptArray(t *testing.T) {
 	for _, req := range []upstream.CompletionRequest{
 		{Model: "m", Prompt: ids, MaxTokens: 5, Stream: true, ReturnTokenIDs: true, StructuredOutputs: []byte(`{"json":{"enum":[1]}}`)},
 		{Model: `a "prompt":[`, Prompt: ids, PromptPrefix: prefix, PromptPrefixIDs: 3, MaxTokens: 5, StopTokenIDs: []uint32{2}},
+		{Model: "m", Prompt: ids, PromptPrefix: all, PromptPrefixIDs: len(ids), MaxTokens: 5}, // every id encoded already
 		{Model: "m", Prompt: ids[:1], MaxTokens: 1},
 	} {
 		parts := req.Parts()

@@ -14,7 +14,8 @@ type CompletionRequest struct {
 	Prompt []uint32 // token ids; vLLM neither tokenizes nor adds BOS
 	// PromptPrefix, when non-empty, is the encoding of Prompt[:PromptPrefixIDs] already made (a
 	// continuation keeps the previous turn's): each id as a JSON number followed by a comma. Only
-	// the ids after it are encoded.
+	// the ids after it are encoded. It may encode all of Prompt: its last comma is then left
+	// out.
 	PromptPrefix    []byte
 	PromptPrefixIDs int
 	// MaxTokens is always sent: vLLM's default is 16.
@@ -60,18 +61,22 @@ func (r *CompletionRequest) Parts() [][]byte {
 	return [][]byte{head, tail}
 }
 
-// prefixIDs is the number of leading ids PromptPrefix encodes, or 0 when it cannot be used. At
-// least one id must follow it, since it ends with a comma.
+// prefixIDs is the number of leading ids PromptPrefix encodes, or 0 when it cannot be used.
 func (r *CompletionRequest) prefixIDs() int {
-	if len(r.PromptPrefix) == 0 || r.PromptPrefixIDs <= 0 || r.PromptPrefixIDs >= len(r.Prompt) {
+	if len(r.PromptPrefix) == 0 || r.PromptPrefixIDs <= 0 || r.PromptPrefixIDs > len(r.Prompt) {
 		return 0
 	}
 	return r.PromptPrefixIDs
 }
 
+// prefix is the part of the prompt array's contents PromptPrefix gives: without its last comma
+// when no id follows it.
 func (r *CompletionRequest) prefix() []byte {
-	if r.prefixIDs() == 0 {
+	switch n := r.prefixIDs(); {
+	case n == 0:
 		return nil
+	case n == len(r.Prompt):
+		return r.PromptPrefix[:len(r.PromptPrefix)-1]
 	}
 	return r.PromptPrefix
 }

@@ -22,6 +22,8 @@ func TestCompletionRequestAppendJSON(t *testing.T) {
 			`{"model":"qwen3","prompt":[1,2,3],"max_tokens":16}`},
 		{"encoded prompt", CompletionRequest{Model: "qwen3", Prompt: []uint32{1, 2}, PromptPrefix: []byte("1,2,"), PromptPrefixIDs: 2, MaxTokens: 16},
 			`{"model":"qwen3","prompt":[1,2],"max_tokens":16}`},
+		{"prefix ids beyond the prompt", CompletionRequest{Model: "qwen3", Prompt: []uint32{1, 2}, PromptPrefix: []byte("1,2,3,"), PromptPrefixIDs: 3, MaxTokens: 16},
+			`{"model":"qwen3","prompt":[1,2],"max_tokens":16}`},
 		{"empty prompt", CompletionRequest{Model: "qwen3", MaxTokens: 16}, `{"model":"qwen3","prompt":[],"max_tokens":16}`},
 		{"token path", CompletionRequest{Model: "qwen3", Prompt: []uint32{151644, 0}, MaxTokens: 100,
 			Temperature: json.RawMessage(`0.70`), TopP: json.RawMessage(`1e-07`), Stream: true, IncludeUsage: true,

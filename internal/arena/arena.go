@@ -12,6 +12,7 @@
 package arena
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"unsafe"
@@ -37,17 +38,8 @@ type Arena[T comparable] struct {
 // room. When a copied prev[:keep] before (the same continuation joined again), it shares that
 // copy if the copy's elements after keep agree with tail (compared, as ever, only over tail).
 func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) ([]T, *Arena[T]) {
-	if a != nil {
-		if k := len(prev) - keep; k >= 0 && k <= len(tail) && slices.Equal(tail[:k], prev[keep:]) {
-			if s, ok := a.extend(prev, tail[k:]); ok {
-				return s, a
-			}
-		}
-		if c := a.copyOf(prev, keep); c != nil {
-			if s, ok := c.extend(c.buf[:keep], tail); ok {
-				return s, c
-			}
-		}
+	if s, c, ok := Extend(a, prev, keep, tail); ok {
+		return s, c
 	}
 	n := keep + len(tail)
 	// Grown from the kept elements themselves: growslice copies them without zeroing them first
@@ -60,6 +52,27 @@ func Join[T comparable](a *Arena[T], prev []T, keep int, tail []T, minRoom int) 
 		a.noteCopy(prev, keep, c)
 	}
 	return buf[:n:n], c
+}
+
+// Extend is Join without its copy: it returns prev[:keep] followed by tail, and the arena it
+// lives in, when that shares an array (a's room after prev, or the copy of prev[:keep] Join made
+// before), and false otherwise. A caller that would rather not copy the history now (a turn
+// being prepared, which Join may copy when it completes) tries it first.
+func Extend[T comparable](a *Arena[T], prev []T, keep int, tail []T) ([]T, *Arena[T], bool) {
+	if a == nil {
+		return nil, nil, false
+	}
+	if k := len(prev) - keep; k >= 0 && k <= len(tail) && equal(tail[:k], prev[keep:]) {
+		if s, ok := a.extend(prev, tail[k:]); ok {
+			return s, a, true
+		}
+	}
+	if c := a.copyOf(prev, keep); c != nil {
+		if s, ok := c.extend(c.buf[:keep], tail); ok {
+			return s, c, true
+		}
+	}
+	return nil, nil, false
 }
 
 // copyOf returns the arena a copy of prev[:keep] was last made into, when prev lives in a (so
@@ -115,7 +128,7 @@ func (a *Arena[T]) extend(s, more []T) ([]T, bool) {
 		return nil, false
 	}
 	written := min(a.used, end) - start // elements after s already in use: never rewritten
-	if !slices.Equal(a.buf[start:start+written], more[:written]) {
+	if !equal(a.buf[start:start+written], more[:written]) {
 		return nil, false
 	}
 	if end > a.used {
@@ -123,4 +136,22 @@ func (a *Arena[T]) extend(s, more []T) ([]T, bool) {
 		a.used = end
 	}
 	return a.buf[:end:end], true
+}
+
+// equal is slices.Equal, comparing the memory of the element types whose values are their bytes
+// (a prompt's JSON and ids) at once: slices.Equal compares element by element, which made a
+// repeated turn's check of the JSON it wrote before cost more than encoding it.
+func equal[T comparable](a, b []T) bool {
+	switch a := any(a).(type) {
+	case []byte:
+		return bytes.Equal(a, any(b).([]byte))
+	case []uint32:
+		b := any(b).([]uint32)
+		return len(a) == len(b) && bytes.Equal(uint32Bytes(a), uint32Bytes(b))
+	}
+	return slices.Equal(a, b)
+}
+
+func uint32Bytes(s []uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
 }

@@ -189,3 +189,31 @@ func TestRoomAndCap(t *testing.T) {
 		t.Error("a nil arena holds something")
 	}
 }
+
+// TestEqual: equal agrees with slices.Equal for the element types it compares as memory and for
+// the others.
+func TestEqual(t *testing.T) {
+	type pair struct{ a, b int }
+	u := []uint32{1, 2, 3, 0xFFFFFFFF}
+	tests := []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"bytes equal", equal([]byte("abc"), []byte("abc")), true},
+		{"bytes differ", equal([]byte("abc"), []byte("abd")), false},
+		{"bytes length", equal([]byte("ab"), []byte("abc")), false},
+		{"bytes nil and empty", equal([]byte(nil), []byte{}), true},
+		{"uint32 equal", equal(u, slices.Clone(u)), true},
+		{"uint32 differ in a high byte", equal(u, []uint32{1, 2, 3, 0xFEFFFFFF}), false},
+		{"uint32 length", equal(u[:3], u), false},
+		{"uint32 empty", equal(u[:0], []uint32(nil)), true},
+		{"structs equal", equal([]pair{{1, 2}}, []pair{{1, 2}}), true},
+		{"structs differ", equal([]pair{{1, 2}}, []pair{{1, 3}}), false},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: equal = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}

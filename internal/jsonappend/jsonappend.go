@@ -4,6 +4,8 @@
 package jsonappend
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -131,32 +133,148 @@ func decimalLen(v uint32) int {
 }
 
 // Uint32sEach appends each of ids in decimal followed by sep: the bulk of a token-id prompt's
-// JSON (100k ids a full render, a few thousand a continuation). It writes two digits a step into
-// place, after counting them, instead of through strconv.AppendUint's uint64 path and a copy.
+// JSON (100k ids a full render, a few thousand a continuation, where it cost about 40 % of
+// tokenizing the new text). Like append, it may write into dst's capacity beyond the result (at
+// most 8 bytes).
 func Uint32sEach(dst []byte, ids []uint32, sep byte) []byte {
+	const chunk = 256 // ids written between checks of the room
 	n := len(dst)
-	for _, v := range ids {
-		if cap(dst)-n < maxUint32Digits+1 {
-			dst = slices.Grow(dst[:n], (maxUint32Digits+1)*min(len(ids), 1024))
+	for len(ids) > 0 {
+		k := min(len(ids), chunk)
+		if cap(dst)-n < k*(maxUint32Digits+1)+8 {
+			dst = slices.Grow(dst[:n], (maxUint32Digits+1)*min(len(ids), 1024)+8)
 		}
-		b := dst[:cap(dst)]
-		end := n + decimalLen(v)
-		i := end
-		for v >= 100 {
-			q := v / 100
-			r := 2 * (v - 100*q)
-			i -= 2
-			b[i], b[i+1] = digitPairs[r], digitPairs[r+1]
-			v = q
-		}
-		if v >= 10 {
-			b[i-2], b[i-1] = digitPairs[2*v], digitPairs[2*v+1]
-		} else {
-			b[i-1] = '0' + byte(v)
-		}
-		n = end
-		b[n] = sep
-		n++
+		n = appendChunk(dst[:cap(dst)], n, ids[:k], sep)
+		ids = ids[k:]
 	}
 	return dst[:n]
+}
+
+// appendChunk writes ids each followed by sep at b[n:], which has room for 11 bytes per id and 8
+// more, and returns the offset after the last sep. The inner loop calls nothing, so its state
+// stays in registers.
+//
+// An id is written with one branch on its size, below a thousand (about 80 % of a real prompt's
+// ids: 2 and 3 digits in equal parts, a branch on which was mispredicted about every other id)
+// or a million (every vocabulary's), not on its exact length: its digits, leading zeros
+// included, and sep are built in one little-endian word, the leading zeros are shifted out, and
+// the word is stored whole. Above a thousand the three digit pairs come from one fixed-point
+// product (jeaiii's method: v·⌈2³²/10⁴⌉ holds v/10⁴ in its top 32 bits and the remainder as a
+// binary fraction below, from which each multiplication by 100 lifts the next pair); the error,
+// below v·0.28/2³², never reaches a digit for v < 10⁶ (TestUint32sEachBelowMillion checks all of
+// them against strconv). On a 100k Qwen3 continuation's new ids this takes about 0.8× the time of
+// counting the digits first and writing two at a time; on ids spread evenly over a 152k
+// vocabulary, 0.6× (BenchmarkUint32sEach).
+func appendChunk(b []byte, n int, ids []uint32, sep byte) int {
+	for _, v := range ids {
+		if v < 1000 {
+			// Most of a prompt's ids (common words, punctuation, code): one digit and a pair.
+			hi := v * 41 >> 12 // v / 100 for v < 1000
+			w := uint64('0'+hi) | digitPair(uint64(v-100*hi))<<8 | uint64(sep)<<24
+			skip := bits.TrailingZeros32((uint32(w)&0xFFFFFF-0x303030)|1<<16) / 8
+			binary.LittleEndian.PutUint32(b[n:n+4], uint32(w>>(8*skip)))
+			n += 4 - skip
+			continue
+		}
+		if v >= 1000000 {
+			n = appendLong(b, n, v, sep)
+			continue
+		}
+		t := uint64(v) * 429497 // ⌈2³²/10⁴⌉
+		hi := t >> 32
+		t = uint64(uint32(t)) * 100
+		mid := t >> 32
+		t = uint64(uint32(t)) * 100
+		low := t >> 32
+		w := digitPair(hi) | digitPair(mid)<<16 | digitPair(low)<<32 | uint64(sep)<<48
+		// The digits' values, 0…9 a byte; the first nonzero byte (the lowest: little-endian) is
+		// the first significant digit. Bit 40, in the last digit's byte, keeps one digit of 0.
+		skip := bits.TrailingZeros64((w&0xFFFFFFFFFFFF-0x303030303030)|1<<40) / 8
+		binary.LittleEndian.PutUint64(b[n:n+8], w>>(8*skip))
+		n += 7 - skip
+	}
+	return n
+}
+
+// IDTable holds the JSON text of every id below its size, each followed by a comma, in one word
+// per id, for ids written over and over (a tokenizer's vocabulary, in every prompt):
+// AppendEach copies an id's word instead of computing its digits, about 4× the speed of
+// Uint32sEach on a 100k Qwen3 continuation's new ids. It costs 8 bytes per id (1.2 MB for a
+// 152k vocabulary). Immutable; safe for concurrent use.
+type IDTable struct {
+	// words[v] is v's digits and the comma, little-endian, with their count in the top byte.
+	words []uint64
+}
+
+// maxTableIDs bounds an IDTable: an id's digits and comma fill at most the 7 bytes below the
+// count, six digits.
+const maxTableIDs = 1000000
+
+// NewIDTable returns the table of the ids below n (at most a million; larger ids are computed).
+func NewIDTable(n int) *IDTable {
+	t := &IDTable{words: make([]uint64, max(0, min(n, maxTableIDs)))}
+	var b [16]byte
+	for v := range t.words {
+		s := b[:appendChunk(b[:], 0, []uint32{uint32(v)}, ',')]
+		var w uint64
+		for i, c := range s {
+			w |= uint64(c) << (8 * i)
+		}
+		t.words[v] = w | uint64(len(s))<<56
+	}
+	return t
+}
+
+// AppendEach is Uint32sEach(dst, ids, ','), from the table for the ids it holds. A nil table
+// computes every id. Like append, it may write into dst's capacity beyond the result.
+func (t *IDTable) AppendEach(dst []byte, ids []uint32) []byte {
+	if t == nil {
+		return Uint32sEach(dst, ids, ',')
+	}
+	const chunk = 256 // ids written between checks of the room
+	n := len(dst)
+	for len(ids) > 0 {
+		k := min(len(ids), chunk)
+		if cap(dst)-n < k*(maxUint32Digits+1)+8 {
+			dst = slices.Grow(dst[:n], (maxUint32Digits+1)*min(len(ids), 1024)+8)
+		}
+		b := dst[:cap(dst)]
+		for i, v := range ids[:k] {
+			if int(v) < len(t.words) {
+				w := t.words[v]
+				binary.LittleEndian.PutUint64(b[n:n+8], w) // the count's byte is overwritten next
+				n += int(w >> 56)
+			} else {
+				n = appendChunk(b, n, ids[i:i+1], ',')
+			}
+		}
+		ids = ids[k:]
+	}
+	return dst[:n]
+}
+
+// digitPair returns the two ASCII digits of v (below 100) as a little-endian uint16.
+func digitPair(v uint64) uint64 {
+	return uint64(digitPairs[2*v]) | uint64(digitPairs[2*v+1])<<8
+}
+
+// appendLong writes v (any uint32) in decimal followed by sep at b[n:], which has room for
+// them, and returns the offset after sep: two digits a step, after counting them.
+func appendLong(b []byte, n int, v uint32, sep byte) int {
+	end := n + decimalLen(v)
+	i := end
+	for v >= 100 {
+		q := v / 100
+		r := 2 * (v - 100*q)
+		i -= 2
+		b[i], b[i+1] = digitPairs[r], digitPairs[r+1]
+		v = q
+	}
+	if v >= 10 {
+		b[i-2], b[i-1] = digitPairs[2*v], digitPairs[2*v+1]
+	} else {
+		b[i-1] = '0' + byte(v)
+	}
+	b[end] = sep
+	return end + 1
 }

@@ -1,6 +1,7 @@
 package jsonappend
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -96,6 +97,112 @@ func TestUint32sEach(t *testing.T) {
 	}
 }
 
+// TestUint32sEachBelowMillion checks every id below 10⁶, which take the fixed-point path, and the
+// first ones above it, against strconv.
+func TestUint32sEachBelowMillion(t *testing.T) {
+	t.Parallel()
+	const batch = 1 << 14
+	ids := make([]uint32, batch)
+	var got, want []byte
+	for start := uint32(0); start < 1100000; start += batch {
+		want = want[:0]
+		for i := range ids {
+			ids[i] = start + uint32(i)
+			want = strconv.AppendUint(want, uint64(ids[i]), 10)
+			want = append(want, ',')
+		}
+		got = Uint32sEach(got[:0], ids, ',')
+		if string(got) != string(want) {
+			t.Fatalf("ids %d…%d: differ from strconv", start, start+batch-1)
+		}
+	}
+}
+
+// TestIDTable compares AppendEach with strconv for tables of every kind of size (none, nil,
+// smaller than the ids, a vocabulary's, beyond the million it keeps at most) over every id below
+// 1.1 million and the largest ones, after a prefix kept as it is.
+func TestIDTable(t *testing.T) {
+	t.Parallel()
+	ids := make([]uint32, 0, 1100000+3)
+	for v := range uint32(1100000) {
+		ids = append(ids, v)
+	}
+	ids = append(ids, 999999999, 1000000000, math.MaxUint32)
+	want := []byte("[7,")
+	for _, v := range ids {
+		want = strconv.AppendUint(want, uint64(v), 10)
+		want = append(want, ',')
+	}
+	for _, table := range []*IDTable{nil, NewIDTable(0), NewIDTable(-1), NewIDTable(1000), NewIDTable(151936), NewIDTable(2000000)} {
+		if got := table.AppendEach([]byte("[7,"), ids); string(got) != string(want) {
+			size := -1
+			if table != nil {
+				size = len(table.words)
+			}
+			t.Fatalf("table of %d ids: differs from strconv", size)
+		}
+	}
+}
+
+// TestUint32sEachRoom appends to buffers with no room, exact room and room to spare: the
+// digits are stored eight bytes at a time, never past the capacity, and bytes before dst's
+// length are kept.
+func TestUint32sEachRoom(t *testing.T) {
+	t.Parallel()
+	ids := []uint32{0, 7, 42, 999999, 1000000, 123456, 5, math.MaxUint32, 10}
+	want := "[0,7,42,999999,1000000,123456,5,4294967295,10,"
+	for _, n := range []int{0, 1, 3, 256, 257, 1000} {
+		var many []uint32
+		var wantMany []byte
+		for i := range n {
+			many = append(many, ids[i%len(ids)])
+			wantMany = strconv.AppendUint(wantMany, uint64(ids[i%len(ids)]), 10)
+			wantMany = append(wantMany, ',')
+		}
+		for _, spare := range []int{0, 1, 7, 8, 11, 64, 4096} {
+			dst := make([]byte, 1, 1+spare)
+			dst[0] = '['
+			got := Uint32sEach(dst, many, ',')
+			if string(got) != "["+string(wantMany) {
+				t.Fatalf("%d ids, %d spare: %q", n, spare, got)
+			}
+		}
+	}
+	if got := string(Uint32sEach([]byte("["), ids, ',')); got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+// FuzzUint32sEach compares any ids, with any separator, with strconv, and with a comma an
+// IDTable's encoding of them too.
+func FuzzUint32sEach(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0x3f, 0x42, 0x0f, 0}, byte(','))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x40, 0x42, 0x0f, 0, 9}, byte(';'))
+	f.Add([]byte{0x01, 0x00, 0x10, 0x00, 0x3f, 0x42, 0x0f, 0}, byte(','))
+	table := NewIDTable(1 << 20)
+	f.Fuzz(func(t *testing.T, raw []byte, sep byte) {
+		var ids []uint32
+		var want []byte
+		for i := 0; i+4 <= len(raw); i += 4 {
+			v := binary.LittleEndian.Uint32(raw[i:])
+			if raw[i]&1 == 0 {
+				v %= 2000000 // mostly around the fixed-point path's limit
+			}
+			ids = append(ids, v)
+			want = strconv.AppendUint(want, uint64(v), 10)
+			want = append(want, sep)
+		}
+		if got := Uint32sEach(nil, ids, sep); string(got) != string(want) {
+			t.Fatalf("%v: got %q, want %q", ids, got, want)
+		}
+		if sep == ',' {
+			if got := table.AppendEach(nil, ids); string(got) != string(want) {
+				t.Fatalf("%v: table gave %q, want %q", ids, got, want)
+			}
+		}
+	})
+}
+
 func BenchmarkUint32sEach(b *testing.B) {
 	ids := make([]uint32, 100000)
 	for i := range ids {
@@ -105,6 +212,12 @@ func BenchmarkUint32sEach(b *testing.B) {
 	b.Run("Uint32sEach", func(b *testing.B) {
 		for b.Loop() {
 			dst = Uint32sEach(dst[:0], ids, ',')
+		}
+	})
+	b.Run("IDTable", func(b *testing.B) {
+		table := NewIDTable(151936)
+		for b.Loop() {
+			dst = table.AppendEach(dst[:0], ids)
 		}
 	})
 	b.Run("strconv", func(b *testing.B) {

@@ -195,7 +195,7 @@ var inputItemsFields = map[string]fieldRule{
 
 // checkFields answers the ignored and rejected fields of a request body: a rejected field set to
 // anything but null or its no-op value is a 400 naming it; an ignored one must still be well-typed.
-func checkFields(root gjson.Result, rules map[string]fieldRule) error {
+func checkFields(root jsonObject, rules map[string]fieldRule) error {
 	// The body's own members, read in one pass: a Get of an absent field reads the whole body,
 	// and most rules name fields a request does not send.
 	present := map[string]bool{}

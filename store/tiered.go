@@ -415,10 +415,10 @@ func (t *Tiered) rebase(ctx context.Context, snap, parent *Artifact) {
 	t.writeMany(ctx, snap.Tenant, entries)
 }
 
-// prefixOf is a's first n ids.
+// prefixOf is a's first n ids (none for a nil a).
 func prefixOf(a *Artifact, n int) idParts {
 	switch {
-	case n <= 0:
+	case a == nil || n <= 0:
 		return idParts{}
 	case n <= len(a.PromptIDs):
 		return idParts{a: a.PromptIDs[:n]}

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -272,5 +274,68 @@ func checkRebaseLinks(t *testing.T, tr *Tiered, a, parent *Artifact) {
 	}
 	if !slices.Equal(ids, append(slices.Clone(parent.PromptIDs), parent.GeneratedIDs...)) {
 		t.Fatalf("chain of %s does not reassemble its ids", parent.ResponseID)
+	}
+}
+
+// memPortable is an L2 tier in a map, for tests that tamper with what it holds.
+type memPortable struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (p *memPortable) Get(_ context.Context, tenant, id string) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.m[localKey(tenant, id)]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return slices.Clone(b), nil
+}
+
+func (p *memPortable) Set(_ context.Context, tenant, id string, sealed []byte, _ time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m[localKey(tenant, id)] = slices.Clone(sealed)
+	return nil
+}
+
+func (p *memPortable) Delete(_ context.Context, tenant, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, localKey(tenant, id))
+	return nil
+}
+
+// TestRebaseChecksPortableMACs: a re-basing skips the MAC check only for links in L1 (this
+// process's own memory); a link read from L2 is checked, and a tampered one stops the re-basing
+// before anything is written.
+func TestRebaseChecksPortableMACs(t *testing.T) {
+	l2 := &memPortable{m: map[string][]byte{}}
+	tr := NewTiered(TieredOptions{Sealer: mustSealer(t, key1), L2: l2, Now: fixedNow, MaxChain: 3})
+	r := rand.New(rand.NewPCG(5, 5))
+	var parent *Artifact
+	for turn := range 4 { // a snapshot and three links: the next turn re-bases them
+		a := editedTurn(r, fmt.Sprintf("resp_%02d", turn), parent)
+		if err := tr.PutChild(t.Context(), a, parent); err != nil {
+			t.Fatal(err)
+		}
+		parent = a
+	}
+	k := localKey("acme", "resp_01")
+	l2.m[k][len(l2.m[k])/2] ^= 1 // a link in the middle of the chain
+	tampered := slices.Clone(l2.m[k])
+	next := editedTurn(r, "resp_04", parent)
+	if err := tr.PutChild(t.Context(), next, parent); err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Chain) != 0 {
+		t.Fatalf("turn after a full chain: chain %v, want a snapshot", next.Chain)
+	}
+	if st := tr.Stats(); st.Rebased != 0 || st.Invalid == 0 {
+		t.Errorf("re-basing over a tampered L2 link: %+v, want nothing re-based and an invalid link", st)
+	}
+	if !slices.Equal(l2.m[k], tampered) {
+		t.Errorf("the tampered link was rewritten")
 	}
 }

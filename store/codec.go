@@ -298,7 +298,7 @@ func (s *Sealer) sealLink(a *Artifact, l *link) ([]byte, error) {
 // returned is fresh and owned by the caller. Callers must still compare
 // ResponseID and Fingerprint with what they expect.
 func (s *Sealer) OpenArtifact(tenant string, sealed []byte) (*Artifact, error) {
-	l, err := s.openLink(tenant, sealed, idParts{})
+	l, err := s.openLink(tenant, sealed, idParts{}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -309,9 +309,10 @@ func (s *Sealer) OpenArtifact(tenant string, sealed []byte) (*Artifact, error) {
 }
 
 // openLink verifies and decodes one sealed entry for tenant (a snapshot's
-// first ids from known, see decodeLinkPayload).
-func (s *Sealer) openLink(tenant string, sealed []byte, known idParts) (*link, error) {
-	payload, exp, err := s.open(tenant, artifactPurpose, sealed)
+// first ids from known, see decodeLinkPayload); its MAC is left unchecked
+// without checkMAC (Sealer.openChecked).
+func (s *Sealer) openLink(tenant string, sealed []byte, known idParts, checkMAC bool) (*link, error) {
+	payload, exp, err := s.openChecked(tenant, artifactPurpose, sealed, checkMAC)
 	if err != nil {
 		return nil, err
 	}

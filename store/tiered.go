@@ -152,8 +152,11 @@ func (t *Tiered) Get(ctx context.Context, tenant, id string) (*Artifact, Tier, e
 
 // links reads the chain of id: its link, its base's, … down to a full
 // snapshot. Links read from L2 fill L1 once they verified. parent, when not
-// nil, is id's artifact in memory (PutChild's): the snapshot's first ids that
-// every link above it kept are parent's first ids, copied instead of decoded.
+// nil, is id's artifact in memory (PutChild's re-basing): the snapshot's first
+// ids that every link above it kept are parent's first ids, taken instead of
+// decoded, and links found in L1 are not MAC-checked again: L1 is this
+// process's memory, holding only what it sealed itself or verified on the way
+// in from L2, which no other process can write (Get checks every MAC).
 func (t *Tiered) links(ctx context.Context, tenant, id string, parent *Artifact) ([]*link, Tier, error) {
 	tier := TierLocal
 	var links []*link
@@ -168,7 +171,7 @@ func (t *Tiered) links(ctx context.Context, tenant, id string, parent *Artifact)
 		b, from, err := t.fetch(ctx, tenant, cur)
 		if err == nil {
 			var l *link
-			if l, err = t.open(tenant, cur, b, from, prefixOf(parent, shared)); err == nil {
+			if l, err = t.open(tenant, cur, b, from, prefixOf(parent, shared), parent == nil || from != TierLocal); err == nil {
 				if from == TierPortable {
 					tier = TierPortable
 				}
@@ -222,8 +225,8 @@ func (t *Tiered) fetch(ctx context.Context, tenant, id string) ([]byte, Tier, er
 
 // open verifies one link read from tier from. A bad L1 copy is dropped (it
 // will not get better); a good L2 copy fills L1.
-func (t *Tiered) open(tenant, id string, b []byte, from Tier, known idParts) (*link, error) {
-	l, err := t.sealer.openLink(tenant, b, known)
+func (t *Tiered) open(tenant, id string, b []byte, from Tier, known idParts, checkMAC bool) (*link, error) {
+	l, err := t.sealer.openLink(tenant, b, known, checkMAC)
 	if err == nil && l.a.ResponseID != id {
 		err = fmt.Errorf("artifact stored under %q is for %q: %w", truncate(id), truncate(l.a.ResponseID), ErrInvalid)
 	}

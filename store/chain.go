@@ -29,7 +29,7 @@ const maxWalk = 64
 func walkUp(links []*link, visit func(l *link, ids []uint32, bounds []Boundary) error) ([]uint32, []Boundary, error) {
 	size, nb := 0, 0 // no link's ids (boundaries) are more than all links' own together
 	for _, l := range links {
-		size += len(l.own)
+		size += l.ownKnown.len() + len(l.own)
 		nb += len(l.ownBounds)
 	}
 	ids := make([]uint32, 0, size)
@@ -44,7 +44,7 @@ func walkUp(links []*link, visit func(l *link, ids []uint32, bounds []Boundary) 
 			l.baseDigest != below.a.PromptTextDigest || l.reuseBounds > len(bounds) {
 			return nil, nil, fmt.Errorf("link %q does not match its base %q: %w", truncate(l.a.ResponseID), truncate(l.base), ErrInvalid)
 		}
-		ids = append(ids[:l.reuseIDs], l.own...)
+		ids = append(append(append(ids[:l.reuseIDs], l.ownKnown.a...), l.ownKnown.b...), l.own...)
 		bounds = append(bounds[:l.reuseBounds], l.ownBounds...)
 		if visit != nil {
 			if err := visit(l, ids, bounds); err != nil {
@@ -171,13 +171,10 @@ type sharedIDs struct{ ids, bounds int }
 // chain's snapshot).
 func (s *sharedIDs) linkOn(a *Artifact, l *link, snap *Artifact) *link {
 	if s.ids = min(s.ids, l.reuseIDs); s.ids == l.reuseIDs {
-		p, g := snap.PromptIDs, snap.GeneratedIDs
-		if s.ids <= len(p) {
-			p = p[s.ids:]
-		} else {
-			p, g = nil, g[min(s.ids-len(p), len(g)):]
-		}
-		s.ids += commonIDs(l.own, nil, p, g)
+		// a's ids past the reused ones are l's own.
+		a1, a2 := idsFrom(a.PromptIDs, a.GeneratedIDs, s.ids)
+		b1, b2 := idsFrom(snap.PromptIDs, snap.GeneratedIDs, s.ids)
+		s.ids += commonIDs(a1, a2, b1, b2)
 	}
 	if s.bounds = min(s.bounds, l.reuseBounds); s.bounds == l.reuseBounds {
 		s.bounds += commonBounds(l.ownBounds, snap.Boundaries[min(s.bounds, len(snap.Boundaries)):])
@@ -188,6 +185,14 @@ func (s *sharedIDs) linkOn(a *Artifact, l *link, snap *Artifact) *link {
 	}
 	return &link{a: a, base: snap.ResponseID, baseLen: len(snap.PromptIDs) + len(snap.GeneratedIDs),
 		baseDigest: snap.PromptTextDigest, reuseIDs: k, reuseBounds: s.bounds, promptLen: len(a.PromptIDs)}
+}
+
+// idsFrom is (p ++ g)[i:] as two slices.
+func idsFrom(p, g []uint32, i int) ([]uint32, []uint32) {
+	if i <= len(p) {
+		return p[i:], g
+	}
+	return nil, g[min(i-len(p), len(g)):]
 }
 
 // chainOf is the Chain of an artifact stored on base.

@@ -55,6 +55,9 @@ type link struct {
 	promptLen             int
 	own                   []uint32
 	ownBounds             []Boundary
+	// ownKnown, for a snapshot decoded with its first ids known (decodeLinkPayload), are those
+	// ids, which precede own: the caller's slices, not copied.
+	ownKnown idParts
 	// size is the sealed entry's length in bytes.
 	size int
 }
@@ -124,9 +127,8 @@ func linkSizeHint(a *Artifact, l *link) int {
 // input yields an error wrapping ErrInvalid; it never panics and allocates at
 // most a small multiple of len(b). The link's own parts are checked here; the
 // reassembled artifact is checked by reconstruct. A version-2 snapshot's first
-// ids, up to known.len(), are taken from known instead of decoded
-// (decoder.idsAfter, which may return known's own slice): the caller knows
-// them already (Tiered.rebase).
+// ids, up to known.len(), are not decoded but left in ownKnown as known's own
+// slices (decoder.idsAfter): the caller knows them already (Tiered.rebase).
 func decodeLinkPayload(b []byte, known idParts) (*link, error) {
 	if len(b) > 0 && b[0] == artifactVersion1 {
 		a, err := decodeArtifactV1(b)
@@ -162,11 +164,11 @@ func decodeLinkPayload(b []byte, known idParts) (*link, error) {
 	a.PromptTextLen = d.int("prompt text length")
 	copy(a.PromptTextDigest[:], d.bytes("prompt text digest", len(a.PromptTextDigest)))
 	if l.base == "" {
-		l.own = d.idsAfter("own ids", known)
+		l.ownKnown, l.own = d.idsAfter("own ids", known)
 	} else {
 		l.own = d.ids("own ids")
 	}
-	total := l.reuseIDs + len(l.own)
+	total := l.reuseIDs + l.ownKnown.len() + len(l.own)
 	if l.promptLen > total {
 		d.fail("prompt length")
 	}

@@ -141,7 +141,8 @@ func (d *decoder) string(what string, maxLen int) string {
 }
 
 func (d *decoder) ids(what string) []uint32 {
-	return d.idsAfter(what, idParts{})
+	_, ids := d.idsAfter(what, idParts{})
+	return ids
 }
 
 // idParts is a sequence of ids held as two slices (an artifact's PromptIDs and GeneratedIDs).
@@ -149,34 +150,36 @@ type idParts struct{ a, b []uint32 }
 
 func (p idParts) len() int { return len(p.a) + len(p.b) }
 
+// prefix is p's first n ids (n <= p.len()).
+func (p idParts) prefix(n int) idParts {
+	if n <= len(p.a) {
+		return idParts{a: p.a[:n:n]}
+	}
+	return idParts{a: p.a, b: p.b[: n-len(p.a) : n-len(p.a)]}
+}
+
 // idsAfter reads ids as ids does, except that the first of them known already (up to
-// known.len()) are taken from known instead of decoded (when known.a holds them all, the ids
-// returned are known.a's, not a copy): they are stepped over by counting the
-// bytes that end a uvarint (below 0x80), eight bytes at a time while the word cannot hold the last
-// one. The bytes stepped over are only checked for where they end, not for their range, which
-// does not matter since the ids read are known's.
-func (d *decoder) idsAfter(what string, known idParts) []uint32 {
+// known.len()) are not decoded: it returns them as known's own slices (head, not copied) and
+// decodes only the rest (tail). They are stepped over by counting the bytes that end a uvarint
+// (below 0x80), eight bytes at a time while the word cannot hold the last one; those bytes are
+// only checked for where they end, not for their range, which does not matter since the ids
+// read are known's.
+func (d *decoder) idsAfter(what string, known idParts) (head idParts, tail []uint32) {
 	n := d.count(what, 1)
 	if d.err != nil || n == 0 {
-		return nil
+		return idParts{}, nil
 	}
-	if n <= len(known.a) {
-		// All known: the ids are known's own, not copied (a view the caller must not write).
-		if !d.skipUvarints(n) {
-			d.fail(what)
-			return nil
-		}
-		return known.a[:n:n]
-	}
-	ids := make([]uint32, n)
-	k := copy(ids, known.a)
-	k += copy(ids[k:], known.b)
+	k := min(n, known.len())
 	if k > 0 && !d.skipUvarints(k) {
 		d.fail(what)
-		return nil
+		return idParts{}, nil
 	}
+	if k == n {
+		return known.prefix(k), nil
+	}
+	ids := make([]uint32, n-k)
 	b := d.b
-	for i := k; i < n; i++ {
+	for i := range ids {
 		// Inline fast path for the common one- to three-byte ids.
 		if len(b) > 0 && b[0] < 0x80 {
 			ids[i] = uint32(b[0])
@@ -196,13 +199,13 @@ func (d *decoder) idsAfter(what string, known idParts) []uint32 {
 		v, w := binary.Uvarint(b)
 		if w <= 0 || v > 0xffffffff {
 			d.fail(what)
-			return nil
+			return idParts{}, nil
 		}
 		ids[i] = uint32(v)
 		b = b[w:]
 	}
 	d.b = b
-	return ids
+	return known.prefix(k), ids
 }
 
 // skipUvarints steps d over n uvarints, reporting whether there were as many.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -301,14 +302,19 @@ func FuzzDecodeArtifact(f *testing.F) {
 			}
 			return
 		}
-		// With a snapshot's first ids known (Tiered.rebase), they are stepped over: the link
-		// reads the same (known being what the ids are).
+		// With a snapshot's first ids known (Tiered.rebase), they are stepped over and left in
+		// ownKnown: the link reads the same (known being what the ids are).
 		if l.base == "" && l.a.Version == ArtifactVersion {
 			known := idParts{a: l.own[:len(l.own)/3], b: l.own[len(l.own)/3 : len(l.own)/2]}
 			skipped, err := decodeLinkPayload(b, known)
 			if err != nil {
 				t.Fatalf("decodes in full but not with %d ids known: %v", known.len(), err)
 			}
+			own := append(append(append([]uint32(nil), skipped.ownKnown.a...), skipped.ownKnown.b...), skipped.own...)
+			if skipped.ownKnown.len() != known.len() || !slices.Equal(own, l.own) {
+				t.Fatalf("decode with %d ids known: %d known, ids differ", known.len(), skipped.ownKnown.len())
+			}
+			skipped.own, skipped.ownKnown = l.own, idParts{}
 			if !reflect.DeepEqual(l, skipped) {
 				t.Fatalf("decode with %d ids known differs:\n%+v\n%+v", known.len(), l, skipped)
 			}

@@ -115,7 +115,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func runKey(tenant, id string) string { return tenant + "\x00" + id }
 
-func parseBackground(root gjson.Result, r *request) error {
+func parseBackground(root jsonObject, r *request) error {
 	var err error
 	if r.Background, err = optBool(root, "background", false); err != nil {
 		return err

@@ -48,7 +48,7 @@ var (
 // maxConversationItemsPerCall is how many items one create or items.create takes (OpenAI: 20).
 const maxConversationItemsPerCall = 20
 
-func parseConversation(root gjson.Result, r *request) error {
+func parseConversation(root jsonObject, r *request) error {
 	v := root.Get("conversation")
 	if !v.Exists() || v.Type == gjson.Null {
 		return nil
@@ -222,7 +222,7 @@ func (s *Server) parseItems(root gjson.Result, required bool) ([]json.RawMessage
 	}
 	wrapped := gjson.Parse(`{"input":` + v.Raw + `}`)
 	req := &request{}
-	err := parseInput(wrapped, req, limits{MaxInputItems: maxConversationItemsPerCall}, s.opts.NewID)
+	err := parseInput(objectOf(wrapped), req, limits{MaxInputItems: maxConversationItemsPerCall}, s.opts.NewID)
 	if err == nil && len(req.References) > 0 {
 		err = badRequest(fmt.Sprintf("input[%d].type", req.References[0]), "Item references cannot be added to a conversation; send the items themselves.")
 	}
@@ -257,7 +257,7 @@ func storeItems(raws []json.RawMessage) []store.Item {
 
 func metadataOf(root gjson.Result) (json.RawMessage, error) {
 	r := &request{}
-	if err := parseMetadata(root, r); err != nil {
+	if err := parseMetadata(objectOf(root), r); err != nil {
 		return nil, err
 	}
 	return r.Metadata, nil

@@ -195,21 +195,16 @@ var inputItemsFields = map[string]fieldRule{
 
 // checkFields answers the ignored and rejected fields of a request body: a rejected field set to
 // anything but null or its no-op value is a 400 naming it; an ignored one must still be well-typed.
-func checkFields(root gjson.Result, rules map[string]fieldRule) error {
-	// The body's own members, read in one pass: a Get of an absent field reads the whole body,
-	// and most rules name fields a request does not send.
-	present := map[string]bool{}
-	root.ForEach(func(k, _ gjson.Result) bool {
-		present[k.String()] = true
-		return true
-	})
+func checkFields(root jsonObject, rules map[string]fieldRule) error {
+	// The body's own members (jsonObject's index): most rules name fields a request does not send.
+	present := root.members
 	for _, name := range sortedKeys(rules) {
 		rule := rules[name]
 		if rule.answer == honoured {
 			continue
 		}
 		top, _, _ := strings.Cut(name, ".")
-		if !present[top] {
+		if _, ok := present[top]; !ok {
 			continue // absent, so is every member under it
 		}
 		v := root.Get(name)

@@ -18,7 +18,7 @@ const maxTopLogprobs = 20
 
 // parseLogprobs returns the alternatives per token the request asks for, or -1 for no logprobs.
 // top_logprobs alone asks for logprobs too: alternatives come with the token they stand beside.
-func parseLogprobs(root gjson.Result) (int, error) {
+func parseLogprobs(root jsonObject) (int, error) {
 	n := -1
 	if v := root.Get("top_logprobs"); v.Exists() && v.Type != gjson.Null {
 		k, err := strconv.ParseInt(v.Raw, 10, 64)

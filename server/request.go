@@ -84,7 +84,7 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, badRequest("", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)")
 	}
-	root := gjson.ParseBytes(body)
+	root := objectOf(gjson.ParseBytes(body))
 	if !root.IsObject() {
 		return nil, badRequest("", "The request body must be a JSON object.")
 	}
@@ -219,7 +219,7 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 	return r, nil
 }
 
-func optBool(root gjson.Result, key string, def bool) (bool, error) {
+func optBool(root jsonObject, key string, def bool) (bool, error) {
 	v := root.Get(key)
 	switch {
 	case !v.Exists() || v.Type == gjson.Null:
@@ -232,7 +232,7 @@ func optBool(root gjson.Result, key string, def bool) (bool, error) {
 	return false, badRequest(key, "Invalid type for '%s': expected a boolean, but got %s instead.", key, typeName(v))
 }
 
-func optNumber(root gjson.Result, key string, lo, hi float64) (json.RawMessage, error) {
+func optNumber(root jsonObject, key string, lo, hi float64) (json.RawMessage, error) {
 	v := root.Get(key)
 	if !v.Exists() || v.Type == gjson.Null {
 		return nil, nil
@@ -275,7 +275,7 @@ func typeName(v gjson.Result) string {
 	return "an unknown type"
 }
 
-func parseReasoning(root gjson.Result, r *request) error {
+func parseReasoning(root jsonObject, r *request) error {
 	v := root.Get("reasoning")
 	if !v.Exists() || v.Type == gjson.Null {
 		return nil
@@ -296,7 +296,7 @@ func parseReasoning(root gjson.Result, r *request) error {
 	return badRequest("reasoning.effort", "Invalid value for 'reasoning.effort': expected one of 'none', 'minimal', 'low', 'medium', 'high'.")
 }
 
-func parseText(root gjson.Result, r *request) error {
+func parseText(root jsonObject, r *request) error {
 	r.TextFormat = textFormat{Type: "text"}
 	v := root.Get("text")
 	if !v.Exists() || v.Type == gjson.Null {
@@ -328,7 +328,7 @@ func parseText(root gjson.Result, r *request) error {
 	return nil
 }
 
-func parseMetadata(root gjson.Result, r *request) error {
+func parseMetadata(root jsonObject, r *request) error {
 	v := root.Get("metadata")
 	if !v.Exists() || v.Type == gjson.Null {
 		return nil
@@ -359,7 +359,7 @@ func parseMetadata(root gjson.Result, r *request) error {
 	return nil
 }
 
-func parseToolChoice(root gjson.Result, r *request) error {
+func parseToolChoice(root jsonObject, r *request) error {
 	v := root.Get("tool_choice")
 	if !v.Exists() || v.Type == gjson.Null {
 		return nil
@@ -448,7 +448,7 @@ var knownItemTypes = map[string]string{
 
 // parseInput turns input (a string or an array of items) into normalized items: every item gets
 // "type" (messages may omit it) and an "id" (client ids are kept, as Codex and the Agents SDK replay them).
-func parseInput(root gjson.Result, r *request, lim limits, newID idSource) error {
+func parseInput(root jsonObject, r *request, lim limits, newID idSource) error {
 	v := root.Get("input")
 	switch {
 	case !v.Exists() || v.Type == gjson.Null:

@@ -27,12 +27,13 @@ const maxWalk = 64
 // each link and its ids (PromptIDs ++ GeneratedIDs) and boundaries, which are
 // only valid during the call. It returns the ids and boundaries of links[0].
 func walkUp(links []*link, visit func(l *link, ids []uint32, bounds []Boundary) error) ([]uint32, []Boundary, error) {
-	size := 0 // no link's ids are longer than all links' own ids together
+	size, nb := 0, 0 // no link's ids (boundaries) are more than all links' own together
 	for _, l := range links {
-		size += len(l.own)
+		size += l.ownKnown.len() + len(l.own)
+		nb += len(l.ownBounds)
 	}
 	ids := make([]uint32, 0, size)
-	var bounds []Boundary
+	bounds := make([]Boundary, 0, nb)
 	for i := len(links) - 1; i >= 0; i-- {
 		l := links[i]
 		if i == len(links)-1 {
@@ -43,7 +44,7 @@ func walkUp(links []*link, visit func(l *link, ids []uint32, bounds []Boundary) 
 			l.baseDigest != below.a.PromptTextDigest || l.reuseBounds > len(bounds) {
 			return nil, nil, fmt.Errorf("link %q does not match its base %q: %w", truncate(l.a.ResponseID), truncate(l.base), ErrInvalid)
 		}
-		ids = append(ids[:l.reuseIDs], l.own...)
+		ids = append(append(append(ids[:l.reuseIDs], l.ownKnown.a...), l.ownKnown.b...), l.own...)
 		bounds = append(bounds[:l.reuseBounds], l.ownBounds...)
 		if visit != nil {
 			if err := visit(l, ids, bounds); err != nil {
@@ -156,6 +157,42 @@ func linkOn(a, base *Artifact) *link {
 	return &link{a: a, base: base.ResponseID, baseLen: len(base.PromptIDs) + len(base.GeneratedIDs),
 		baseDigest: base.PromptTextDigest, reuseIDs: k, reuseBounds: commonBounds(a.Boundaries, base.Boundaries),
 		promptLen: len(a.PromptIDs)}
+}
+
+// sharedIDs carries, up a walkUp, how many ids and boundaries the artifact
+// being reassembled shares with a snapshot from the start, so that each link's
+// linkOn costs its own ids: walkUp cuts the ids to the link's reused ones (the
+// shared prefix can only shrink to that) and appends its own (compared only
+// when everything before them is shared).
+type sharedIDs struct{ ids, bounds int }
+
+// linkOn is the package's linkOn(a, snap) for a, the artifact of link l
+// reassembled by walkUp, given the previous call's on l's base (none for the
+// chain's snapshot).
+func (s *sharedIDs) linkOn(a *Artifact, l *link, snap *Artifact) *link {
+	if s.ids = min(s.ids, l.reuseIDs); s.ids == l.reuseIDs {
+		// a's ids past the reused ones are l's own.
+		a1, a2 := idsFrom(a.PromptIDs, a.GeneratedIDs, s.ids)
+		b1, b2 := idsFrom(snap.PromptIDs, snap.GeneratedIDs, s.ids)
+		s.ids += commonIDs(a1, a2, b1, b2)
+	}
+	if s.bounds = min(s.bounds, l.reuseBounds); s.bounds == l.reuseBounds {
+		s.bounds += commonBounds(l.ownBounds, snap.Boundaries[min(s.bounds, len(snap.Boundaries)):])
+	}
+	k := s.ids
+	if 2*k < len(a.PromptIDs)+len(a.GeneratedIDs) || k == 0 {
+		return nil
+	}
+	return &link{a: a, base: snap.ResponseID, baseLen: len(snap.PromptIDs) + len(snap.GeneratedIDs),
+		baseDigest: snap.PromptTextDigest, reuseIDs: k, reuseBounds: s.bounds, promptLen: len(a.PromptIDs)}
+}
+
+// idsFrom is (p ++ g)[i:] as two slices.
+func idsFrom(p, g []uint32, i int) ([]uint32, []uint32) {
+	if i <= len(p) {
+		return p[i:], g
+	}
+	return nil, g[min(i-len(p), len(g)):]
 }
 
 // chainOf is the Chain of an artifact stored on base.

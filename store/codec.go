@@ -55,6 +55,9 @@ type link struct {
 	promptLen             int
 	own                   []uint32
 	ownBounds             []Boundary
+	// ownKnown, for a snapshot decoded with its first ids known (decodeLinkPayload), are those
+	// ids, which precede own: the caller's slices, not copied.
+	ownKnown idParts
 	// size is the sealed entry's length in bytes.
 	size int
 }
@@ -123,8 +126,10 @@ func linkSizeHint(a *Artifact, l *link) int {
 // decodeLinkPayload parses a version-2 or version-1 payload. Any malformed
 // input yields an error wrapping ErrInvalid; it never panics and allocates at
 // most a small multiple of len(b). The link's own parts are checked here; the
-// reassembled artifact is checked by reconstruct.
-func decodeLinkPayload(b []byte) (*link, error) {
+// reassembled artifact is checked by reconstruct. A version-2 snapshot's first
+// ids, up to known.len(), are not decoded but left in ownKnown as known's own
+// slices (decoder.idsAfter): the caller knows them already (Tiered.rebase).
+func decodeLinkPayload(b []byte, known idParts) (*link, error) {
 	if len(b) > 0 && b[0] == artifactVersion1 {
 		a, err := decodeArtifactV1(b)
 		if err != nil {
@@ -158,8 +163,12 @@ func decodeLinkPayload(b []byte) (*link, error) {
 	l.promptLen = d.int("prompt length")
 	a.PromptTextLen = d.int("prompt text length")
 	copy(a.PromptTextDigest[:], d.bytes("prompt text digest", len(a.PromptTextDigest)))
-	l.own = d.ids("own ids")
-	total := l.reuseIDs + len(l.own)
+	if l.base == "" {
+		l.ownKnown, l.own = d.idsAfter("own ids", known)
+	} else {
+		l.own = d.ids("own ids")
+	}
+	total := l.reuseIDs + l.ownKnown.len() + len(l.own)
 	if l.promptLen > total {
 		d.fail("prompt length")
 	}
@@ -291,7 +300,7 @@ func (s *Sealer) sealLink(a *Artifact, l *link) ([]byte, error) {
 // returned is fresh and owned by the caller. Callers must still compare
 // ResponseID and Fingerprint with what they expect.
 func (s *Sealer) OpenArtifact(tenant string, sealed []byte) (*Artifact, error) {
-	l, err := s.openLink(tenant, sealed)
+	l, err := s.openLink(tenant, sealed, idParts{}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -301,16 +310,18 @@ func (s *Sealer) OpenArtifact(tenant string, sealed []byte) (*Artifact, error) {
 	return reconstruct([]*link{l})
 }
 
-// openLink verifies and decodes one sealed entry for tenant.
-func (s *Sealer) openLink(tenant string, sealed []byte) (*link, error) {
-	payload, exp, err := s.open(tenant, artifactPurpose, sealed)
+// openLink verifies and decodes one sealed entry for tenant (a snapshot's
+// first ids from known, see decodeLinkPayload); its MAC is left unchecked
+// without checkMAC (Sealer.openChecked).
+func (s *Sealer) openLink(tenant string, sealed []byte, known idParts, checkMAC bool) (*link, error) {
+	payload, exp, err := s.openChecked(tenant, artifactPurpose, sealed, checkMAC)
 	if err != nil {
 		return nil, err
 	}
 	if exp.IsZero() {
 		return nil, fmt.Errorf("open artifact: no expiry: %w", ErrInvalid)
 	}
-	l, err := decodeLinkPayload(payload)
+	l, err := decodeLinkPayload(payload, known)
 	if err != nil {
 		return nil, err
 	}

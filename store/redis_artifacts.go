@@ -61,6 +61,27 @@ func (r *RedisArtifacts) Set(ctx context.Context, tenant, id string, sealed []by
 	return redisErr(ctx, op, r.c.Set(ctx, redisKey(r.prefix, tenant, "art", id), sealed, ttl).Err())
 }
 
+// SetMany stores tenant's entries in one pipelined round trip (PortableBatch). Each entry is
+// checked as Set checks it; the first failure is returned, the others still written.
+func (r *RedisArtifacts) SetMany(ctx context.Context, tenant string, entries []PortableEntry) error {
+	const op = "L2 set artifacts"
+	for _, e := range entries {
+		if err := checkKey(tenant, e.ID); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if e.TTL <= 0 {
+			return fmt.Errorf("%s: %q: non-positive ttl %v", op, truncate(e.ID), e.TTL)
+		}
+	}
+	_, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, e := range entries {
+			p.Set(ctx, redisKey(r.prefix, tenant, "art", e.ID), e.Sealed, e.TTL)
+		}
+		return nil
+	})
+	return redisErr(ctx, op, err)
+}
+
 // Delete removes the entry for tenant and id; absent is not an error.
 func (r *RedisArtifacts) Delete(ctx context.Context, tenant, id string) error {
 	if checkKey(tenant, id) != nil {

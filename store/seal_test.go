@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -294,15 +295,32 @@ func FuzzDecodeArtifact(f *testing.F) {
 	f.Add(append([]byte{ArtifactVersion, 0}, make([]byte, 40)...))
 	f.Add(append(append([]byte{ArtifactVersion, 0}, make([]byte, 34)...), 0xff, 0xff, 0xff, 0xff, 0x0f))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := decodeLinkPayload(b)
+		l, err := decodeLinkPayload(b, idParts{})
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("decode error %v does not wrap ErrInvalid", err)
 			}
 			return
 		}
+		// With a snapshot's first ids known (Tiered.rebase), they are stepped over and left in
+		// ownKnown: the link reads the same (known being what the ids are).
+		if l.base == "" && l.a.Version == ArtifactVersion {
+			known := idParts{a: l.own[:len(l.own)/3], b: l.own[len(l.own)/3 : len(l.own)/2]}
+			skipped, err := decodeLinkPayload(b, known)
+			if err != nil {
+				t.Fatalf("decodes in full but not with %d ids known: %v", known.len(), err)
+			}
+			own := append(append(append([]uint32(nil), skipped.ownKnown.a...), skipped.ownKnown.b...), skipped.own...)
+			if skipped.ownKnown.len() != known.len() || !slices.Equal(own, l.own) {
+				t.Fatalf("decode with %d ids known: %d known, ids differ", known.len(), skipped.ownKnown.len())
+			}
+			skipped.own, skipped.ownKnown = l.own, idParts{}
+			if !reflect.DeepEqual(l, skipped) {
+				t.Fatalf("decode with %d ids known differs:\n%+v\n%+v", known.len(), l, skipped)
+			}
+		}
 		re := appendLinkPayload(nil, linkArtifact(l), l)
-		l2, err := decodeLinkPayload(re)
+		l2, err := decodeLinkPayload(re, idParts{})
 		if err != nil {
 			t.Fatalf("re-encoded artifact does not decode: %v", err)
 		}

@@ -20,6 +20,23 @@ type PortableCache interface {
 
 var _ PortableCache = (*RedisArtifacts)(nil)
 
+// PortableBatch is the optional capability of a PortableCache to store several
+// of a tenant's entries in one round trip: a snapshot's re-basing rewrites up
+// to MaxChain+1 links at once. *RedisArtifacts implements it with a pipeline.
+// SetMany returns the first failure; entries may be written or not.
+type PortableBatch interface {
+	SetMany(ctx context.Context, tenant string, entries []PortableEntry) error
+}
+
+var _ PortableBatch = (*RedisArtifacts)(nil)
+
+// PortableEntry is one entry of PortableBatch.SetMany.
+type PortableEntry struct {
+	ID     string
+	Sealed []byte
+	TTL    time.Duration
+}
+
 // Tier names where an artifact was found, for the hit_local / hit_portable
 // outcomes.
 type Tier string
@@ -121,7 +138,7 @@ func NewTiered(opts TieredOptions) *Tiered {
 // ctx error. Every error means "do a full render"; none needs a retry. The
 // caller still compares Fingerprint.
 func (t *Tiered) Get(ctx context.Context, tenant, id string) (*Artifact, Tier, error) {
-	links, tier, err := t.links(ctx, tenant, id)
+	links, tier, err := t.links(ctx, tenant, id, nil)
 	if err != nil {
 		return nil, TierNone, fmt.Errorf("get artifact %q: %w", truncate(id), err)
 	}
@@ -134,10 +151,19 @@ func (t *Tiered) Get(ctx context.Context, tenant, id string) (*Artifact, Tier, e
 }
 
 // links reads the chain of id: its link, its base's, … down to a full
-// snapshot. Links read from L2 fill L1 once they verified.
-func (t *Tiered) links(ctx context.Context, tenant, id string) ([]*link, Tier, error) {
+// snapshot. Links read from L2 fill L1 once they verified. parent, when not
+// nil, is id's artifact in memory (PutChild's re-basing): the snapshot's first
+// ids that every link above it kept are parent's first ids, taken instead of
+// decoded, and links found in L1 are not MAC-checked again: L1 is this
+// process's memory, holding only what it sealed itself or verified on the way
+// in from L2, which no other process can write (Get checks every MAC).
+func (t *Tiered) links(ctx context.Context, tenant, id string, parent *Artifact) ([]*link, Tier, error) {
 	tier := TierLocal
 	var links []*link
+	shared := 0 // parent's first ids that every link read so far kept
+	if parent != nil && parent.Tenant == tenant && parent.ResponseID == id {
+		shared = len(parent.PromptIDs) + len(parent.GeneratedIDs)
+	}
 	for cur := id; ; {
 		if len(links) == maxWalk {
 			return nil, TierNone, fmt.Errorf("chain longer than %d links: %w", maxWalk, ErrNotFound)
@@ -145,7 +171,7 @@ func (t *Tiered) links(ctx context.Context, tenant, id string) ([]*link, Tier, e
 		b, from, err := t.fetch(ctx, tenant, cur)
 		if err == nil {
 			var l *link
-			if l, err = t.open(tenant, cur, b, from); err == nil {
+			if l, err = t.open(tenant, cur, b, from, prefixOf(parent, shared), parent == nil || from != TierLocal); err == nil {
 				if from == TierPortable {
 					tier = TierPortable
 				}
@@ -153,6 +179,7 @@ func (t *Tiered) links(ctx context.Context, tenant, id string) ([]*link, Tier, e
 				if l.base == "" {
 					return links, tier, nil
 				}
+				shared = min(shared, l.reuseIDs)
 				for _, seen := range links {
 					if seen.a.ResponseID == l.base {
 						return nil, TierNone, fmt.Errorf("link %q: chain loops back to %q: %w", truncate(cur), truncate(l.base), ErrInvalid)
@@ -198,8 +225,8 @@ func (t *Tiered) fetch(ctx context.Context, tenant, id string) ([]byte, Tier, er
 
 // open verifies one link read from tier from. A bad L1 copy is dropped (it
 // will not get better); a good L2 copy fills L1.
-func (t *Tiered) open(tenant, id string, b []byte, from Tier) (*link, error) {
-	l, err := t.sealer.openLink(tenant, b)
+func (t *Tiered) open(tenant, id string, b []byte, from Tier, known idParts, checkMAC bool) (*link, error) {
+	l, err := t.sealer.openLink(tenant, b, known, checkMAC)
 	if err == nil && l.a.ResponseID != id {
 		err = fmt.Errorf("artifact stored under %q is for %q: %w", truncate(id), truncate(l.a.ResponseID), ErrInvalid)
 	}
@@ -279,7 +306,7 @@ func (t *Tiered) PutChild(ctx context.Context, a, parent *Artifact) error {
 		return err
 	}
 	if rebase {
-		t.rebase(ctx, a, parent.ResponseID)
+		t.rebase(ctx, a, parent)
 	}
 	return nil
 }
@@ -296,12 +323,8 @@ func (t *Tiered) write(ctx context.Context, a *Artifact, sealed []byte) error {
 		}
 		return nil
 	}
-	ttl := a.ExpiresAt.Sub(t.now()).Round(time.Second)
-	if ttl < time.Second {
-		ttl = time.Second
-	}
 	l2ctx, cancel := context.WithTimeout(ctx, t.l2Timeout)
-	err := t.l2.Set(l2ctx, a.Tenant, a.ResponseID, sealed, ttl)
+	err := t.l2.Set(l2ctx, a.Tenant, a.ResponseID, sealed, t.l2TTL(a))
 	cancel()
 	if err != nil {
 		t.l2SetErrors.Add(1)
@@ -310,23 +333,64 @@ func (t *Tiered) write(ctx context.Context, a *Artifact, sealed []byte) error {
 	return nil
 }
 
-// rebase rewrites the links of id's chain as what each adds to snap, a full
-// snapshot just written: their content is unchanged (so a reader holding an
-// older copy of any of them still reassembles the same ids), their bytes
+// l2TTL is the L2 lifetime of a's entry: until a expires, at least a second.
+func (t *Tiered) l2TTL(a *Artifact) time.Duration {
+	return max(a.ExpiresAt.Sub(t.now()).Round(time.Second), time.Second)
+}
+
+// writeMany stores sealed links of one tenant in both tiers, in one L2 round
+// trip when L2 is a PortableBatch. Failures are logged: a re-based link not
+// written leaves the old one, which reads the same.
+func (t *Tiered) writeMany(ctx context.Context, tenant string, entries []PortableEntry) {
+	if t.l1 != nil {
+		for _, e := range entries {
+			_ = t.l1.Set(tenant, e.ID, e.Sealed) // counted in L1 stats; L2 holds the link
+		}
+	}
+	if t.l2 == nil || len(entries) == 0 {
+		return
+	}
+	l2ctx, cancel := context.WithTimeout(ctx, t.l2Timeout)
+	defer cancel()
+	if batch, ok := t.l2.(PortableBatch); ok {
+		if err := batch.SetMany(l2ctx, tenant, entries); err != nil {
+			t.l2SetErrors.Add(1)
+			t.logger.Warn("artifact links not re-based", "links", len(entries), "error", t.l2Err(ctx, err))
+		}
+		return
+	}
+	for _, e := range entries {
+		if err := t.l2.Set(l2ctx, tenant, e.ID, e.Sealed, e.TTL); err != nil {
+			t.l2SetErrors.Add(1)
+			t.logger.Warn("artifact link not re-based", "response_id", e.ID, "error", t.l2Err(ctx, err))
+		}
+	}
+}
+
+// rebase rewrites the links of parent's chain as what each adds to snap, a
+// full snapshot just written: their content is unchanged (so a reader holding
+// an older copy of any of them still reassembles the same ids), their bytes
 // shrink to what they do not share with snap, and the chain's old snapshot
 // stops holding a second full history. Links sharing less than half their ids
 // with snap are left as they are. Failures only leave the old links (they age
 // out); they are logged.
-func (t *Tiered) rebase(ctx context.Context, snap *Artifact, id string) {
-	links, _, err := t.links(ctx, snap.Tenant, id)
+//
+// It costs about the ids the chain's links added, not the history: the old
+// snapshot's ids that the links above it kept are taken from parent, in
+// memory (links), and each link's prefix shared with snap is carried up the
+// chain (sharedIDs) instead of compared from the start.
+func (t *Tiered) rebase(ctx context.Context, snap, parent *Artifact) {
+	links, _, err := t.links(ctx, snap.Tenant, parent.ResponseID, parent)
 	if err != nil {
-		t.logger.Debug("artifact chain not re-based", "response_id", id, "error", err)
+		t.logger.Debug("artifact chain not re-based", "response_id", parent.ResponseID, "error", err)
 		return
 	}
-	_, _, err = walkUp(links, func(l *link, ids []uint32, bounds []Boundary) error {
+	var shared sharedIDs
+	var entries []PortableEntry
+	ids, _, err := walkUp(links, func(l *link, ids []uint32, bounds []Boundary) error {
 		cur := *l.a
 		cur.PromptIDs, cur.GeneratedIDs, cur.Boundaries = ids[:l.promptLen:l.promptLen], ids[l.promptLen:], bounds
-		nl := linkOn(&cur, snap)
+		nl := shared.linkOn(&cur, l, snap)
 		if nl == nil {
 			return nil
 		}
@@ -334,18 +398,35 @@ func (t *Tiered) rebase(ctx context.Context, snap *Artifact, id string) {
 			cur.ExpiresAt = snap.ExpiresAt
 		}
 		sealed, err := t.sealer.sealLink(&cur, nl)
-		if err == nil {
-			t.rebased.Add(1)
-			err = t.write(ctx, &cur, sealed)
-		}
 		if err != nil {
 			t.logger.Warn("artifact link not re-based", "response_id", cur.ResponseID, "error", err)
+			return nil
 		}
+		entries = append(entries, PortableEntry{ID: cur.ResponseID, Sealed: sealed, TTL: t.l2TTL(&cur)})
 		return nil
 	})
-	if err != nil {
-		t.logger.Warn("artifact chain not re-based", "response_id", id, "error", err)
+	if err == nil && commonIDs(ids, nil, parent.PromptIDs, parent.GeneratedIDs) != len(parent.PromptIDs)+len(parent.GeneratedIDs) {
+		// Unreachable while a response id names one content (PutChild's linkOn relies on it
+		// too); checked since a chain reassembled wrong would be stored.
+		err = fmt.Errorf("the chain does not reassemble the parent's ids: %w", ErrInvalid)
 	}
+	if err != nil {
+		t.logger.Warn("artifact chain not re-based", "response_id", parent.ResponseID, "error", err)
+		return
+	}
+	t.rebased.Add(uint64(len(entries)))
+	t.writeMany(ctx, snap.Tenant, entries)
+}
+
+// prefixOf is a's first n ids (none for a nil a).
+func prefixOf(a *Artifact, n int) idParts {
+	switch {
+	case a == nil || n <= 0:
+		return idParts{}
+	case n <= len(a.PromptIDs):
+		return idParts{a: a.PromptIDs[:n]}
+	}
+	return idParts{a: a.PromptIDs, b: a.GeneratedIDs[:min(n-len(a.PromptIDs), len(a.GeneratedIDs))]}
 }
 
 // Delete removes the artifact from both tiers (absent is not an error).

@@ -1,9 +1,11 @@
 package render
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"slices"
+	"sync"
 )
 
 // ItemsPrefix is the state FromResponses reached after a conversation's stored items: the
@@ -22,12 +24,12 @@ type ItemsPrefix struct {
 	// continues. The background audit re-maps the items (prepare's RenderConversation).
 	digest uint64
 	items  int
-	// messages are the items' messages: the array of the Conversation that built the prefix,
-	// shared, since nothing changes a built message but the builder's append of a call to its
-	// open assistant turn. That one is messages[open] as it was when the prefix was taken,
-	// kept in openMsg with its ToolCalls clipped, so that a resumed turn's append copies.
+	// messages are the items' messages, published in arena (its first ones): never written
+	// again. A turn resuming the prefix begins with them and appends its own after them there
+	// instead of copying them (messageArena); one that must change one (a call joining the open
+	// assistant turn, messages[open]) copies them first (itemBuilder.message).
 	messages  []Message
-	openMsg   Message
+	arena     *messageArena
 	open      int
 	openSet   bool
 	reasoning []string
@@ -40,7 +42,7 @@ func (p *ItemsPrefix) Items() int { return p.items }
 // Bytes estimates the memory the prefix holds beyond the strings it shares with the ItemCache.
 func (p *ItemsPrefix) Bytes() int {
 	const messageSize = 160 // unsafe.Sizeof(Message{}) on 64-bit platforms, rounded up
-	n := 64 + len(p.messages)*messageSize
+	n := 64 + max(len(p.messages), p.arena.size())*messageSize
 	for i := range p.messages {
 		n += len(p.messages[i].ToolCalls) * 96
 	}
@@ -117,15 +119,15 @@ func (d *itemsDigest) sumTo(n int) uint64 {
 // resumeInto starts b from the prefix to resume when it covers the first stored items of the
 // input (same cache, digest equal over its items), returning the index of the first item still
 // to apply; 0 when it does not fit.
-func (d *itemsDigest) resumeInto(b *itemBuilder) int {
+// The conversation begins with the prefix's messages, not a copy of them; items is the number
+// of the input's items, which the messages after them are sized for.
+func (d *itemsDigest) resumeInto(b *itemBuilder, items int) int {
 	p := d.resume
 	if p == nil || p.items == 0 || p.items > d.items || d.sumTo(d.resumeN) != p.digest {
 		return 0
 	}
-	b.conv.Messages = append(b.conv.Messages[:0], p.messages...)
-	if p.openSet {
-		b.conv.Messages[p.open] = p.openMsg
-	}
+	b.arena, b.shared = p.arena, p.messages
+	b.conv.Messages = make([]Message, 0, items-p.items+1)
 	b.open, b.openSet = p.open, p.openSet
 	b.reasoning, b.hasReason = slices.Clip(p.reasoning), p.hasReason
 	return p.items
@@ -141,13 +143,75 @@ func (d *itemsDigest) prefixAfter(b *itemBuilder, resumedItems int) *ItemsPrefix
 	if resumedItems == k {
 		return d.resume
 	}
-	p := &ItemsPrefix{
-		digest: d.sumTo(len(d.buf)), items: k, messages: slices.Clip(b.conv.Messages),
+	b.publish()
+	return &ItemsPrefix{
+		digest: d.sumTo(len(d.buf)), items: k, messages: b.shared, arena: b.arena,
 		open: b.open, openSet: b.openSet, reasoning: slices.Clone(b.reasoning), hasReason: b.hasReason,
 	}
-	if b.openSet {
-		p.openMsg = b.conv.Messages[b.open]
-		p.openMsg.ToolCalls = slices.Clip(p.openMsg.ToolCalls)
-	}
-	return p
 }
+
+// messageRoom is the room for later messages an array of n messages gets when it becomes an
+// arena: a few turns' worth (an agent turn adds three or four: output, call, its result), a
+// quarter of the conversation for a long one, so that copies stay rare as it grows.
+func messageRoom(n int) int { return max(16, n/4) }
+
+// messageArena is the backing array a conversation's turns share for their messages, each
+// turn's ItemsPrefix a prefix of the next's, as arena.Arena is for the prompt ids: a turn that
+// resumes a prefix appends the messages its items add after it, in the room, instead of copying
+// every earlier message (~17 KB of Messages, and the allocation, at 100k tokens). buf[:used]
+// are published: never written again, so every slice of them stays valid. A turn whose
+// messages after the prefix agree with those published there (the same turn prepared again, or
+// the next turn, whose first new items are the previous turn's input) shares them; one that
+// differs, or does not fit, copies.
+type messageArena struct {
+	mu   sync.Mutex
+	buf  []Message // the whole backing array (len == cap)
+	used int
+}
+
+// size is the number of messages the arena's array holds, used or not (0 for nil).
+func (a *messageArena) size() int {
+	if a == nil {
+		return 0
+	}
+	return len(a.buf) // written once, when the arena is made
+}
+
+// extend returns shared followed by more in a's array, when shared is published in it and every
+// message already published after shared equals more's; the rest of more is published in the
+// room when it fits. Otherwise it reports false.
+func (a *messageArena) extend(shared, more []Message) ([]Message, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	start, end := len(shared), len(shared)+len(more)
+	if start == 0 || start > a.used || end > len(a.buf) || &a.buf[0] != &shared[0] {
+		return nil, false
+	}
+	written := min(a.used, end) - start
+	for i := range written {
+		if !equalMessages(&a.buf[start+i], &more[i]) {
+			return nil, false
+		}
+	}
+	if end > a.used {
+		copy(a.buf[a.used:end], more[written:])
+		a.used = end
+	}
+	return a.buf[:end:end], true
+}
+
+// equalMessages reports whether a and b hold the same values: every field of Message, the
+// strings behind its pointers compared, not the pointers.
+func equalMessages(a, b *Message) bool {
+	return a.Role == b.Role && a.Content == b.Content && a.NullContent == b.NullContent &&
+		(a.Parts == nil) == (b.Parts == nil) && slices.Equal(a.Parts, b.Parts) &&
+		(a.ToolCalls == nil) == (b.ToolCalls == nil) &&
+		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y ToolCall) bool {
+			return x.ID == y.ID && x.Type == y.Type && x.Name == y.Name &&
+				(x.Arguments == nil) == (y.Arguments == nil) && bytes.Equal(x.Arguments, y.Arguments)
+		}) &&
+		equalOptional(a.Reasoning, b.Reasoning) && equalOptional(a.ToolCallID, b.ToolCallID) &&
+		equalOptional(a.Name, b.Name) && equalOptional(a.Task, b.Task)
+}
+
+func equalOptional(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }

@@ -92,9 +92,7 @@ func (c *Conversation) ToolsDigest() string {
 // Errors are *InputError values carrying the OpenAI param path. With in.Cache, items seen in an
 // earlier call are not parsed again (see ItemCache); the result is the same.
 func FromResponses(in ResponsesInput) (*Conversation, error) {
-	// Every item makes at most one message (most make one): sized once, not grown by doubling
-	// (a 100k-token history's ~120 messages were ~30 KB copied per turn, issue 20).
-	conv := &Conversation{Messages: make([]Message, 0, len(in.Items)+1)}
+	conv := &Conversation{}
 	pt, ok := in.Cache.getTools(in.Tenant, in.Tools)
 	if !ok {
 		tools, skipped, err := ParseResponsesTools(in.Tools)
@@ -108,15 +106,25 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 		}
 	}
 	conv.Tools, conv.SkippedTools, conv.toolsDigest = pt.tools, pt.skipped, pt.digest
-	if in.Instructions != "" {
-		conv.Messages = append(conv.Messages, Message{Role: "system", Content: in.Instructions})
-	}
 	b := itemBuilder{conv: conv}
 	var digest *itemsDigest
 	if in.Cache != nil && len(in.StoredIDs) > 0 && len(in.StoredIDs) <= len(in.Items) && (in.Resume != nil || in.KeepPrefix) {
 		digest = newItemsDigest(&in)
 		defer digest.release(in.Cache)
-		conv.Resumed = digest.resumeInto(&b)
+		conv.Resumed = digest.resumeInto(&b, len(in.Items))
+	}
+	if conv.Resumed == 0 {
+		// Every item makes at most one message (most make one): sized once, not grown by
+		// doubling (a 100k-token history's ~120 messages were ~30 KB copied per turn, issue 20),
+		// with room for the next turns' messages when the array becomes a prefix's.
+		size := len(in.Items) + 1
+		if digest != nil && in.KeepPrefix {
+			size += messageRoom(size)
+		}
+		conv.Messages = make([]Message, 0, size)
+		if in.Instructions != "" {
+			conv.Messages = append(conv.Messages, Message{Role: "system", Content: in.Instructions})
+		}
 	}
 	th := in.Cache.tenantHash(in.Tenant)
 	for i := conv.Resumed; i < len(in.Items); i++ {
@@ -142,6 +150,7 @@ func FromResponses(in ResponsesInput) (*Conversation, error) {
 	if digest != nil && in.KeepPrefix && len(in.StoredIDs) == len(in.Items) {
 		conv.Prefix = digest.prefixAfter(&b, conv.Resumed)
 	}
+	b.finish()
 	return conv, nil
 }
 
@@ -416,15 +425,89 @@ func contentPart(part jsonVal, param string, j int) (string, error) {
 // partParam is the param path of part j of the list at param. Only errors build it.
 func partParam(param string, j int) string { return fmt.Sprintf("%s[%d]", param, j) }
 
-// itemBuilder folds items into messages. When openSet, conv.Messages[open] is the assistant
-// message that following function_call items attach to; reasoning holds the texts waiting for
-// the next assistant turn (hasReason: at least one).
+// itemBuilder folds items into messages. When openSet, message open is the assistant message
+// that following function_call items attach to; reasoning holds the texts waiting for the next
+// assistant turn (hasReason: at least one).
+//
+// Without arena, conv.Messages holds every message, in an array the builder owns. With arena,
+// the conversation begins with shared, messages published in arena (an ItemsPrefix's, never
+// written again), and conv.Messages holds only the messages after them; finish joins the two.
 type itemBuilder struct {
 	conv      *Conversation
+	arena     *messageArena
+	shared    []Message
 	open      int
 	openSet   bool
 	reasoning []string
 	hasReason bool
+}
+
+// add appends a message.
+func (b *itemBuilder) add(m Message) {
+	b.conv.Messages = append(b.conv.Messages, m)
+}
+
+// count is the number of messages so far.
+func (b *itemBuilder) count() int { return len(b.shared) + len(b.conv.Messages) }
+
+// message returns message i for writing: a published one is first copied, with every other,
+// into an array of the builder's own (unshare).
+func (b *itemBuilder) message(i int) *Message {
+	if i < len(b.shared) {
+		b.unshare()
+	}
+	return &b.conv.Messages[i-len(b.shared)]
+}
+
+// unshare copies the shared messages and the ones after them into an array of the builder's
+// own.
+func (b *itemBuilder) unshare() {
+	all := make([]Message, 0, b.count())
+	all = append(append(all, b.shared...), b.conv.Messages...)
+	b.conv.Messages, b.shared, b.arena = all, nil, nil
+}
+
+// publish makes every message so far a published one (an ItemsPrefix's): the owned array
+// becomes an arena, or the messages after the shared ones are appended to its arena (compared
+// with those a preparation of the same turn published there before), or, when they do not fit
+// or differ, every message is copied into a new arena with room.
+func (b *itemBuilder) publish() {
+	switch {
+	case b.arena == nil:
+		msgs := b.conv.Messages
+		b.arena = &messageArena{buf: msgs[:cap(msgs)], used: len(msgs)}
+		b.shared = msgs[:len(msgs):len(msgs)]
+	case len(b.conv.Messages) == 0:
+		return
+	default:
+		if all, ok := b.arena.extend(b.shared, b.conv.Messages); ok {
+			b.shared = all
+		} else {
+			n := b.count()
+			buf := make([]Message, 0, n+messageRoom(n))
+			buf = append(append(buf, b.shared...), b.conv.Messages...)
+			b.arena = &messageArena{buf: buf[:cap(buf)], used: n}
+			b.shared = buf[:n:n]
+		}
+	}
+	b.conv.Messages = nil
+}
+
+// finish leaves conv.Messages holding every message: the shared ones and those after them,
+// in the arena's room when they fit there (see publish), else copied.
+func (b *itemBuilder) finish() {
+	if b.arena == nil {
+		return
+	}
+	if len(b.conv.Messages) > 0 {
+		if all, ok := b.arena.extend(b.shared, b.conv.Messages); ok {
+			b.conv.Messages, b.shared, b.arena = all, nil, nil
+			return
+		}
+		b.unshare()
+		return
+	}
+	b.conv.Messages, b.shared, b.arena = b.shared, nil, nil
 }
 
 func (b *itemBuilder) closeTurn() { b.openSet = false }
@@ -452,7 +535,7 @@ func (b *itemBuilder) apply(p parsedItem) {
 	case kindOutput:
 		id := p.callID
 		b.dropReasoning()
-		b.conv.Messages = append(b.conv.Messages, Message{Role: "tool", Content: p.content, ToolCallID: &id})
+		b.add(Message{Role: "tool", Content: p.content, ToolCallID: &id})
 		b.closeTurn()
 	case kindReasoning:
 		if p.hasReasoning {
@@ -468,12 +551,12 @@ func (b *itemBuilder) applyMessage(p parsedItem) {
 	msg := Message{Role: p.role, Content: p.content}
 	if p.role == "assistant" {
 		msg.Reasoning = b.takeReasoning()
-		b.conv.Messages = append(b.conv.Messages, msg)
-		b.open, b.openSet = len(b.conv.Messages)-1, true
+		b.add(msg)
+		b.open, b.openSet = b.count()-1, true
 		return
 	}
 	b.dropReasoning()
-	b.conv.Messages = append(b.conv.Messages, msg)
+	b.add(msg)
 	b.closeTurn()
 }
 
@@ -481,16 +564,18 @@ func (b *itemBuilder) applyCall(p parsedItem) {
 	call := ToolCall{ID: p.callID, Type: "function", Name: p.name, Arguments: p.arguments}
 	// Reasoning between an assistant item and this call starts a new turn.
 	if b.openSet && !b.hasReason {
-		m := &b.conv.Messages[b.open]
-		m.ToolCalls = append(m.ToolCalls, call)
+		m := b.message(b.open)
+		// Clipped: a published copy of the message (an ItemsPrefix's) may share the calls'
+		// array, whose room is not this turn's to write.
+		m.ToolCalls = append(slices.Clip(m.ToolCalls), call)
 		return
 	}
 	// The turn has no text: content null, as the chat message a client would send for it
 	// (a template in the openai content format sees []).
-	b.conv.Messages = append(b.conv.Messages, Message{
+	b.add(Message{
 		Role: "assistant", NullContent: true, ToolCalls: []ToolCall{call}, Reasoning: b.takeReasoning(),
 	})
-	b.open, b.openSet = len(b.conv.Messages)-1, true
+	b.open, b.openSet = b.count()-1, true
 }
 
 // ParseResponsesTools reads a Responses `tools` array. Function tools

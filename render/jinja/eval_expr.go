@@ -237,16 +237,58 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 // joins runs of plain strings once instead of copying at every step.
 func (ev *evaluator) evalPlusChain(x *binaryExpr, f *frame) (Value, error) {
 	ops := x.chain
-	acc, err := ev.eval(ops[0], f)
-	if err != nil {
-		return Value{}, err
-	}
-	var sb strings.Builder
-	building := false
-	for _, o := range ops[1:] {
-		r, err := ev.eval(o, f)
+	// A chain of plain strings (the usual '<|im_start|>' + message.role + '\n' + content) is
+	// joined with one allocation: the operands are evaluated in order while they are plain
+	// strings, and the first that is not goes on through the general fold below.
+	var buf [8]Value
+	plainN, size := 0, 0
+	for plainN < len(ops) && plainN < len(buf) {
+		v, err := ev.eval(ops[plainN], f)
 		if err != nil {
 			return Value{}, err
+		}
+		buf[plainN] = v
+		plainN++
+		if v.k != kString || v.isMarkup() {
+			break
+		}
+		size += len(v.s)
+	}
+	last := buf[plainN-1]
+	if plainN == len(ops) && last.k == kString && !last.isMarkup() {
+		var sb strings.Builder
+		sb.Grow(size)
+		for _, v := range buf[:plainN] {
+			sb.WriteString(v.s)
+		}
+		return String(sb.String()), nil
+	}
+	// buf[:plainN-1] are plain strings, last is the first operand that is not (or the last
+	// one taken into buf): acc is the plain prefix joined, and the fold goes on from last.
+	var sb strings.Builder
+	var acc Value
+	rest := ops[plainN:]
+	if plainN == 1 {
+		acc = last
+	} else {
+		sb.Grow(size)
+		for _, v := range buf[:plainN-1] {
+			sb.WriteString(v.s)
+		}
+		acc = String(sb.String())
+		sb = strings.Builder{}
+		rest = ops[plainN-1:]
+	}
+	building := false
+	for j, o := range rest {
+		var r Value
+		if plainN > 1 && j == 0 {
+			r = last // evaluated above
+		} else {
+			var err error
+			if r, err = ev.eval(o, f); err != nil {
+				return Value{}, err
+			}
 		}
 		plain := r.k == kString && !r.isMarkup()
 		if plain && (building || (acc.k == kString && !acc.isMarkup())) {
@@ -261,6 +303,7 @@ func (ev *evaluator) evalPlusChain(x *binaryExpr, f *frame) (Value, error) {
 			acc, building = String(sb.String()), false
 			sb.Reset()
 		}
+		var err error
 		if acc, err = binaryOp("+", acc, r); err != nil {
 			return Value{}, atLine(err, x.span)
 		}

@@ -43,7 +43,9 @@ import (
 // The cut is taken at iteration t ≥ 1 when iteration t-1 ran to its end (not replayed) and G,
 // evaluated then, is false, and only outside a memoized iteration (whose recording would
 // otherwise miss the skipped iterations' reads). Only the fuel the skipped iterations would have
-// burnt is not spent.
+// burnt is not spent. After an iteration skipped by its item (guardSkip, below) G is not
+// evaluated again: it was true at that iteration's start and the iteration did nothing. (Taking
+// G as true is exact whatever it is: the if evaluates G itself, so it only delays the cut.)
 
 // loopGuard is what tailGuard found in a for loop: G, evaluated at the start of an iteration,
 // and, when the if's other conjuncts read nothing but the loop variable through pure operations

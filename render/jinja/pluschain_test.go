@@ -1,0 +1,94 @@
+package jinja
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestPlusChainMatchesFold: a chain a + b + … is what folding binaryOp("+") left to right gives
+// (Jinja2 evaluates it so), for chains of plain strings (joined at once, evalPlusChain), of more
+// operands than its buffer, and with markup, numbers, lists, None and undefined operands at
+// every position, and operands whose evaluation fails: the error is the one the fold meets first.
+func TestPlusChainMatchesFold(t *testing.T) {
+	operands := []struct {
+		src string
+		v   Value
+	}{
+		{`"ab"`, String("ab")},
+		{`""`, String("")},
+		{`s`, String("<s>")},
+		{`"<m>"|safe`, markup("<m>")},
+		{`1`, Int(1)},
+		{`2.5`, Float(2.5)},
+		{`[1]`, List(Int(1))},
+		{`none`, None()},
+		{`nope`, undefined("'nope' is undefined")},
+		{`nope.x`, Value{}}, // evaluating it fails
+	}
+	evalErr, err := Parse("e", "{{ nope.x }}", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wantEvalErr := evalErr.Execute(nil)
+	rng := rand.New(rand.NewPCG(7, 32))
+	for round := range 3000 {
+		n := 3 + rng.IntN(10)
+		srcs := make([]string, n)
+		vals := make([]Value, n)
+		for i := range n {
+			o := operands[rng.IntN(len(operands))]
+			if rng.IntN(3) > 0 {
+				o = operands[rng.IntN(3)] // mostly plain strings, so that long plain runs occur
+			}
+			srcs[i], vals[i] = o.src, o.v
+		}
+		src := `{%- set r = ` + strings.Join(srcs, " + ") + ` %}{{ r }}`
+		tmpl, err := Parse("chain", src, Options{})
+		if err != nil {
+			t.Fatalf("round %d: %s: %v", round, src, err)
+		}
+		got, gotErr := tmpl.Execute(map[string]Value{"s": String("<s>")})
+
+		want := vals[0]
+		var wantErr error
+		if srcs[0] == `nope.x` {
+			wantErr = wantEvalErr
+		}
+		for i := 1; i < n && wantErr == nil; i++ {
+			if srcs[i] == `nope.x` {
+				wantErr = wantEvalErr
+				break
+			}
+			want, wantErr = binaryOp("+", want, vals[i])
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("round %d: %s: error %v, fold %v", round, src, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			if errText(gotErr) != errText(wantErr) {
+				t.Fatalf("round %d: %s: error %q, fold %q", round, src, gotErr, wantErr)
+			}
+			continue
+		}
+		var b strings.Builder
+		if want.k == kString {
+			b.WriteString(want.s)
+		} else {
+			want.writeRepr(&b, false)
+		}
+		if w := b.String(); got != w {
+			t.Fatalf("round %d: %s: got %q, fold %q", round, src, got, w)
+		}
+	}
+}
+
+// errText is err's message without where it happened.
+func errText(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind.String() + ": " + e.Detail
+	}
+	return err.Error()
+}

@@ -504,7 +504,7 @@ func (ev *evaluator) renderItems(n *forNode, items []Value, rev bool, f *frame, 
 				// Every iteration left would do nothing (guard.go), and would complete.
 				completed = true
 				break
-			} else if ok && ev.guardSkip(n, it, ev.bindTarget(n, it, inner, loopV), len(items)) {
+			} else if ok && ev.guardSkip(n, it, inner, loopV, len(items)) {
 				// This one would do nothing (guard.go), and would complete.
 				completed = true
 				guardHeld = true

@@ -356,9 +356,10 @@ func itemKey(v Value) (any, bool) {
 	return nil, false
 }
 
-// guardSkip reports whether the iteration over item it, whose loop variable is bound in inner,
-// does nothing given a true guard: its conjuncts are known (or found now) not to hold.
-func (ev *evaluator) guardSkip(n *forNode, it Value, inner *frame, items int) bool {
+// guardSkip reports whether the iteration over item it does nothing given a true guard: its
+// conjuncts are known (or found now, with loop and the loop variable bound in inner, see
+// bindTarget) not to hold. The iteration binds inner again if it runs.
+func (ev *evaluator) guardSkip(n *forNode, it Value, inner *frame, loopV Value, items int) bool {
 	ms := ev.memo
 	if ms == nil || n.guard.conds == nil {
 		return false
@@ -387,7 +388,7 @@ func (ev *evaluator) guardSkip(n *forNode, it Value, inner *frame, items int) bo
 		}
 		return false
 	}
-	holds, err := ev.pureConds(n.guard.conds, inner)
+	holds, err := ev.pureConds(n.guard.conds, ev.bindTarget(n, it, inner, loopV))
 	if err != nil {
 		return false // run it: the error comes again, in place
 	}

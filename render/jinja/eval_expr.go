@@ -44,7 +44,7 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		return getAttr(obj, x.name)
+		return getAttrMissing(obj, x.name, x.dictMissing)
 	case *itemExpr:
 		if ev.memo != nil && ev.memo.cur != nil {
 			if v, ok, err := ev.memoPath(x, f); ok {
@@ -616,7 +616,17 @@ func getItem(obj, key Value) (Value, error) {
 
 // getAttr is Jinja2's sandboxed Environment.getattr: a Python attribute
 // (method) first, then obj[name], else Undefined.
-func getAttr(obj Value, name string) (Value, error) {
+func getAttr(obj Value, name string) (Value, error) { return getAttrMissing(obj, name, "") }
+
+// missingAttr is the reason of the undefined value an attribute name missing from an object of
+// type typeName gives.
+func missingAttr(typeName, name string) string {
+	return "'" + typeName + " object' has no attribute '" + name + "'"
+}
+
+// getAttrMissing is getAttr with dictMissing, when not empty, the reason for a dict without name
+// (missingAttr("dict", name), made beforehand).
+func getAttrMissing(obj Value, name, dictMissing string) (Value, error) {
 	if obj.k == kUndefined {
 		return Value{}, undefinedError(obj)
 	}
@@ -649,7 +659,10 @@ func getAttr(obj Value, name string) (Value, error) {
 			}
 		}
 	}
-	return undefined("'" + obj.typeName() + " object' has no attribute '" + name + "'"), nil
+	if obj.k == kMap && dictMissing != "" {
+		return undefined(dictMissing), nil
+	}
+	return undefined(missingAttr(obj.typeName(), name)), nil
 }
 
 // getAttrOnly is the attribute half of getitem's fallback.

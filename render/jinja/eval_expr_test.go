@@ -92,3 +92,40 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestMissingAttrReason: an attribute missing from a value gives the undefined whose reason
+// Jinja2 words as "'T object' has no attribute 'name'", for dicts (reason made when parsed,
+// attrExpr.dictMissing) as for every other type.
+func TestMissingAttrReason(t *testing.T) {
+	dict := NewMap()
+	dict.Set("a", Int(1))
+	for _, tc := range []struct {
+		name string
+		v    Value
+		want string
+	}{
+		{"dict", MapValue(dict), "'dict object' has no attribute 'nope'"},
+		{"list", List(Int(1)), "'list object' has no attribute 'nope'"},
+		{"str", String("s"), "'str object' has no attribute 'nope'"},
+		{"int", Int(3), "'int object' has no attribute 'nope'"},
+		{"none", None(), "'NoneType object' has no attribute 'nope'"},
+	} {
+		tmpl, err := Parse("missing", `{{ v.nope.x }}`, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errAttr := tmpl.Execute(map[string]Value{"v": tc.v})
+		if errAttr == nil || !strings.Contains(errAttr.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", tc.name, errAttr, tc.want)
+		}
+		// The attr filter reaches the same reason through getAttr.
+		filtered, err := Parse("missing", `{{ (v|attr("nope")).x }}`, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errFiltered := filtered.Execute(map[string]Value{"v": tc.v})
+		if errFiltered == nil || errAttr == nil || errText(errFiltered) != errText(errAttr) {
+			t.Errorf("%s: attr filter error %v, attribute error %v", tc.name, errFiltered, errAttr)
+		}
+	}
+}

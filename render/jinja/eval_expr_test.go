@@ -129,3 +129,30 @@ func TestMissingAttrReason(t *testing.T) {
 		}
 	}
 }
+
+// TestDictFromArgs: dict() and namespace() keep Python's key order and last-wins values with
+// their entries presized (dictFromArgs), from keywords, a mapping, a namespace, pairs and nothing.
+func TestDictFromArgs(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`{{ dict(b=1, a=2) }}`, `{'b': 1, 'a': 2}`},
+		{`{{ dict(d, c=3, a=4) }}`, `{'a': 4, 'b': 2, 'c': 3}`},
+		{`{{ dict(d) }}`, `{'a': 1, 'b': 2}`},
+		{`{{ dict() }}|{{ dict()|length }}`, `{}|0`},
+		{`{{ dict([("x", 1), ("y", 2)], x=3) }}`, `{'x': 3, 'y': 2}`},
+		{`{% set ns = namespace(d, z=0) %}{% set ns.a = 9 %}{{ ns.a }},{{ ns.b }},{{ ns.z }}`, `9,2,0`},
+		{`{% set ns = namespace(namespace(p=1, q=2), q=3) %}{{ ns.p }},{{ ns.q }}`, `1,3`},
+		{`{% set ns = namespace() %}{% set ns.k = 1 %}{{ ns.k }}`, `1`},
+	} {
+		tmpl, err := Parse("dict", tc.src, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		d := NewMap()
+		d.Set("a", Int(1))
+		d.Set("b", Int(2))
+		got, err := tmpl.Execute(map[string]Value{"d": MapValue(d)})
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %q (%v), want %q", tc.src, got, err, tc.want)
+		}
+	}
+}

@@ -131,6 +131,9 @@ type (
 		exprBase
 		x    expr
 		name string
+		// dictMissing is missingAttr("dict", name), made once: the reason of the undefined
+		// value a dict without the key gives (`message.reasoning_content is defined`).
+		dictMissing string
 	}
 	itemExpr struct {
 		exprBase

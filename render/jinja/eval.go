@@ -18,6 +18,21 @@ type frame struct {
 	user   map[string]Value
 }
 
+// loopFrame is a loop's frame with room for the bindings of a usual iteration (loop and one
+// or two targets) in one allocation: the frame, its names and its values.
+type loopFrame struct {
+	frame
+	names [4]string
+	vals  [4]Value
+}
+
+// newLoopFrame returns an empty frame under parent with room for four bindings.
+func newLoopFrame(parent *frame) *frame {
+	lf := &loopFrame{}
+	lf.frame = frame{parent: parent, names: lf.names[:0], vals: lf.vals[:0]}
+	return &lf.frame
+}
+
 func (f *frame) lookup(name string) (Value, bool) {
 	v, w := f.lookupFrame(name)
 	return v, w != nil
@@ -444,7 +459,7 @@ func (ev *evaluator) renderItems(n *forNode, items []Value, rev bool, f *frame, 
 		}
 	}
 	loopV := Value{k: kLoop, o: lo}
-	inner := &frame{parent: f, names: make([]string, 0, 4), vals: make([]Value, 0, 4)}
+	inner := newLoopFrame(f)
 	memoized := ev.memoizes(n, f, depth)
 	first := 0
 	// prevRecs are the previous execution's records; this one's are shared (a prefix of them,
@@ -452,7 +467,11 @@ func (ev *evaluator) renderItems(n *forNode, items []Value, rev bool, f *frame, 
 	var prevRecs, shared recordList
 	var recs []iterRecord
 	var at, atItem *frame // where recorded paths and comparisons are evaluated again
+	// rec is the record of the iteration being executed, reset by each: ev.memo.cur points to
+	// it while the body runs, and recs takes a copy, so one serves the whole loop.
+	var rec *iterRecord
 	if memoized {
+		rec = new(iterRecord)
 		at = &frame{parent: f, names: []string{"loop"}, vals: []Value{loopV}}
 		atItem = itemFrame(n, at)
 		if ev.memo.prev != nil {
@@ -470,16 +489,25 @@ func (ev *evaluator) renderItems(n *forNode, items []Value, rev bool, f *frame, 
 		}
 		completed = first > 0
 	}
+	// guardHeld: the guard was true at the start of the previous iteration, which was skipped
+	// (did nothing), so nothing it reads has changed and it is true again (guard.go).
+	guardHeld := false
 	for i := first; i < len(items); i++ {
 		it := lo.item(i)
 		if i > 0 && !memoized {
-			if truthy, ok := ev.guardState(n, f); ok && !truthy {
+			truthy, ok := guardHeld, guardHeld
+			if !guardHeld {
+				truthy, ok = ev.guardState(n, f)
+			}
+			guardHeld = false
+			if ok && !truthy {
 				// Every iteration left would do nothing (guard.go), and would complete.
 				completed = true
 				break
-			} else if ok && ev.guardSkip(n, it, ev.bindTarget(n, it, inner, loopV), len(items)) {
+			} else if ok && ev.guardSkip(n, it, inner, loopV, len(items)) {
 				// This one would do nothing (guard.go), and would complete.
 				completed = true
+				guardHeld = true
 				continue
 			}
 		}
@@ -517,11 +545,10 @@ func (ev *evaluator) renderItems(n *forNode, items []Value, rev bool, f *frame, 
 			if err := ev.assign(n.target, it, inner); err != nil {
 				return Value{}, err
 			}
-			var rec iterRecord
 			start := 0
 			if memoized {
-				rec = iterRecord{ok: true, item: it}
-				ev.memo.cur, ev.memo.iter, ev.memo.loop = &rec, inner, lo
+				*rec = iterRecord{ok: true, item: it}
+				ev.memo.cur, ev.memo.iter, ev.memo.loop = rec, inner, lo
 				ev.memo.iterName, ev.memo.item = loopName(n), itemName(n)
 				ev.memo.wns, ev.memo.wname, ev.memo.wattrs = nil, "", ev.memo.wattrs[:0]
 				start = ev.out.Len()
@@ -532,10 +559,10 @@ func (ev *evaluator) renderItems(n *forNode, items []Value, rev bool, f *frame, 
 				ev.memo.cur, ev.memo.iter, ev.memo.loop, ev.memo.iterName, ev.memo.item = nil, nil, nil, "", ""
 				ev.memo.wns, ev.memo.wname, ev.memo.wattrs = nil, "", ev.memo.wattrs[:0]
 				// inner is reused by the next iteration: a record must not keep it.
-				ev.memo.record(ev, &rec, start)
+				ev.memo.record(ev, rec, start)
 				rec.ctl = ctl
-				classify(&rec, loopName(n))
-				recs = append(recs, rec)
+				classify(rec, loopName(n))
+				recs = append(recs, *rec)
 			}
 			if err != nil {
 				return Value{}, err

@@ -44,7 +44,7 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		return getAttr(obj, x.name)
+		return getAttrMissing(obj, x.name, x.dictMissing)
 	case *itemExpr:
 		if ev.memo != nil && ev.memo.cur != nil {
 			if v, ok, err := ev.memoPath(x, f); ok {
@@ -237,16 +237,58 @@ func (ev *evaluator) eval1(x expr, f *frame) (Value, error) {
 // joins runs of plain strings once instead of copying at every step.
 func (ev *evaluator) evalPlusChain(x *binaryExpr, f *frame) (Value, error) {
 	ops := x.chain
-	acc, err := ev.eval(ops[0], f)
-	if err != nil {
-		return Value{}, err
-	}
-	var sb strings.Builder
-	building := false
-	for _, o := range ops[1:] {
-		r, err := ev.eval(o, f)
+	// A chain of plain strings (the usual '<|im_start|>' + message.role + '\n' + content) is
+	// joined with one allocation: the operands are evaluated in order while they are plain
+	// strings, and the first that is not goes on through the general fold below.
+	var buf [8]Value
+	plainN, size := 0, 0
+	for plainN < len(ops) && plainN < len(buf) {
+		v, err := ev.eval(ops[plainN], f)
 		if err != nil {
 			return Value{}, err
+		}
+		buf[plainN] = v
+		plainN++
+		if v.k != kString || v.isMarkup() {
+			break
+		}
+		size += len(v.s)
+	}
+	last := buf[plainN-1]
+	if plainN == len(ops) && last.k == kString && !last.isMarkup() {
+		var sb strings.Builder
+		sb.Grow(size)
+		for _, v := range buf[:plainN] {
+			sb.WriteString(v.s)
+		}
+		return String(sb.String()), nil
+	}
+	// buf[:plainN-1] are plain strings, last is the first operand that is not (or the last
+	// one taken into buf): acc is the plain prefix joined, and the fold goes on from last.
+	var sb strings.Builder
+	var acc Value
+	rest := ops[plainN:]
+	if plainN == 1 {
+		acc = last
+	} else {
+		sb.Grow(size)
+		for _, v := range buf[:plainN-1] {
+			sb.WriteString(v.s)
+		}
+		acc = String(sb.String())
+		sb = strings.Builder{}
+		rest = ops[plainN-1:]
+	}
+	building := false
+	for j, o := range rest {
+		var r Value
+		if plainN > 1 && j == 0 {
+			r = last // evaluated above
+		} else {
+			var err error
+			if r, err = ev.eval(o, f); err != nil {
+				return Value{}, err
+			}
 		}
 		plain := r.k == kString && !r.isMarkup()
 		if plain && (building || (acc.k == kString && !acc.isMarkup())) {
@@ -261,6 +303,7 @@ func (ev *evaluator) evalPlusChain(x *binaryExpr, f *frame) (Value, error) {
 			acc, building = String(sb.String()), false
 			sb.Reset()
 		}
+		var err error
 		if acc, err = binaryOp("+", acc, r); err != nil {
 			return Value{}, atLine(err, x.span)
 		}
@@ -573,7 +616,17 @@ func getItem(obj, key Value) (Value, error) {
 
 // getAttr is Jinja2's sandboxed Environment.getattr: a Python attribute
 // (method) first, then obj[name], else Undefined.
-func getAttr(obj Value, name string) (Value, error) {
+func getAttr(obj Value, name string) (Value, error) { return getAttrMissing(obj, name, "") }
+
+// missingAttr is the reason of the undefined value an attribute name missing from an object of
+// type typeName gives.
+func missingAttr(typeName, name string) string {
+	return "'" + typeName + " object' has no attribute '" + name + "'"
+}
+
+// getAttrMissing is getAttr with dictMissing, when not empty, the reason for a dict without name
+// (missingAttr("dict", name), made beforehand).
+func getAttrMissing(obj Value, name, dictMissing string) (Value, error) {
 	if obj.k == kUndefined {
 		return Value{}, undefinedError(obj)
 	}
@@ -606,7 +659,10 @@ func getAttr(obj Value, name string) (Value, error) {
 			}
 		}
 	}
-	return undefined("'" + obj.typeName() + " object' has no attribute '" + name + "'"), nil
+	if obj.k == kMap && dictMissing != "" {
+		return undefined(dictMissing), nil
+	}
+	return undefined(missingAttr(obj.typeName(), name)), nil
 }
 
 // getAttrOnly is the attribute half of getitem's fallback.

@@ -76,7 +76,15 @@ func dictFromArgs(ev *evaluator, fname string, args []Value, kw []kwArg) (*Map, 
 	if len(args) > 1 {
 		return nil, errf(KindType, "%s expected at most 1 argument, got %d", fname, len(args))
 	}
+	// Room for the usual entries (namespace(a=…, b=…), dict(other)): one allocation for them.
+	size := len(kw)
+	if len(args) == 1 && (args[0].k == kMap || args[0].k == kNamespace) {
+		size += args[0].mapv().Len()
+	}
 	m := NewMap()
+	if size > 0 {
+		m = NewMapSize(size)
+	}
 	if len(args) == 1 {
 		switch a := args[0]; a.k {
 		case kMap, kNamespace:

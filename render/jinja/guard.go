@@ -43,7 +43,9 @@ import (
 // The cut is taken at iteration t ≥ 1 when iteration t-1 ran to its end (not replayed) and G,
 // evaluated then, is false, and only outside a memoized iteration (whose recording would
 // otherwise miss the skipped iterations' reads). Only the fuel the skipped iterations would have
-// burnt is not spent.
+// burnt is not spent. After an iteration skipped by its item (guardSkip, below) G is not
+// evaluated again: it was true at that iteration's start and the iteration did nothing. (Taking
+// G as true is exact whatever it is: the if evaluates G itself, so it only delays the cut.)
 
 // loopGuard is what tailGuard found in a for loop: G, evaluated at the start of an iteration,
 // and, when the if's other conjuncts read nothing but the loop variable through pure operations
@@ -354,9 +356,10 @@ func itemKey(v Value) (any, bool) {
 	return nil, false
 }
 
-// guardSkip reports whether the iteration over item it, whose loop variable is bound in inner,
-// does nothing given a true guard: its conjuncts are known (or found now) not to hold.
-func (ev *evaluator) guardSkip(n *forNode, it Value, inner *frame, items int) bool {
+// guardSkip reports whether the iteration over item it does nothing given a true guard: its
+// conjuncts are known (or found now, with loop and the loop variable bound in inner, see
+// bindTarget) not to hold. The iteration binds inner again if it runs.
+func (ev *evaluator) guardSkip(n *forNode, it Value, inner *frame, loopV Value, items int) bool {
 	ms := ev.memo
 	if ms == nil || n.guard.conds == nil {
 		return false
@@ -385,7 +388,7 @@ func (ev *evaluator) guardSkip(n *forNode, it Value, inner *frame, items int) bo
 		}
 		return false
 	}
-	holds, err := ev.pureConds(n.guard.conds, inner)
+	holds, err := ev.pureConds(n.guard.conds, ev.bindTarget(n, it, inner, loopV))
 	if err != nil {
 		return false // run it: the error comes again, in place
 	}

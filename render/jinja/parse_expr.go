@@ -462,7 +462,7 @@ func (p *parser) parseSubscript(x expr) (expr, error) {
 		switch a.typ {
 		case tokName:
 			p.next()
-			return &attrExpr{eb, x, a.val}, nil
+			return &attrExpr{eb, x, a.val, missingAttr("dict", a.val)}, nil
 		case tokInt:
 			p.next()
 			return &itemExpr{eb, x, &constExpr{exprBase{a.span}, parseIntLiteral(a.val)}}, nil

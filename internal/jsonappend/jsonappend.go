@@ -137,6 +137,14 @@ func decimalLen(v uint32) int {
 // tokenizing the new text). Like append, it may write into dst's capacity beyond the result (at
 // most 8 bytes).
 func Uint32sEach(dst []byte, ids []uint32, sep byte) []byte {
+	return appendChunked(dst, ids, func(b []byte, n int, ids []uint32) int { return appendChunk(b, n, ids, sep) })
+}
+
+// appendChunked appends ids to dst a chunk at a time, each written by write at b[n:] (b is dst
+// up to its capacity, with room for 11 bytes per id of the chunk and 8 more; write returns the
+// offset after what it wrote), growing dst between chunks as they need: the room is checked
+// once per chunk rather than once per id.
+func appendChunked(dst []byte, ids []uint32, write func(b []byte, n int, ids []uint32) int) []byte {
 	const chunk = 256 // ids written between checks of the room
 	n := len(dst)
 	for len(ids) > 0 {
@@ -144,7 +152,7 @@ func Uint32sEach(dst []byte, ids []uint32, sep byte) []byte {
 		if cap(dst)-n < k*(maxUint32Digits+1)+8 {
 			dst = slices.Grow(dst[:n], (maxUint32Digits+1)*min(len(ids), 1024)+8)
 		}
-		n = appendChunk(dst[:cap(dst)], n, ids[:k], sep)
+		n = write(dst[:cap(dst)], n, ids[:k])
 		ids = ids[k:]
 	}
 	return dst[:n]
@@ -231,26 +239,22 @@ func (t *IDTable) AppendEach(dst []byte, ids []uint32) []byte {
 	if t == nil {
 		return Uint32sEach(dst, ids, ',')
 	}
-	const chunk = 256 // ids written between checks of the room
-	n := len(dst)
-	for len(ids) > 0 {
-		k := min(len(ids), chunk)
-		if cap(dst)-n < k*(maxUint32Digits+1)+8 {
-			dst = slices.Grow(dst[:n], (maxUint32Digits+1)*min(len(ids), 1024)+8)
+	return appendChunked(dst, ids, t.appendChunk)
+}
+
+// appendChunk is appendChunk with sep ',' for t's ids: each id's word copied from the table, an
+// id beyond it computed.
+func (t *IDTable) appendChunk(b []byte, n int, ids []uint32) int {
+	for i, v := range ids {
+		if int(v) < len(t.words) {
+			w := t.words[v]
+			binary.LittleEndian.PutUint64(b[n:n+8], w) // the count's byte is overwritten next
+			n += int(w >> 56)
+		} else {
+			n = appendChunk(b, n, ids[i:i+1], ',')
 		}
-		b := dst[:cap(dst)]
-		for i, v := range ids[:k] {
-			if int(v) < len(t.words) {
-				w := t.words[v]
-				binary.LittleEndian.PutUint64(b[n:n+8], w) // the count's byte is overwritten next
-				n += int(w >> 56)
-			} else {
-				n = appendChunk(b, n, ids[i:i+1], ',')
-			}
-		}
-		ids = ids[k:]
 	}
-	return dst[:n]
+	return n
 }
 
 // digitPair returns the two ASCII digits of v (below 100) as a little-endian uint16.

@@ -92,16 +92,10 @@ func TestMemoFilterChainReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := func(role, content string) Value {
-		m := NewMap()
-		m.Set("role", String(role))
-		m.Set("content", String(content))
-		return MapValue(m)
-	}
 	var msgs []Value
 	var memo *Memo
 	for i := range 20 {
-		msgs = append(msgs, msg("user", fmt.Sprint("u", i)), msg("assistant", fmt.Sprint("a", i)))
+		msgs = append(msgs, roleMessage("user", fmt.Sprint("u", i)), roleMessage("assistant", fmt.Sprint("a", i)))
 		next := memoCheck(t, tpl, map[string]Value{"messages": List(msgs...)}, memo, fmt.Sprint("turn ", i))
 		if len(next.filters) != 2 {
 			t.Fatalf("turn %d: %d chains recorded, want 2", i, len(next.filters))
@@ -126,7 +120,7 @@ func TestMemoFilterChainReuse(t *testing.T) {
 		t.Fatal("no record replayed in bulk")
 	}
 	// A message that breaks the alternation: the loop over the chain raises, as Execute does.
-	msgs = append(msgs, msg("assistant", "again"))
+	msgs = append(msgs, roleMessage("assistant", "again"))
 	if _, _, err := tpl.ExecuteMemo(map[string]Value{"messages": List(msgs...)}, memo); err == nil || !strings.Contains(err.Error(), "alternate") {
 		t.Fatalf("err = %v, want the alternation error", err)
 	}

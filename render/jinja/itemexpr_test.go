@@ -72,21 +72,15 @@ func TestMemoItemComparisonReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := func(role, content string) Value {
-		m := NewMap()
-		m.Set("role", String(role))
-		m.Set("content", String(content))
-		return MapValue(m)
-	}
 	vars := func(msgs []Value) map[string]Value {
 		return map[string]Value{"messages": List(msgs...), "tools": List(String("t"))}
 	}
 	var msgs []Value
 	for i := range 10 {
-		msgs = append(msgs, msg("user", fmt.Sprint("u", i)), msg("assistant", fmt.Sprint("a", i)))
+		msgs = append(msgs, roleMessage("user", fmt.Sprint("u", i)), roleMessage("assistant", fmt.Sprint("a", i)))
 	}
 	memo := memoCheck(t, tpl, vars(msgs), nil, "first")
-	msgs = append(msgs, msg("user", "new"))
+	msgs = append(msgs, roleMessage("user", "new"))
 	next := memoCheck(t, tpl, vars(msgs), memo, "new user message")
 	recs, prev := mainLoopRecords(next), mainLoopRecords(memo)
 	for i := range prev {
@@ -100,14 +94,14 @@ func TestMemoItemComparisonReplays(t *testing.T) {
 	}
 	// A new last user message equal to an earlier one: == holds for both, so the tools block goes
 	// before each (Jinja compares values), and that earlier record must not replay in bulk.
-	msgs = []Value{msg("user", "x"), msg("assistant", "1"), msg("user", "y"), msg("assistant", "2"), msg("user", "z"), msg("assistant", "3")}
+	msgs = []Value{roleMessage("user", "x"), roleMessage("assistant", "1"), roleMessage("user", "y"), roleMessage("assistant", "2"), roleMessage("user", "z"), roleMessage("assistant", "3")}
 	for _, src := range itemExprTemplates[:2] {
 		tpl, err := Parse("t", src, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		memo = memoCheck(t, tpl, vars(msgs), nil, "x y z")
-		memoCheck(t, tpl, vars(append(msgs, msg("user", "y"))), memo, "x y z y")
+		memoCheck(t, tpl, vars(append(msgs, roleMessage("user", "y"))), memo, "x y z y")
 	}
 }
 

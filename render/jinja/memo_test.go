@@ -298,18 +298,12 @@ func TestMemoReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := func(role, content string) Value {
-		m := NewMap()
-		m.Set("role", String(role))
-		m.Set("content", String(content))
-		return MapValue(m)
-	}
-	msgs := []Value{msg("user", "a"), msg("assistant", "b"), msg("user", "c")}
+	msgs := []Value{roleMessage("user", "a"), roleMessage("assistant", "b"), roleMessage("user", "c")}
 	_, memo, err := tpl.ExecuteMemo(map[string]Value{"messages": List(msgs...)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs = append(msgs, msg("assistant", "d"))
+	msgs = append(msgs, roleMessage("assistant", "d"))
 	out, next, err := tpl.ExecuteMemo(map[string]Value{"messages": List(msgs...)}, memo)
 	if err != nil {
 		t.Fatal(err)
@@ -443,4 +437,12 @@ func TestMemoCommonPrefixSkipsReplays(t *testing.T) {
 		}
 		memo, prevText = next, text
 	}
+}
+
+// roleMessage is a chat message {"role": role, "content": content}, as the memo tests' loops read.
+func roleMessage(role, content string) Value {
+	m := NewMap()
+	m.Set("role", String(role))
+	m.Set("content", String(content))
+	return MapValue(m)
 }

@@ -52,11 +52,8 @@ func (r *RedisArtifacts) Get(ctx context.Context, tenant, id string) ([]byte, er
 // Set stores sealed under tenant and id for ttl (which must be positive).
 func (r *RedisArtifacts) Set(ctx context.Context, tenant, id string, sealed []byte, ttl time.Duration) error {
 	op := fmt.Sprintf("L2 set artifact %q", truncate(id))
-	if err := checkKey(tenant, id); err != nil {
+	if err := checkArtifactPut(tenant, id, ttl); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("%s: non-positive ttl %v", op, ttl)
 	}
 	return redisErr(ctx, op, r.c.Set(ctx, redisKey(r.prefix, tenant, "art", id), sealed, ttl).Err())
 }
@@ -66,11 +63,8 @@ func (r *RedisArtifacts) Set(ctx context.Context, tenant, id string, sealed []by
 func (r *RedisArtifacts) SetMany(ctx context.Context, tenant string, entries []PortableEntry) error {
 	const op = "L2 set artifacts"
 	for _, e := range entries {
-		if err := checkKey(tenant, e.ID); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		if e.TTL <= 0 {
-			return fmt.Errorf("%s: %q: non-positive ttl %v", op, truncate(e.ID), e.TTL)
+		if err := checkArtifactPut(tenant, e.ID, e.TTL); err != nil {
+			return fmt.Errorf("%s: %q: %w", op, truncate(e.ID), err)
 		}
 	}
 	_, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -80,6 +74,18 @@ func (r *RedisArtifacts) SetMany(ctx context.Context, tenant string, entries []P
 		return nil
 	})
 	return redisErr(ctx, op, err)
+}
+
+// checkArtifactPut checks what Set and SetMany write: a valid key, and a positive ttl (Redis takes none
+// as "keep forever").
+func checkArtifactPut(tenant, id string, ttl time.Duration) error {
+	if err := checkKey(tenant, id); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("non-positive ttl %v", ttl)
+	}
+	return nil
 }
 
 // Delete removes the entry for tenant and id; absent is not an error.

@@ -183,6 +183,12 @@ func positionInt(x expr, lo *loopObj) (int64, bool) {
 	return 0, false
 }
 
+// sameItem is sameValue for a record's item and the item now, which is usually the very same
+// map (a message kept from the previous turn): compared by pointer without the call.
+func sameItem(a, b Value) bool {
+	return a.k == kMap && identical(a, b) || sameValue(a, b)
+}
+
 // bulkReplay replays the longest run of prev's leading records that hold by the rules above and
 // returns their number j (0: none; the caller checks the rest one by one). When the run was
 // written at its old offset (same), the records are prev's first j unchanged and the caller
@@ -202,7 +208,7 @@ check:
 	for _, seg := range prev.segs {
 		for i := range seg {
 			r := &seg[i]
-			if k == lim || !sameValue(r.item, items[k]) {
+			if k == lim || !sameItem(r.item, items[k]) {
 				break check
 			}
 			k++

@@ -462,7 +462,9 @@ func (ms *memoState) readsAssigned(x expr, f *frame) bool {
 // (itemexpr.go), it is recorded by its result (ok true); otherwise the caller evaluates it as
 // usual, recording its operands.
 func (ev *evaluator) memoCompare(x *compareExpr, f *frame) (v Value, ok bool, err error) {
-	if !ev.memo.replayableExpr(x, f) || ev.memo.item != "" && itemOnly(x, ev.memo.item) {
+	// itemOnly first: it only looks at the names, and most comparisons of a message loop read
+	// the message alone (message.role == "user").
+	if ev.memo.item != "" && itemOnly(x, ev.memo.item) || !ev.memo.replayableExpr(x, f) {
 		return Value{}, false, nil
 	}
 	ms := ev.memo

@@ -155,10 +155,12 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 	vars["messages"] = jinja.List(values...)
 	vars["tools"] = jinja.None()
 	var toolsValue jinja.Value
+	var keptTools []Tool // the memo's copy of v.toolList, when last turn's serves
 	if v.toolList != nil {
 		if prev != nil && prev.hasTools && sameTools(prev.toolList, v.toolList) {
-			// The same parsed tools as last turn (the item cache shares them): no JSON again.
-			toolsValue = prev.toolsValue
+			// The same parsed tools as last turn (the item cache shares them): no JSON again,
+			// and the memo keeps last turn's copy of them.
+			toolsValue, keptTools = prev.toolsValue, prev.toolList
 		} else if toolsValue, err = j.tools.get(v.tenant, appendToolsJSON(nil, v.toolList)); err != nil {
 			return "", fmt.Errorf("tools: %w", err)
 		}
@@ -179,8 +181,11 @@ func (j jinjaTemplate) execute(v *templateVars, memo **templateMemo) (string, er
 		engine = prev.engine
 	}
 	text, next, err := j.t.ExecuteMemo(vars, engine)
+	if keptTools == nil {
+		keptTools = slices.Clone(v.toolList)
+	}
 	*memo = &templateMemo{engine: next, msgs: v.messages, format: v.format, values: values,
-		toolList: slices.Clone(v.toolList), toolsValue: toolsValue, hasTools: v.toolList != nil}
+		toolList: keptTools, toolsValue: toolsValue, hasTools: v.toolList != nil}
 	return text, err
 }
 
@@ -204,9 +209,10 @@ func messageValues(msgs []Message, format ContentFormat, prev *templateMemo) ([]
 
 // sameMessage reports whether a and b are equal (a content string shared between turns compares
 // by pointer, and so do parts and tool calls: slices with the same elements in the same memory
-// are equal without looking at them).
+// are equal without looking at them). A resumed conversation's messages are usually the previous
+// turn's own (render.ItemsPrefix shares them): the same message, not read at all.
 func sameMessage(a, b *Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.NullContent == b.NullContent &&
+	return a == b || a.Role == b.Role && a.Content == b.Content && a.NullContent == b.NullContent &&
 		(a.Parts == nil) == (b.Parts == nil) && (sameElements(a.Parts, b.Parts) || slices.Equal(a.Parts, b.Parts)) &&
 		sameOptional(a.Reasoning, b.Reasoning) && sameOptional(a.ToolCallID, b.ToolCallID) &&
 		sameOptional(a.Name, b.Name) && sameOptional(a.Task, b.Task) &&

@@ -161,3 +161,37 @@ func TestBulkReplayQwen3(t *testing.T) {
 		t.Error("no comparison was taken from the previous check")
 	}
 }
+
+// TestSameItem: sameItem agrees with sameValue on the items a loop meets, the shortcut for the
+// very same map included, and a namespace or loop object is never the same, even as itself.
+func TestSameItem(t *testing.T) {
+	msg := NewMap()
+	msg.Set("role", String("user"))
+	msg.Set("content", String("hi"))
+	twin := NewMap()
+	twin.Set("role", String("user"))
+	twin.Set("content", String("hi"))
+	other := NewMap()
+	other.Set("role", String("user"))
+	list := List(String("a"))
+	ns := Value{k: kNamespace, o: NewMap()}
+	lo := Value{k: kLoop, o: &loopObj{}}
+	for _, tc := range []struct {
+		name string
+		a, b Value
+		want bool
+	}{
+		{"same map", MapValue(msg), MapValue(msg), true},
+		{"equal map", MapValue(msg), MapValue(twin), true},
+		{"other map", MapValue(msg), MapValue(other), false},
+		{"same list", list, list, true},
+		{"string", String("x"), String("x"), true},
+		{"map and string", MapValue(msg), String("x"), false},
+		{"namespace itself", ns, ns, false},
+		{"loop itself", lo, lo, false},
+	} {
+		if got, want := sameItem(tc.a, tc.b), sameValue(tc.a, tc.b); got != want || got != tc.want {
+			t.Errorf("%s: sameItem %v, sameValue %v, want %v", tc.name, got, want, tc.want)
+		}
+	}
+}

@@ -243,8 +243,35 @@ func (t *IDTable) AppendEach(dst []byte, ids []uint32) []byte {
 }
 
 // appendChunk is appendChunk with sep ',' for t's ids: each id's word copied from the table, an
-// id beyond it computed.
+// id beyond it computed. Four ids at a time, their words loaded before any is stored: where each
+// store goes depends on the word before it, so loading them one by one behind the stores kept the
+// table's cache misses (a cold turn's; 1.2 MB for a 152k vocabulary) from overlapping. On 2,500
+// ids shaped like a prompt's (4 in 5 below a thousand), alternating: 2.8-3.0 -> 2.0-2.2 us warm,
+// 22-28 -> 19-22 us after 64 MB of other memory was touched.
 func (t *IDTable) appendChunk(b []byte, n int, ids []uint32) int {
+	words := t.words
+	i := 0
+	for ; i+4 <= len(ids); i += 4 {
+		v0, v1, v2, v3 := ids[i], ids[i+1], ids[i+2], ids[i+3]
+		if int(max(v0, v1, v2, v3)) >= len(words) {
+			n = t.appendEach1(b, n, ids[i:i+4])
+			continue
+		}
+		w0, w1, w2, w3 := words[v0], words[v1], words[v2], words[v3]
+		binary.LittleEndian.PutUint64(b[n:n+8], w0) // each count's byte is overwritten next
+		n += int(w0 >> 56)
+		binary.LittleEndian.PutUint64(b[n:n+8], w1)
+		n += int(w1 >> 56)
+		binary.LittleEndian.PutUint64(b[n:n+8], w2)
+		n += int(w2 >> 56)
+		binary.LittleEndian.PutUint64(b[n:n+8], w3)
+		n += int(w3 >> 56)
+	}
+	return t.appendEach1(b, n, ids[i:])
+}
+
+// appendEach1 is appendChunk one id at a time.
+func (t *IDTable) appendEach1(b []byte, n int, ids []uint32) int {
 	for i, v := range ids {
 		if int(v) < len(t.words) {
 			w := t.words[v]

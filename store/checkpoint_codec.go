@@ -134,11 +134,31 @@ func appendRawMember(dst []byte, name string, raw json.RawMessage) ([]byte, bool
 	dst = append(dst, ',', '"')
 	dst = append(dst, name...)
 	dst = append(dst, '"', ':')
+	if validJSON(raw) && !spaceOutsideStrings(raw) { // compact already: json.Compact would copy it as it is
+		return append(dst, raw...), true
+	}
 	buf := bytes.NewBuffer(dst)
 	if err := json.Compact(buf, raw); err != nil {
 		return dst, false
 	}
 	return buf.Bytes(), true
+}
+
+// spaceOutsideStrings reports whether raw, valid JSON, holds whitespace between its tokens.
+func spaceOutsideStrings(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r':
+			return true
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return false
 }
 
 // appendBytesMember appends an omitempty []byte member as encoding/json does: standard base64.
@@ -186,7 +206,7 @@ func sortedStringKeys(m map[string]string) []string {
 // (r then undefined) where b is not in the layout appendCheckpointRecord writes: no whitespace
 // between tokens, only the record's own member names, each once. A value that layout holds but
 // this parser does not read itself (a string with escapes or non-ASCII bytes, a null) is decoded
-// by json.Unmarshal alone; a raw value is checked with json.Valid. The caller then decodes b with
+// by json.Unmarshal alone; a raw value is checked with validJSON. The caller then decodes b with
 // json.Unmarshal, which also gives the error of a record that is not valid.
 func parseCheckpointRecord(b []byte, r *checkpointRecord) bool {
 	p := recordParser{b: b}
@@ -369,10 +389,10 @@ func (p *recordParser) strings(dst *[]string) bool {
 	return ok && json.Unmarshal(tok, dst) == nil
 }
 
-// raw reads a json.RawMessage member (a copy of the value, checked as JSON).
+// raw reads a json.RawMessage member (a copy of the value, checked as JSON by validJSON).
 func (p *recordParser) raw(dst *json.RawMessage) bool {
 	tok, ok := p.value()
-	if !ok || !json.Valid(tok) {
+	if !ok || !validJSON(tok) {
 		return false
 	}
 	if bytes.Equal(tok, []byte("null")) {
@@ -402,7 +422,7 @@ func (p *recordParser) base64(dst *[]byte) bool {
 
 // value steps over one JSON value and returns its bytes, without checking it beyond finding where
 // it ends: a string to its closing quote, an array or object to its matching bracket, anything
-// else to the next ',', '}' or ']'. Callers check the value (json.Unmarshal, json.Valid).
+// else to the next ',', '}' or ']'. Callers check the value (json.Unmarshal, validJSON).
 func (p *recordParser) value() ([]byte, bool) {
 	start, depth := p.i, 0
 	for p.i < len(p.b) {

@@ -193,3 +193,30 @@ func BenchmarkCheckpointCodec(b *testing.B) {
 		}
 	})
 }
+
+// TestValidJSONIsEncodingJSON checks validJSON against json.Valid, nesting far past
+// recursiveValidDepth included (encoding/json's validator then, which cannot exhaust the stack).
+func TestValidJSONIsEncodingJSON(t *testing.T) {
+	deep := strings.Repeat("[", 200_000) + strings.Repeat("]", 200_000)
+	inputs := []string{
+		`{"a":1}`, `[1,2.5e3,-0,"x\u00e9",true,null]`, `01`, `1.`, "\"\x01\"", `{"a":[}`, ` {} `, `"\ud800"`, "\"\xff\"",
+		`-`, `1e`, `{"a" :1 , "b":[ ] }`, `"\/"`, `"\q"`, "\t[]\n", `[1,]`, `{,}`, ``, ` `, `nul`, `truex`, `{"a":1}}`,
+		deep, deep[:len(deep)-1], strings.Repeat("[", recursiveValidDepth) + strings.Repeat("]", recursiveValidDepth),
+	}
+	for _, s := range inputs {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid %v", s, got, want)
+		}
+	}
+}
+
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"b",{"c":null}]}`, `[1,]`, `"\u12"`, `-0.5e+3`, "\"\xff\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
+		}
+	})
+}

@@ -3,8 +3,9 @@ package store
 import (
 	"crypto/sha256"
 	"fmt"
-	"github.com/stitchllm/stitch/internal/continuation"
 	"time"
+
+	"github.com/stitchllm/stitch/internal/continuation"
 )
 
 // ArtifactVersion is the version byte of the artifact encoding written by this

@@ -147,10 +147,10 @@ func appendRawMember(dst []byte, name string, raw json.RawMessage) ([]byte, bool
 // spaceOutsideStrings reports whether raw, valid JSON, holds whitespace between its tokens.
 func spaceOutsideStrings(raw []byte) bool {
 	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
-		case ' ', '\t', '\n', '\r':
+		switch c := raw[i]; {
+		case isSpace(c):
 			return true
-		case '"':
+		case c == '"':
 			for i++; i < len(raw) && raw[i] != '"'; i++ {
 				if raw[i] == '\\' {
 					i++
@@ -422,8 +422,20 @@ func (p *recordParser) base64(dst *[]byte) bool {
 
 // value steps over one JSON value and returns its bytes, without checking it beyond finding where
 // it ends: a string to its closing quote, an array or object to its matching bracket, anything
-// else to the next ',', '}' or ']'. Callers check the value (json.Unmarshal, validJSON).
+// else to the next ',', '}' or ']'. Callers check the value (json.Unmarshal, validJSON). A value
+// with whitespace around it is refused: json.Unmarshal leaves that out of a json.RawMessage.
 func (p *recordParser) value() ([]byte, bool) {
+	tok, ok := p.token()
+	if !ok || len(tok) == 0 || isSpace(tok[0]) || isSpace(tok[len(tok)-1]) {
+		return nil, false
+	}
+	return tok, true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// token is value without the whitespace check.
+func (p *recordParser) token() ([]byte, bool) {
 	start, depth := p.i, 0
 	for p.i < len(p.b) {
 		c := p.b[p.i]

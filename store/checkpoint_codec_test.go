@@ -220,3 +220,25 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseCheckpointRecord: whatever parseCheckpointRecord reads, json.Unmarshal reads alike.
+func FuzzParseCheckpointRecord(f *testing.F) {
+	for _, r := range codecRecords() {
+		if b, err := jsonRecord(f, &r); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got checkpointRecord
+		if !parseCheckpointRecord(b, &got) {
+			return
+		}
+		var want checkpointRecord
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("parsed %q, which json.Unmarshal rejects: %v", b, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("parse %q:\n got %+v\nwant %+v", b, got, want)
+		}
+	})
+}

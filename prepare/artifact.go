@@ -445,8 +445,11 @@ func (a *ArtifactEngine) audit(in *Input, text string, ids []uint32, fp [32]byte
 }
 
 // commit writes the artifact of a completed (or incomplete) response (Prompt.Commit). Failed
-// and cancelled responses never reach here, so they never advance an artifact.
-func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending *pendingArtifact, out Output) {
+// and cancelled responses never reach here, so they never advance an artifact. reused is the
+// prompt's leading ids taken from pending.base's (Prompt.Reused): every path that sets it builds
+// them as a copy of that artifact's ids (render's joinIDs, exact mode's history), so PutChild
+// need not compare them again (store.Artifact.SharedIDs).
+func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending *pendingArtifact, reused int, out Output) {
 	tenant := pending.tenant
 	// Digests are computed now rather than while preparing: only a continuation that misses the
 	// hot cache (another pod, an eviction) needs them.
@@ -462,6 +465,9 @@ func (a *ArtifactEngine) commit(ctx context.Context, responseID string, pending 
 			continue
 		}
 		art.ItemBounds = append(art.ItemBounds, store.ItemBound{Start: r.Start, End: r.End})
+	}
+	if pending.base != nil {
+		art.SharedIDs = reused
 	}
 	if err := a.opts.Store.PutChild(ctx, art, pending.base); err != nil {
 		a.opts.Metrics.writes.WithLabelValues("error").Inc()

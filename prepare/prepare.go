@@ -160,5 +160,5 @@ func (p *Prompt) Commit(ctx context.Context, responseID string, out Output) {
 	if p.pending == nil || p.engine == nil {
 		return
 	}
-	p.engine.commit(ctx, responseID, p.pending, out)
+	p.engine.commit(ctx, responseID, p.pending, p.Reused, out)
 }

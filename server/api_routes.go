@@ -80,7 +80,7 @@ func (s *Server) inputTokensBody(body []byte) ([]byte, error) {
 		return nil, badRequest("", "We could not parse the JSON body of your request; it must be a JSON object.")
 	}
 	root := gjson.ParseBytes(body)
-	if err := checkFields(objectOf(root), inputTokensFields); err != nil {
+	if err := checkFields(objectOf(root), inputTokensChecks); err != nil {
 		return nil, err
 	}
 	if m := root.Get("model"); (!m.Exists() || m.Type == gjson.Null) && len(s.opts.Models) == 1 {

@@ -193,18 +193,41 @@ var inputItemsFields = map[string]fieldRule{
 	"include": {answer: ignored},
 }
 
-// checkFields answers the ignored and rejected fields of a request body: a rejected field set to
-// anything but null or its no-op value is a 400 naming it; an ignored one must still be well-typed.
-func checkFields(root jsonObject, rules map[string]fieldRule) error {
+// checkedField is one ignored or rejected field of a rules table, with the body member it sits
+// under.
+type checkedField struct {
+	name, top string
+	rule      fieldRule
+}
+
+// checkedFields lists the ignored and rejected fields of rules in name order (sortedKeys), built
+// once per table rather than sorted again for every request.
+func checkedFields(rules map[string]fieldRule) []checkedField {
+	var out []checkedField
+	for _, name := range sortedKeys(rules) {
+		if rule := rules[name]; rule.answer != honoured {
+			top, _, _ := strings.Cut(name, ".")
+			out = append(out, checkedField{name: name, top: top, rule: rule})
+		}
+	}
+	return out
+}
+
+// The checked fields of createFields and inputTokensFields (checkFields).
+var (
+	createChecks      = checkedFields(createFields)
+	inputTokensChecks = checkedFields(inputTokensFields)
+)
+
+// checkFields answers the ignored and rejected fields of a request body (a table's checkedFields):
+// a rejected field set to anything but null or its no-op value is a 400 naming it; an ignored one
+// must still be well-typed.
+func checkFields(root jsonObject, checks []checkedField) error {
 	// The body's own members (jsonObject's index): most rules name fields a request does not send.
 	present := root.members
-	for _, name := range sortedKeys(rules) {
-		rule := rules[name]
-		if rule.answer == honoured {
-			continue
-		}
-		top, _, _ := strings.Cut(name, ".")
-		if _, ok := present[top]; !ok {
+	for _, f := range checks {
+		name, rule := f.name, f.rule
+		if _, ok := present[f.top]; !ok {
 			continue // absent, so is every member under it
 		}
 		v := root.Get(name)

@@ -100,7 +100,7 @@ func parseRequest(body []byte, lim limits, newID idSource) (*request, error) {
 	r.Model = model.Str
 
 	var err error
-	if err := checkFields(root, createFields); err != nil { // ignored and rejected fields (fields.go)
+	if err := checkFields(root, createChecks); err != nil { // ignored and rejected fields (fields.go)
 		return nil, err
 	}
 	if r.Logprobs, err = parseLogprobs(root); err != nil { // logprobs.go

@@ -3,8 +3,9 @@ package store
 import (
 	"crypto/sha256"
 	"fmt"
-	"github.com/stitchllm/stitch/internal/continuation"
 	"time"
+
+	"github.com/stitchllm/stitch/internal/continuation"
 )
 
 // ArtifactVersion is the version byte of the artifact encoding written by this
@@ -110,6 +111,12 @@ type Artifact struct {
 	// to re-base at a snapshot); the encoding ignores it and nothing read
 	// through it is trusted without its own MAC.
 	Chain []string
+	// SharedIDs is a producer's hint to PutChild: how many leading ids (of
+	// PromptIDs ++ GeneratedIDs) it copied from the parent's (a continuation's
+	// reused prefix), which PutChild then does not compare again (a long
+	// conversation's prompt ids, when they do not share the parent's array).
+	// Zero compares every id. It is spot-checked, never stored nor read back.
+	SharedIDs int
 }
 
 // validate checks the structural invariants documented on Artifact. Encoding

@@ -150,13 +150,37 @@ func commonBounds(a, b []Boundary) int {
 // linkOn is the link storing a as what it adds to base: nil when that would
 // not save at least half of a's ids (a snapshot is better).
 func linkOn(a, base *Artifact) *link {
-	k := commonIDs(a.PromptIDs, a.GeneratedIDs, base.PromptIDs, base.GeneratedIDs)
+	n := sharedHint(a, base)
+	a1, a2 := idsFrom(a.PromptIDs, a.GeneratedIDs, n)
+	b1, b2 := idsFrom(base.PromptIDs, base.GeneratedIDs, n)
+	k := n + commonIDs(a1, a2, b1, b2)
 	if 2*k < len(a.PromptIDs)+len(a.GeneratedIDs) || k == 0 {
 		return nil
 	}
 	return &link{a: a, base: base.ResponseID, baseLen: len(base.PromptIDs) + len(base.GeneratedIDs),
 		baseDigest: base.PromptTextDigest, reuseIDs: k, reuseBounds: commonBounds(a.Boundaries, base.Boundaries),
 		promptLen: len(a.PromptIDs)}
+}
+
+// sharedHint is a.SharedIDs, the ids a's producer copied from base's, within
+// both artifacts' ids, or 0 when a spot check finds it wrong: the first, the
+// middle and the last of those ids must equal base's.
+func sharedHint(a, base *Artifact) int {
+	n := min(max(a.SharedIDs, 0), len(a.PromptIDs)+len(a.GeneratedIDs), len(base.PromptIDs)+len(base.GeneratedIDs))
+	for _, i := range [...]int{0, n / 2, n - 1} {
+		if n > 0 && idAt(a, i) != idAt(base, i) {
+			return 0
+		}
+	}
+	return n
+}
+
+// idAt is (a.PromptIDs ++ a.GeneratedIDs)[i].
+func idAt(a *Artifact, i int) uint32 {
+	if i < len(a.PromptIDs) {
+		return a.PromptIDs[i]
+	}
+	return a.GeneratedIDs[i-len(a.PromptIDs)]
 }
 
 // sharedIDs carries, up a walkUp, how many ids and boundaries the artifact

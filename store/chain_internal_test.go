@@ -161,6 +161,45 @@ func TestCommonPrefixBlocks(t *testing.T) {
 	}
 }
 
+// TestLinkOnSharedHint: a producer's SharedIDs within what a and its base share gives the link a
+// full compare gives; one past it that the spot checks catch, or out of range, is not used. (A
+// wrong hint the spot checks miss is stored as given: producers set it only for ids they copied.)
+func TestLinkOnSharedHint(t *testing.T) {
+	ids := make([]uint32, 6000)
+	for i := range ids {
+		ids[i] = uint32(i*7 + 1)
+	}
+	base := &Artifact{ResponseID: "resp_base", PromptIDs: ids[:4000:4000], GeneratedIDs: ids[4000:4300:4300]}
+	edited := append([]uint32(nil), ids[:5000]...)
+	edited[3000]++ // a re-render that changed the previous prompt from id 3000 on
+	editedMid := append([]uint32(nil), ids[:5000]...)
+	editedMid[2150]++ // at the middle of the base's ids
+	for _, tc := range []struct {
+		name   string
+		prompt []uint32
+		hint   int
+		want   int // the link's reused ids
+	}{
+		{"no hint", ids[:5000], 0, 4300},
+		{"exact hint", ids[:5000], 4300, 4300},
+		{"hint below", ids[:5000], 1234, 4300},
+		{"hint past the base", ids[:5000], 4301, 4300},
+		{"hint past both", ids[:5000], 1 << 30, 4300},
+		{"negative hint", ids[:5000], -5, 4300},
+		{"edited, hint within", edited, 2999, 3000},
+		{"edited, hint past the edit (last id differs)", edited, 3001, 3000},
+		{"edited, hint far past the edit (middle id differs)", editedMid[:4300], 6000, 2150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Artifact{ResponseID: "resp_a", PromptIDs: tc.prompt, SharedIDs: tc.hint}
+			l := linkOn(a, base)
+			if l == nil || l.reuseIDs != tc.want {
+				t.Fatalf("linkOn = %+v, want %d reused ids", l, tc.want)
+			}
+		})
+	}
+}
+
 // TestRebaseEditedChains: conversations whose turns keep only part of the turn before (a
 // canonical re-render that changes the previous prompt's tail), branch from random earlier turns
 // and continue from what Get returns as often as from what PutChild left, so that re-basings

@@ -135,6 +135,11 @@ func encodeCheckpoint(cp *Checkpoint) ([]byte, error) {
 	}
 	// No HTML escaping: Response and Request come back byte-for-byte when
 	// they are compact JSON (the encoder compacts json.RawMessage fields).
+	// appendCheckpointRecord writes encoding/json's bytes without reflection
+	// (checkpoint_codec.go); what it leaves, encoding/json encodes.
+	if b, ok := appendCheckpointRecord(make([]byte, 0, checkpointSizeHint(&r)), &r); ok {
+		return b, nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -146,8 +151,11 @@ func encodeCheckpoint(cp *Checkpoint) ([]byte, error) {
 
 func decodeCheckpoint(b []byte) (*Checkpoint, error) {
 	var r checkpointRecord
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("decode checkpoint: %v: %w", err, ErrInvalid)
+	if !parseCheckpointRecord(b, &r) { // the layout encodeCheckpoint writes (checkpoint_codec.go)
+		r = checkpointRecord{}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("decode checkpoint: %v: %w", err, ErrInvalid)
+		}
 	}
 	if r.V != checkpointRecordVersion {
 		return nil, fmt.Errorf("decode checkpoint %q: record version %d: %w", r.ID, r.V, ErrInvalid)

@@ -7,6 +7,10 @@ import (
 	"encoding/json"
 	"slices"
 	"sync/atomic"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/stitchllm/stitch/internal/jsonlimit"
 )
 
 // Checkpoints is the checkpoint contract: the durable response store the
@@ -157,6 +161,22 @@ func divert(cp *Checkpoint, items []Item, renamed map[int]string) (*Checkpoint, 
 }
 
 // validItemData reports whether stored item bytes may be returned: valid
-// JSON (encoding/json's validator is iterative, so deep nesting cannot
-// exhaust the stack).
-func validItemData(b []byte) bool { return len(b) > 0 && json.Valid(b) }
+// JSON (validJSON).
+func validItemData(b []byte) bool { return len(b) > 0 && validJSON(b) }
+
+// recursiveValidDepth is the nesting up to which validJSON uses gjson's
+// recursive validator: a few thousand stack frames at most.
+const recursiveValidDepth = 1000
+
+// validJSON reports whether b is valid JSON, as json.Valid does. gjson's
+// validator accepts the same inputs about four times faster, every item of a
+// turn being checked as it is stored and read; it recurses once per level of
+// nesting, so input nested deeper than recursiveValidDepth (which no stitch
+// item is, but stored bytes may be anything) goes to encoding/json's, which
+// is iterative and cannot exhaust the stack.
+func validJSON(b []byte) bool {
+	if jsonlimit.CheckDepth(b, recursiveValidDepth) != nil {
+		return json.Valid(b)
+	}
+	return gjson.ValidBytes(b)
+}

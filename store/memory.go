@@ -39,9 +39,12 @@ func (m *Memory) PutResponse(ctx context.Context, cp *Checkpoint, items []Item) 
 	if m.tombstones[localKey(cp.Tenant, cp.ID)] {
 		return fmt.Errorf("put response %q: %w", cp.ID, ErrDeleted)
 	}
-	renamed := map[int]string{}
+	var renamed map[int]string // made for the first item diverted: most turns have none
 	for i, it := range items {
 		if cur, ok := m.items[localKey(cp.Tenant, it.ID)]; ok && !bytes.Equal(cur, it.Data) {
+			if renamed == nil {
+				renamed = map[int]string{}
+			}
 			renamed[i] = divertedID(it.ID, it.Data)
 		}
 	}
@@ -68,9 +71,9 @@ func (m *Memory) PutResponseHistory(ctx context.Context, cp *Checkpoint, items, 
 // GetResponse returns a fresh copy of the checkpoint, or ErrNotFound
 // (ErrDeleted after a delete).
 func (m *Memory) GetResponse(ctx context.Context, tenant, id string) (*Checkpoint, error) {
-	op := fmt.Sprintf("get response %q", truncate(id))
+	op := func() string { return fmt.Sprintf("get response %q", truncate(id)) } // for errors only
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op(), err)
 	}
 	k := localKey(tenant, id)
 	m.mu.RLock()
@@ -79,16 +82,16 @@ func (m *Memory) GetResponse(ctx context.Context, tenant, id string) (*Checkpoin
 	m.mu.RUnlock()
 	switch {
 	case checkKey(tenant, id) != nil:
-		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", op(), ErrNotFound)
 	case deleted:
-		return nil, fmt.Errorf("%s: %w", op, ErrDeleted)
+		return nil, fmt.Errorf("%s: %w", op(), ErrDeleted)
 	case !ok:
-		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", op(), ErrNotFound)
 	}
 	cp, err := decodeCheckpoint(rec)
 	if err != nil {
 		m.counters.corrupt.Add(1)
-		return nil, corrupt(op, err)
+		return nil, corrupt(op(), err)
 	}
 	return cp, nil
 }

@@ -38,24 +38,27 @@ func NewRedisArtifacts(c redis.UniversalClient, opts RedisArtifactsOptions) *Red
 // Get returns the sealed bytes for tenant and id, ErrNotFound, or an error
 // wrapping ErrUnavailable (or ctx.Err()) when Redis cannot answer in time.
 func (r *RedisArtifacts) Get(ctx context.Context, tenant, id string) ([]byte, error) {
-	op := fmt.Sprintf("L2 get artifact %q", truncate(id))
+	op := func() string { return fmt.Sprintf("L2 get artifact %q", truncate(id)) } // for errors only
 	if checkKey(tenant, id) != nil {
-		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", op(), ErrNotFound)
 	}
 	b, err := r.c.Get(ctx, redisKey(r.prefix, tenant, "art", id)).Bytes()
 	if err != nil {
-		return nil, redisErr(ctx, op, err)
+		return nil, redisErr(ctx, op(), err)
 	}
 	return b, nil
 }
 
 // Set stores sealed under tenant and id for ttl (which must be positive).
 func (r *RedisArtifacts) Set(ctx context.Context, tenant, id string, sealed []byte, ttl time.Duration) error {
-	op := fmt.Sprintf("L2 set artifact %q", truncate(id))
+	op := func() string { return fmt.Sprintf("L2 set artifact %q", truncate(id)) } // for errors only
 	if err := checkArtifactPut(tenant, id, ttl); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w", op(), err)
 	}
-	return redisErr(ctx, op, r.c.Set(ctx, redisKey(r.prefix, tenant, "art", id), sealed, ttl).Err())
+	if err := r.c.Set(ctx, redisKey(r.prefix, tenant, "art", id), sealed, ttl).Err(); err != nil {
+		return redisErr(ctx, op(), err)
+	}
+	return nil
 }
 
 // SetMany stores tenant's entries in one pipelined round trip (PortableBatch). Each entry is

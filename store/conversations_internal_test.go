@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stitchllm/stitch/store/redistest"
 	"testing"
 	"time"
+
+	"github.com/stitchllm/stitch/store/redistest"
 )
 
 // countingRecords counts the keys each update writes or refreshes.

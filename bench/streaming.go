@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +53,10 @@ type StreamingOptions struct {
 	Levels []int
 	// SweepTokens is the answer length in the sweep. Default 200.
 	SweepTokens int
+	// ProfileDir, when set, receives streaming-stitch.pprof and streaming-reverse-proxy.pprof:
+	// CPU profiles of profileStreamReps more streams of the CPU comparison through each proxy, taken after
+	// it (untimed).
+	ProfileDir string
 }
 
 // StreamingResult is the proxy's streaming cost.
@@ -264,6 +271,44 @@ func compareCPU(ctx context.Context, o StreamingOptions, w Workload, st *streamS
 	res.ProxyCPURatio = percentile(ratios, 50)
 	res.ProxyReads, res.ReverseProxyReads = int(percentile(stitchReads, 50)), int(percentile(rpReads, 50))
 	res.ProxyStreamTokens, res.ReverseProxyStreamTokens = int(percentile(stitchTokens, 50)), int(percentile(rpTokens, 50))
+	if o.ProfileDir == "" {
+		return nil
+	}
+	if err := profileStreams(ctx, filepath.Join(o.ProfileDir, "streaming-stitch.pprof"), client, proxyURL+"/v1/responses", responsesBody(w.Model, o.CPUTokens)); err != nil {
+		return err
+	}
+	return profileStreams(ctx, filepath.Join(o.ProfileDir, "streaming-reverse-proxy.pprof"), client, rpURL+"/v1/completions", completions)
+}
+
+// profileStreamReps is how many streams a streaming CPU profile covers.
+const profileStreamReps = 200
+
+// profileStreams writes a CPU profile of profileStreamReps streams of body posted to url.
+func profileStreams(ctx context.Context, path string, c *http.Client, url, body string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	runtime.GC()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	for range profileStreamReps {
+		if _, _, err = drainStream(ctx, c, url, body); err != nil {
+			break
+		}
+	}
+	pprof.StopCPUProfile()
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", path, cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
 	return nil
 }
 

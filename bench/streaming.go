@@ -49,6 +49,11 @@ type StreamingOptions struct {
 	// with the machine's load as well: 60 pairs a run spread 1.01–1.52× over four runs, as 20
 	// did (1.30–1.58×), so more pairs do not narrow it.
 	CPUReps int
+	// CPUPace is the simulator's time between tokens in a second, paced CPU comparison (half as
+	// many pairs): one token per read and write, as vLLM sends them, where the first comparison's
+	// unpaced simulator lets a read carry as many tokens as scheduling piles up. Default 50µs;
+	// negative: no paced comparison.
+	CPUPace time.Duration
 	// Decode is the simulator's time between tokens in the concurrency sweep. Default 20ms.
 	Decode time.Duration
 	// Bound is the p99 gap between tokens (client side) a concurrency level must stay under.
@@ -99,6 +104,15 @@ type StreamingResult struct {
 	ProxyCPURatioP25          float64 `json:"proxy_cpu_ratio_p25"`
 	ProxyCPURatioP75          float64 `json:"proxy_cpu_ratio_p75"`
 	CPUReps                   int     `json:"cpu_reps"`
+	// PacedCPUUS is the simulator's time between tokens in the paced comparison (0: none), and
+	// the Paced fields that comparison's figures, as the unpaced ones above.
+	PacedCPUUS                     float64 `json:"paced_cpu_us,omitempty"`
+	PacedProxyCPUUSPerToken        float64 `json:"paced_proxy_cpu_us_per_token,omitempty"`
+	PacedReverseProxyCPUUSPerToken float64 `json:"paced_reverse_proxy_cpu_us_per_token,omitempty"`
+	PacedProxyCPURatio             float64 `json:"paced_proxy_cpu_ratio,omitempty"`
+	PacedProxyCPURatioP25          float64 `json:"paced_proxy_cpu_ratio_p25,omitempty"`
+	PacedProxyCPURatioP75          float64 `json:"paced_proxy_cpu_ratio_p75,omitempty"`
+	PacedCPUReps                   int     `json:"paced_cpu_reps,omitempty"`
 	// ProxyReads and ReverseProxyReads are the client's reads that returned data, median per
 	// stream: about one per flush of the proxy.
 	ProxyReads        int `json:"proxy_client_reads"`
@@ -139,6 +153,9 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	}
 	if o.CPUTokens <= 0 {
 		o.CPUTokens = 8000
+	}
+	if o.CPUPace == 0 {
+		o.CPUPace = 50 * time.Microsecond
 	}
 	if o.Decode <= 0 {
 		o.Decode = 20 * time.Millisecond
@@ -184,6 +201,18 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	err = withStack(ctx, o, cw, func(st *streamStack) error { return compareCPU(ctx, o, cw, st, res) })
 	if err != nil {
 		return nil, err
+	}
+	if o.CPUPace > 0 {
+		po, pw := o, cw
+		po.CPUReps, po.ProfileDir, pw.DecodePerToken = max(o.CPUReps/2, 1), "", o.CPUPace
+		var paced StreamingResult
+		err = withStack(ctx, po, pw, func(st *streamStack) error { return compareCPU(ctx, po, pw, st, &paced) })
+		if err != nil {
+			return nil, fmt.Errorf("paced: %w", err)
+		}
+		res.PacedCPUUS, res.PacedCPUReps = float64(o.CPUPace.Nanoseconds())/1000, paced.CPUReps
+		res.PacedProxyCPUUSPerToken, res.PacedReverseProxyCPUUSPerToken = paced.ProxyCPUUSPerToken, paced.ReverseProxyCPUUSPerToken
+		res.PacedProxyCPURatio, res.PacedProxyCPURatioP25, res.PacedProxyCPURatioP75 = paced.ProxyCPURatio, paced.ProxyCPURatioP25, paced.ProxyCPURatioP75
 	}
 
 	w.DecodePerToken, w.OutputLen = o.Decode, o.SweepTokens

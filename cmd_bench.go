@@ -54,7 +54,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 	fs.BoolVar(&f.noStreaming, "no-streaming", false, "skip the streaming overhead and concurrency sweep")
 	fs.Float64Var(&f.auditRate, "audit-rate", 0.01, "artifact audit rate during the workload (stitch serve's default)")
 	fs.IntVar(&f.prepReps, "prep-reps", 5, "warm repetitions of each sampled turn's preparation, after one cold")
-	fs.StringVar(&f.profileDir, "profile-dir", "", "`directory` for a CPU profile per mode of its 100k-token turns sent again whole (turn-<mode>.pprof; go tool pprof reads them)")
+	fs.StringVar(&f.profileDir, "profile-dir", "", "`directory` for a CPU profile per mode of its 100k-token turns sent again whole (turn-<mode>.pprof) and of streams through stitch and a reverse proxy (streaming-stitch.pprof, streaming-reverse-proxy.pprof); go tool pprof reads them")
 	fs.IntVar(&f.fleet, "fleet", 0, "also run the fleet comparison on `N` simulated replicas behind a router scoring with llm-d-kv-cache's KV-block index fed by their KV events: policies round_robin, precise_prefix (gateway: stitch → router), sidecar_render (router → stitch via /v1/responses/render) and session_affinity, each in the modes given (0: no fleet run)")
 	fs.StringVar(&f.fleetPolicies, "fleet-policies", strings.Join(bench.FleetPolicies, ","), "with --fleet: comma-separated `policies` to compare")
 	fs.BoolVar(&f.fleetOnly, "fleet-only", false, "with --fleet: skip the single-replica comparison and the streaming measurement")
@@ -208,7 +208,7 @@ func runBench(ctx context.Context, env cliEnv, args []string) error {
 		}
 	}
 	if !f.noStreaming && f.target == "" {
-		so := bench.StreamingOptions{Model: opts.Model, Sim: opts.Sim, Workload: w}
+		so := bench.StreamingOptions{Model: opts.Model, Sim: opts.Sim, Workload: w, ProfileDir: f.profileDir}
 		if f.quick {
 			so.Tokens, so.Reps, so.Levels = 1000, 5, []int{1, 8, 32}
 		}

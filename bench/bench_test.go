@@ -274,6 +274,9 @@ func TestMeasureStreamingTiny(t *testing.T) {
 	if res.ProxyReads < 1 || res.ReverseProxyReads < 1 {
 		t.Errorf("client reads %d / %d", res.ProxyReads, res.ReverseProxyReads)
 	}
+	if res.PacedCPUReps != 1 || res.PacedCPUUS != 50 || res.PacedProxyCPURatio <= 0 {
+		t.Errorf("paced comparison: %d pairs at %g µs/token, ratio %g", res.PacedCPUReps, res.PacedCPUUS, res.PacedProxyCPURatio)
+	}
 	if res.ProxyStreamTokens < 1 || res.ProxyStreamTokens != res.ReverseProxyStreamTokens {
 		t.Errorf("stream tokens %d through stitch, %d through the reverse proxy: not the same stream", res.ProxyStreamTokens, res.ReverseProxyStreamTokens)
 	}

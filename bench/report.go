@@ -121,8 +121,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "\nstreaming: %.2f µs/token through the proxy vs %.2f direct (overhead %.2f µs/token, %d tokens)\n",
 			s.ProxyUSPerToken, s.DirectUSPerToken, s.OverheadUSPerToken, s.Tokens)
 		if s.CPUReps > 0 {
-			fmt.Fprintf(w, "streaming CPU: %.2f µs/token through stitch vs %.2f through a plain reverse proxy (%.2f×; %d pairs of %d-token streams; client reads per stream %d vs %d)\n",
-				s.ProxyCPUUSPerToken, s.ReverseProxyCPUUSPerToken, s.ProxyCPURatio, s.CPUReps, s.ProxyStreamTokens, s.ProxyReads, s.ReverseProxyReads)
+			fmt.Fprintf(w, "streaming CPU: %.2f µs/token through stitch vs %.2f through a plain reverse proxy (%.2f×, pairs' quartiles %.2f–%.2f×; %d pairs of %d-token streams; client reads per stream %d vs %d)\n",
+				s.ProxyCPUUSPerToken, s.ReverseProxyCPUUSPerToken, s.ProxyCPURatio, s.ProxyCPURatioP25, s.ProxyCPURatioP75, s.CPUReps, s.ProxyStreamTokens, s.ProxyReads, s.ReverseProxyReads)
+		}
+		if s.PacedCPUReps > 0 {
+			fmt.Fprintf(w, "streaming CPU, simulator paced at %.0f µs/token: %.2f µs/token through stitch vs %.2f through the reverse proxy (%.2f×, pairs' quartiles %.2f–%.2f×; %d pairs)\n",
+				s.PacedCPUUS, s.PacedProxyCPUUSPerToken, s.PacedReverseProxyCPUUSPerToken, s.PacedProxyCPURatio, s.PacedProxyCPURatioP25, s.PacedProxyCPURatioP75, s.PacedCPUReps)
 		}
 		fmt.Fprintf(w, "concurrency (p99 gap between tokens, bound %.0f ms, decode %.0f ms/token):", s.BoundMS, s.DecodeMS)
 		for _, l := range s.Levels {

@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,9 +41,19 @@ type StreamingOptions struct {
 	// not pass for streaming cost. Default 8000.
 	CPUTokens int
 	// CPUReps is how many interleaved stitch / reverse-proxy stream pairs the CPU comparison
-	// takes the medians of. Default 4×Reps: on a shared 2-core machine a pair's ratio spreads
-	// over ±30 %, and the median of 10 pairs still moved by ±0.2 between runs.
+	// takes the medians of. Default 4×Reps. On a shared 2-core machine a pair's ratio spreads
+	// over about 1.0–1.8 (quartiles): either proxy's CPU per token is mostly its rounds (a wait
+	// for upstream, a read, a write to the client: syscalls and the runtime's wake-ups, 10–50 µs
+	// each), and how many tokens a round carries follows the scheduling of the simulator, the
+	// proxy and the client (40 to 800 rounds for the same 4,366-token stream). Whole runs move
+	// with the machine's load as well: 60 pairs a run spread 1.01–1.52× over four runs, as 20
+	// did (1.30–1.58×), so more pairs do not narrow it.
 	CPUReps int
+	// CPUPace is the simulator's time between tokens in a second, paced CPU comparison (half as
+	// many pairs): one token per read and write, as vLLM sends them, where the first comparison's
+	// unpaced simulator lets a read carry as many tokens as scheduling piles up. Default 50µs;
+	// negative: no paced comparison.
+	CPUPace time.Duration
 	// Decode is the simulator's time between tokens in the concurrency sweep. Default 20ms.
 	Decode time.Duration
 	// Bound is the p99 gap between tokens (client side) a concurrency level must stay under.
@@ -50,6 +63,10 @@ type StreamingOptions struct {
 	Levels []int
 	// SweepTokens is the answer length in the sweep. Default 200.
 	SweepTokens int
+	// ProfileDir, when set, receives streaming-stitch.pprof and streaming-reverse-proxy.pprof:
+	// CPU profiles of profileStreamReps more streams of the CPU comparison through each proxy, taken after
+	// it (untimed).
+	ProfileDir string
 }
 
 // StreamingResult is the proxy's streaming cost.
@@ -78,12 +95,24 @@ type StreamingResult struct {
 	// plain httputil.ReverseProxy in front of the same simulator, streams of the two taken in turn
 	// (CPUReps pairs, medians). ProxyCPURatio is the median over the pairs of stitch's CPU over the
 	// reverse proxy's (issue 20 wants ≤ 1.5): streams taken back to back see the same machine, so
-	// the ratio is steadier on a shared machine than either figure. Both include the simulator's CPU when it runs in process
+	// the ratio is steadier on a shared machine than either figure. ProxyCPURatioP25 and P75 are
+	// the pairs' quartiles: how far single pairs spread. Both include the simulator's CPU when it runs in process
 	// (SimInProcess).
 	ProxyCPUUSPerToken        float64 `json:"proxy_cpu_us_per_token"`
 	ReverseProxyCPUUSPerToken float64 `json:"reverse_proxy_cpu_us_per_token"`
 	ProxyCPURatio             float64 `json:"proxy_cpu_ratio"`
+	ProxyCPURatioP25          float64 `json:"proxy_cpu_ratio_p25"`
+	ProxyCPURatioP75          float64 `json:"proxy_cpu_ratio_p75"`
 	CPUReps                   int     `json:"cpu_reps"`
+	// PacedCPUUS is the simulator's time between tokens in the paced comparison (0: none), and
+	// the Paced fields that comparison's figures, as the unpaced ones above.
+	PacedCPUUS                     float64 `json:"paced_cpu_us,omitempty"`
+	PacedProxyCPUUSPerToken        float64 `json:"paced_proxy_cpu_us_per_token,omitempty"`
+	PacedReverseProxyCPUUSPerToken float64 `json:"paced_reverse_proxy_cpu_us_per_token,omitempty"`
+	PacedProxyCPURatio             float64 `json:"paced_proxy_cpu_ratio,omitempty"`
+	PacedProxyCPURatioP25          float64 `json:"paced_proxy_cpu_ratio_p25,omitempty"`
+	PacedProxyCPURatioP75          float64 `json:"paced_proxy_cpu_ratio_p75,omitempty"`
+	PacedCPUReps                   int     `json:"paced_cpu_reps,omitempty"`
 	// ProxyReads and ReverseProxyReads are the client's reads that returned data, median per
 	// stream: about one per flush of the proxy.
 	ProxyReads        int `json:"proxy_client_reads"`
@@ -124,6 +153,9 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	}
 	if o.CPUTokens <= 0 {
 		o.CPUTokens = 8000
+	}
+	if o.CPUPace == 0 {
+		o.CPUPace = 50 * time.Microsecond
 	}
 	if o.Decode <= 0 {
 		o.Decode = 20 * time.Millisecond
@@ -169,6 +201,18 @@ func MeasureStreaming(ctx context.Context, o StreamingOptions) (*StreamingResult
 	err = withStack(ctx, o, cw, func(st *streamStack) error { return compareCPU(ctx, o, cw, st, res) })
 	if err != nil {
 		return nil, err
+	}
+	if o.CPUPace > 0 {
+		po, pw := o, cw
+		po.CPUReps, po.ProfileDir, pw.DecodePerToken = max(o.CPUReps/2, 1), "", o.CPUPace
+		var paced StreamingResult
+		err = withStack(ctx, po, pw, func(st *streamStack) error { return compareCPU(ctx, po, pw, st, &paced) })
+		if err != nil {
+			return nil, fmt.Errorf("paced: %w", err)
+		}
+		res.PacedCPUUS, res.PacedCPUReps = float64(o.CPUPace.Nanoseconds())/1000, paced.CPUReps
+		res.PacedProxyCPUUSPerToken, res.PacedReverseProxyCPUUSPerToken = paced.ProxyCPUUSPerToken, paced.ReverseProxyCPUUSPerToken
+		res.PacedProxyCPURatio, res.PacedProxyCPURatioP25, res.PacedProxyCPURatioP75 = paced.ProxyCPURatio, paced.ProxyCPURatioP25, paced.ProxyCPURatioP75
 	}
 
 	w.DecodePerToken, w.OutputLen = o.Decode, o.SweepTokens
@@ -239,19 +283,37 @@ func compareCPU(ctx context.Context, o StreamingOptions, w Workload, st *streamS
 	}
 	var stitchCPU, rpCPU []float64
 	var stitchReads, rpReads, stitchTokens, rpTokens []float64
-	for range o.CPUReps {
+	viaStitch := func() error {
 		cpu, n, reads, err := streamCPU(ctx, client, proxyURL+"/v1/responses", responsesBody(w.Model, o.CPUTokens))
 		if err != nil {
 			return fmt.Errorf("proxied stream: %w", err)
 		}
 		stitchCPU = append(stitchCPU, float64(cpu.Nanoseconds())/1000/float64(max(n, 1)))
 		stitchReads, stitchTokens = append(stitchReads, float64(reads)), append(stitchTokens, float64(n))
-		cpu, n, reads, err = streamCPU(ctx, client, rpURL+"/v1/completions", completions)
+		return nil
+	}
+	viaReverseProxy := func() error {
+		cpu, n, reads, err := streamCPU(ctx, client, rpURL+"/v1/completions", completions)
 		if err != nil {
 			return fmt.Errorf("reverse-proxied stream (pair %d, %d reads): %w", len(rpCPU), reads, err)
 		}
 		rpCPU = append(rpCPU, float64(cpu.Nanoseconds())/1000/float64(max(n, 1)))
 		rpReads, rpTokens = append(rpReads, float64(reads)), append(rpTokens, float64(n))
+		return nil
+	}
+	for i := range o.CPUReps {
+		// Each pair's order alternates (stitch first, then the reverse proxy first), so neither
+		// side always runs just after the other's stream or in the same place of a pair.
+		first, second := viaStitch, viaReverseProxy
+		if i%2 == 1 {
+			first, second = viaReverseProxy, viaStitch
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
 	}
 	res.CPUReps = o.CPUReps
 	res.ProxyCPUUSPerToken, res.ReverseProxyCPUUSPerToken = percentile(stitchCPU, 50), percentile(rpCPU, 50)
@@ -262,8 +324,47 @@ func compareCPU(ctx context.Context, o StreamingOptions, w Workload, st *streamS
 		}
 	}
 	res.ProxyCPURatio = percentile(ratios, 50)
+	res.ProxyCPURatioP25, res.ProxyCPURatioP75 = percentile(ratios, 25), percentile(ratios, 75)
 	res.ProxyReads, res.ReverseProxyReads = int(percentile(stitchReads, 50)), int(percentile(rpReads, 50))
 	res.ProxyStreamTokens, res.ReverseProxyStreamTokens = int(percentile(stitchTokens, 50)), int(percentile(rpTokens, 50))
+	if o.ProfileDir == "" {
+		return nil
+	}
+	if err := profileStreams(ctx, filepath.Join(o.ProfileDir, "streaming-stitch.pprof"), client, proxyURL+"/v1/responses", responsesBody(w.Model, o.CPUTokens)); err != nil {
+		return err
+	}
+	return profileStreams(ctx, filepath.Join(o.ProfileDir, "streaming-reverse-proxy.pprof"), client, rpURL+"/v1/completions", completions)
+}
+
+// profileStreamReps is how many streams a streaming CPU profile covers.
+const profileStreamReps = 200
+
+// profileStreams writes a CPU profile of profileStreamReps streams of body posted to url.
+func profileStreams(ctx context.Context, path string, c *http.Client, url, body string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	runtime.GC()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	for range profileStreamReps {
+		if _, _, err = drainStream(ctx, c, url, body); err != nil {
+			break
+		}
+	}
+	pprof.StopCPUProfile()
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", path, cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
 	return nil
 }
 

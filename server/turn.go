@@ -214,6 +214,9 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 			return fmt.Errorf("resolve item reference %s: %w", id, err)
 		}
 		t.req.Input[i] = items[0].Data
+		if len(t.req.InputIDs) == len(t.req.Input) {
+			t.req.InputIDs[i] = itemID(items[0].Data) // stored under id, and so holding it; read, not assumed
+		}
 	}
 	return nil
 }
@@ -608,8 +611,8 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 	outItems := out.items()
 	items := make([]store.Item, 0, len(t.req.Input)+len(outItems))
 	inIDs := make([]string, 0, len(t.req.Input))
-	for _, raw := range t.req.Input {
-		id := itemID(raw)
+	for i, raw := range t.req.Input {
+		id := t.req.inputID(i)
 		inIDs = append(inIDs, id)
 		items = append(items, store.Item{ID: id, Data: raw})
 	}

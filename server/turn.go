@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -675,8 +674,11 @@ func nextHistory(t *turn, conv []string, outItems []store.Item) *prepare.History
 	if len(items) != len(conv) {
 		return nil
 	}
+	// t.calls is this turn's own (plan cloned a held state), and nothing reads it after this
+	// (which runs once, after the checkpoint is stored): the next turn's state is built on it
+	// instead of on a copy of its map. Dropped here, so that it is handed over once.
 	calls := t.calls.kept()
-	calls.answered = maps.Clone(calls.answered) // t.calls stays this turn's (a retried persist)
+	t.calls = nil
 	calls.scan(outData, false)
 	return &prepare.History{IDs: conv, Items: items, Derived: calls, DerivedBytes: calls.bytes()}
 }

@@ -108,9 +108,9 @@ func (s *Server) loadConversation(ctx context.Context, t *turn) error {
 	if max := s.convs.MaxItems(); max > 0 && len(c.ItemIDs)+len(t.req.Input) > max {
 		return badRequest("conversation", "Conversation '%s' holds %d items; %d more input items exceed the limit of %d items per conversation.", id, len(c.ItemIDs), len(t.req.Input), max)
 	}
-	for i, raw := range t.req.Input {
-		if slices.Contains(c.ItemIDs, itemID(raw)) {
-			return badRequest(fmt.Sprintf("input[%d].id", i), "Item with id '%s' is already in conversation '%s'.", itemID(raw), id)
+	for i := range t.req.Input {
+		if inID := t.req.inputID(i); slices.Contains(c.ItemIDs, inID) {
+			return badRequest(fmt.Sprintf("input[%d].id", i), "Item with id '%s' is already in conversation '%s'.", inID, id)
 		}
 	}
 	t.conv = c
@@ -138,8 +138,8 @@ func (s *Server) appendConversation(ctx context.Context, t *turn, out *output, s
 		return
 	}
 	items := make([]store.Item, 0, len(t.req.Input)+4)
-	for _, raw := range t.req.Input {
-		items = append(items, store.Item{ID: itemID(raw), Data: raw})
+	for i, raw := range t.req.Input {
+		items = append(items, store.Item{ID: t.req.inputID(i), Data: raw})
 	}
 	items = append(items, out.items()...)
 	parent := ""

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -49,6 +50,7 @@ func TestToolCallsKept(t *testing.T) {
 				t.Errorf("after %d turns, input %d: kept state says %s, a scan of the conversation %s", ti, ii, got, want)
 			}
 		}
+		held, heldOrder := maps.Clone(kept.answered), slices.Clone(kept.order)
 		tc := kept.clone()
 		if err := tc.check(tr[0]); err != nil {
 			t.Fatalf("turn %d refused: %v", ti, err)
@@ -68,6 +70,9 @@ func TestToolCallsKept(t *testing.T) {
 		h := nextHistory(tt, conv, outItems)
 		if h == nil || len(h.Items) != len(conv) {
 			t.Fatalf("turn %d: no history kept", ti)
+		}
+		if !maps.Equal(kept.answered, held) || !slices.Equal(kept.order, heldOrder) {
+			t.Fatalf("turn %d changed the state held for the turn before it", ti)
 		}
 		stored, ids, kept = h.Items, h.IDs, h.Derived.(*toolCalls)
 	}

@@ -147,7 +147,7 @@ func (s *Server) checkInputBudget(t *turn) error {
 		}
 	}
 	for _, raw := range t.req.Input {
-		n += renderedTextBytes(gjson.ParseBytes(raw))
+		n += renderedTextBytes(raw)
 		if n > limit {
 			return tooLong("input")
 		}
@@ -186,34 +186,6 @@ func toolTextBytes(tools json.RawMessage, tt render.ToolText) int64 {
 		}
 		return true
 	})
-	return n
-}
-
-// renderedTextBytes sums the bytes of an item's strings that the chat template renders.
-func renderedTextBytes(item gjson.Result) int64 {
-	var n int64
-	text := func(v gjson.Result) {
-		switch {
-		case v.Type == gjson.String:
-			n += int64(len(v.Str))
-		case v.IsArray():
-			v.ForEach(func(_, part gjson.Result) bool {
-				n += int64(len(part.Get("text").Str))
-				return true
-			})
-		}
-	}
-	switch item.Get("type").Str {
-	case "message":
-		text(item.Get("content"))
-	case "function_call":
-		n += int64(len(item.Get("arguments").Str))
-	case "function_call_output":
-		text(item.Get("output"))
-	case "reasoning":
-		text(item.Get("summary"))
-		text(item.Get("content"))
-	}
 	return n
 }
 

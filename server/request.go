@@ -18,6 +18,7 @@ import (
 type request struct {
 	Model              string
 	Input              []json.RawMessage // normalized items, each with "type" and "id"
+	InputIDs           []string          // Input[i]'s id, as parsed (inputID reads it)
 	Instructions       *string
 	PreviousResponseID string
 	Stream             bool
@@ -457,10 +458,11 @@ func parseInput(root jsonObject, r *request, lim limits, newID idSource) error {
 		}
 		return nil
 	case v.Type == gjson.String:
-		item := fmt.Appendf(nil, `{"id":%q,"type":"message","role":"user","content":[{"type":"input_text","text":`, newID("msg"))
+		id := newID("msg")
+		item := fmt.Appendf(nil, `{"id":%q,"type":"message","role":"user","content":[{"type":"input_text","text":`, id)
 		item = appendJSONString(item, v.Str)
 		item = append(item, "}]}"...)
-		r.Input = []json.RawMessage{item}
+		r.Input, r.InputIDs = []json.RawMessage{item}, []string{id}
 		return nil
 	case !v.IsArray():
 		return badRequest("input", "Invalid type for 'input': expected a string or an array of input items.")
@@ -473,6 +475,7 @@ func parseInput(root jsonObject, r *request, lim limits, newID idSource) error {
 		return badRequest("input", "Invalid 'input': too many items (%d; at most %d).", len(items), lim.MaxInputItems)
 	}
 	r.Input = make([]json.RawMessage, 0, len(items))
+	r.InputIDs = make([]string, 0, len(items))
 	for i, it := range items {
 		param := fmt.Sprintf("input[%d]", i)
 		if !it.IsObject() {
@@ -492,11 +495,13 @@ func parseInput(root jsonObject, r *request, lim limits, newID idSource) error {
 		if !ok {
 			if typ.Str == "item_reference" {
 				// Resolved against the tenant's stored items once the tenant is known (resolveReferences).
-				if id := it.Get("id"); id.Type != gjson.String || id.Str == "" {
+				id := it.Get("id")
+				if id.Type != gjson.String || id.Str == "" {
 					return badRequest(param+".id", "Missing required parameter: '%s.id'.", param)
 				}
 				r.References = append(r.References, len(r.Input))
 				r.Input = append(r.Input, json.RawMessage(it.Raw))
+				r.InputIDs = append(r.InputIDs, id.Str)
 				continue
 			}
 			return badRequest(param+".type", "Invalid value for '%s.type': %q is not a supported input item type.", param, typ.Str)
@@ -508,8 +513,10 @@ func parseInput(root jsonObject, r *request, lim limits, newID idSource) error {
 				return badRequest(param, "Invalid item: %v", err)
 			}
 		}
-		if id := it.Get("id"); !id.Exists() || id.Type != gjson.String || id.Str == "" {
-			if raw, err = sjson.SetBytes(raw, "id", newID(prefix)); err != nil {
+		id := it.Get("id").Str
+		if idv := it.Get("id"); !idv.Exists() || idv.Type != gjson.String || idv.Str == "" {
+			id = newID(prefix)
+			if raw, err = sjson.SetBytes(raw, "id", id); err != nil {
 				return badRequest(param, "Invalid item: %v", err)
 			}
 		}
@@ -521,8 +528,18 @@ func parseInput(root jsonObject, r *request, lim limits, newID idSource) error {
 			}
 		}
 		r.Input = append(r.Input, bytes.Clone(raw))
+		r.InputIDs = append(r.InputIDs, id)
 	}
 	return nil
+}
+
+// inputID returns Input[i]'s id: as parseInput recorded it, without scanning the item (whose id
+// sjson appended at its end, past tens of kilobytes of a tool output), else read from the item.
+func (r *request) inputID(i int) string {
+	if len(r.InputIDs) == len(r.Input) {
+		return r.InputIDs[i]
+	}
+	return itemID(r.Input[i])
 }
 
 func appendJSONString(dst []byte, s string) []byte { return jsonappend.String(dst, s) }

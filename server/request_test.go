@@ -127,3 +127,36 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestInputIDs checks that the ids parseInput records are the ones the normalized items hold
+// (persist stores each item under its recorded id).
+func TestInputIDs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"string input", `{"model":"m","input":"hi"}`, []string{"msg_0001"}},
+		{"client ids kept", `{"model":"m","input":[{"id":"a","role":"user","content":"x"},{"type":"function_call_output","id":"b","call_id":"c","output":"o"}]}`, []string{"a", "b"}},
+		{"ids added", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"function_call_output","call_id":"c","output":"o"}]}`, []string{"msg_0001", "fco_0002"}},
+		{"null id replaced", `{"model":"m","input":[{"id":null,"role":"user","content":"x"}]}`, []string{"msg_0001"}},
+		{"empty id replaced", `{"model":"m","input":[{"type":"message","id":"","role":"user","content":"x"}]}`, []string{"msg_0001"}},
+		{"reference", `{"model":"m","input":[{"type":"item_reference","id":"fc_1"},{"role":"user","content":"x"}]}`, []string{"fc_1", "msg_0001"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := parseRequest([]byte(tt.body), limits{MaxInputItems: 10}, seqIDs())
+			if err != nil {
+				t.Fatalf("parseRequest(%s): %v", tt.body, err)
+			}
+			if len(req.InputIDs) != len(tt.want) || len(req.Input) != len(tt.want) {
+				t.Fatalf("%d ids for %d items, want %d", len(req.InputIDs), len(req.Input), len(tt.want))
+			}
+			for i, want := range tt.want {
+				if got, held := req.inputID(i), itemID(req.Input[i]); got != want || held != want {
+					t.Errorf("input[%d]: recorded id %q, item holds %q, want %q", i, got, held, want)
+				}
+			}
+		})
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -214,6 +213,9 @@ func (s *Server) resolveReferences(ctx context.Context, t *turn) error {
 			return fmt.Errorf("resolve item reference %s: %w", id, err)
 		}
 		t.req.Input[i] = items[0].Data
+		if len(t.req.InputIDs) == len(t.req.Input) {
+			t.req.InputIDs[i] = itemID(items[0].Data) // stored under id, and so holding it; read, not assumed
+		}
 	}
 	return nil
 }
@@ -608,8 +610,8 @@ func (s *Server) persist(ctx context.Context, t *turn, out *output) error {
 	outItems := out.items()
 	items := make([]store.Item, 0, len(t.req.Input)+len(outItems))
 	inIDs := make([]string, 0, len(t.req.Input))
-	for _, raw := range t.req.Input {
-		id := itemID(raw)
+	for i, raw := range t.req.Input {
+		id := t.req.inputID(i)
 		inIDs = append(inIDs, id)
 		items = append(items, store.Item{ID: id, Data: raw})
 	}
@@ -672,8 +674,11 @@ func nextHistory(t *turn, conv []string, outItems []store.Item) *prepare.History
 	if len(items) != len(conv) {
 		return nil
 	}
+	// t.calls is this turn's own (plan cloned a held state), and nothing reads it after this
+	// (which runs once, after the checkpoint is stored): the next turn's state is built on it
+	// instead of on a copy of its map. Dropped here, so that it is handed over once.
 	calls := t.calls.kept()
-	calls.answered = maps.Clone(calls.answered) // t.calls stays this turn's (a retried persist)
+	t.calls = nil
 	calls.scan(outData, false)
 	return &prepare.History{IDs: conv, Items: items, Derived: calls, DerivedBytes: calls.bytes()}
 }

@@ -67,6 +67,10 @@ type Emitter struct {
 	text   strings.Builder
 	lps    []Logprob // logprobs of the open message's text
 	merge  int       // len(dst) at the start of the current call; deltas after it may merge
+	// deltas is the slab text delta events are cut from: one allocation per deltaSlab tokens
+	// instead of one per token (issue 32). An event handed out is never reused; the garbage
+	// collector frees a slab once none of its events is referenced.
+	deltas []textDeltaEvent
 	ended  bool
 	// malformed: a function_call item ended incomplete (or the parser reported
 	// a broken format, SetMalformed) while the output was not cut by the limit.
@@ -267,7 +271,22 @@ func (e *Emitter) textDelta(dst []Event, typ, delta string) []Event {
 			return dst
 		}
 	}
-	return append(dst, &textDeltaEvent{Type: typ, SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Delta: delta})
+	ev := e.newTextDelta()
+	*ev = textDeltaEvent{Type: typ, SequenceNumber: e.nextSeq(), ItemID: it.ID, OutputIndex: e.open, Delta: delta}
+	return append(dst, ev)
+}
+
+// deltaSlab is how many text delta events one allocation holds (96 bytes each).
+const deltaSlab = 32
+
+// newTextDelta returns a zero text delta event cut from e.deltas.
+func (e *Emitter) newTextDelta() *textDeltaEvent {
+	if len(e.deltas) == 0 {
+		e.deltas = make([]textDeltaEvent, deltaSlab)
+	}
+	ev := &e.deltas[0]
+	e.deltas = e.deltas[1:]
+	return ev
 }
 
 // addLogprobs records a message text piece's logprobs in the open message and in the delta

@@ -60,6 +60,28 @@ type Chunk struct {
 	Logprobs []TokenLogprob
 
 	usage Usage // storage for Usage, to avoid an allocation per parse
+	// textArena holds the bytes of the Text values parsed into this Chunk, appended one after
+	// another, so a token's text costs no allocation of its own (issue 32). Bytes once handed
+	// out as a Text are never written again (a full arena is replaced, not reused), so a Text
+	// kept past the next parse stays what it was, as a copy would.
+	textArena []byte
+}
+
+// textArenaSize is the smallest arena block: some thousand tokens' text per allocation.
+const textArenaSize = 4 << 10
+
+// setText sets c.Text to a copy of b, cut from c's text arena.
+func (c *Chunk) setText(b []byte) {
+	if len(b) == 0 {
+		c.Text = ""
+		return
+	}
+	if cap(c.textArena)-len(c.textArena) < len(b) {
+		c.textArena = make([]byte, 0, max(textArenaSize, len(b)))
+	}
+	start := len(c.textArena)
+	c.textArena = append(c.textArena, b...)
+	c.Text = unsafeString(c.textArena[start:len(c.textArena):len(c.textArena)])
 }
 
 // reset clears c for reuse, keeping slice capacity.

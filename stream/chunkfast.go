@@ -3,7 +3,7 @@ package stream
 import (
 	"encoding/binary"
 	"math/bits"
-	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -344,9 +344,10 @@ func (p *fastParser) choice(c *Chunk) bool {
 					return false
 				}
 				if escaped {
-					c.Text = strings.Clone(gjson.ParseBytes(raw).Str)
+					text := gjson.ParseBytes(raw).Str
+					c.setText(unsafe.Slice(unsafe.StringData(text), len(text)))
 				} else {
-					c.Text = string(raw[1 : len(raw)-1])
+					c.setText(raw[1 : len(raw)-1])
 				}
 			default:
 				// gjson's String() of a non-string: not what vLLM sends.

@@ -41,6 +41,9 @@ func (e *Encoder) Encode(ev Event) error {
 // AppendEvent appends ev as the Encoder writes it (`event: <type>\ndata: <json>\n\n`) to dst,
 // for a caller that batches several events into one write.
 func AppendEvent(dst []byte, ev Event) []byte {
+	if td, ok := ev.(*textDeltaEvent); ok {
+		return td.appendSSE(dst)
+	}
 	dst = append(dst, "event: "...)
 	dst = append(dst, ev.EventType()...)
 	dst = append(dst, "\ndata: "...)

@@ -125,7 +125,36 @@ func (e *textDeltaEvent) EventType() string { return e.Type }
 
 // AppendJSON implements Event.
 func (e *textDeltaEvent) AppendJSON(dst []byte) []byte {
-	dst = appendItemHead(dst, e.Type, e.SequenceNumber, e.ItemID, e.OutputIndex)
+	dst = appendHead(dst, e.Type, e.SequenceNumber)
+	return e.appendTail(dst)
+}
+
+// appendSSE is AppendEvent for a text delta, one per generated token: the event line and the
+// JSON head up to the sequence number are one constant append (issue 32), the same bytes
+// AppendEvent writes for any event.
+func (e *textDeltaEvent) appendSSE(dst []byte) []byte {
+	switch e.Type {
+	case EventOutputTextDelta:
+		dst = append(dst, "event: "+EventOutputTextDelta+"\ndata: {\"type\":\""+EventOutputTextDelta+"\",\"sequence_number\":"...)
+	case EventReasoningTextDelta:
+		dst = append(dst, "event: "+EventReasoningTextDelta+"\ndata: {\"type\":\""+EventReasoningTextDelta+"\",\"sequence_number\":"...)
+	default:
+		dst = append(dst, "event: "...)
+		dst = append(dst, e.Type...)
+		dst = append(dst, "\ndata: "...)
+		dst = appendHead(dst, e.Type, e.SequenceNumber)
+		return append(e.appendTail(dst), '\n', '\n')
+	}
+	dst = appendInt(dst, e.SequenceNumber)
+	return append(e.appendTail(dst), '\n', '\n')
+}
+
+// appendTail appends what follows the sequence number.
+func (e *textDeltaEvent) appendTail(dst []byte) []byte {
+	dst = append(dst, `,"item_id":`...)
+	dst = appendString(dst, e.ItemID)
+	dst = append(dst, `,"output_index":`...)
+	dst = appendInt(dst, e.OutputIndex)
 	dst = append(dst, `,"content_index":`...)
 	dst = appendInt(dst, e.ContentIndex)
 	dst = append(dst, `,"delta":`...)

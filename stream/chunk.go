@@ -106,12 +106,13 @@ func unsafeString(b []byte) string {
 // ParseChunk parses one event's data (a JSON object) into c, reusing c's
 // slices. It does not retain data. A data value of `[DONE]` is not a chunk:
 // callers check for it first (ChunkReader does).
-func ParseChunk(data []byte, c *Chunk) error { return parseChunk(data, c, nil) }
+func ParseChunk(data []byte, c *Chunk) error { return parseChunk(data, c, nil, nil) }
 
 // parseChunk is ParseChunk with the prompt echo the request expects (nil: none told).
-func parseChunk(data []byte, c *Chunk, echo *promptEcho) error {
+// prefix, when not nil, is the ChunkReader's memory of its last chunk (chunkPrefix).
+func parseChunk(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix) error {
 	c.reset()
-	if parseChunkFast(data, c, echo) {
+	if parseChunkFast(data, c, echo, prefix) {
 		if len(c.StopReason) == 0 {
 			c.StopReason = nil
 		}
@@ -349,10 +350,11 @@ func (e *promptEcho) equal(raw string) bool {
 // ChunkReader reads vLLM completion chunks from an SSE body.
 // It is not safe for concurrent use.
 type ChunkReader struct {
-	dec   *Decoder
-	chunk Chunk
-	echo  *promptEcho
-	done  bool
+	dec    *Decoder
+	chunk  Chunk
+	echo   *promptEcho
+	prefix chunkPrefix // the last chunk's bytes up to its text (parseChunkFast)
+	done   bool
 }
 
 // NewChunkReader returns a ChunkReader over an upstream response body.
@@ -433,7 +435,7 @@ func (r *ChunkReader) Next() (*Chunk, error) {
 			r.done = true
 			return nil, io.EOF
 		}
-		if err := parseChunk(data, &r.chunk, r.echo); err != nil {
+		if err := parseChunk(data, &r.chunk, r.echo, &r.prefix); err != nil {
 			return nil, err
 		}
 		return &r.chunk, nil

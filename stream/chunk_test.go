@@ -182,3 +182,40 @@ func TestParseChunkFastTakesVLLMChunks(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseChunkPrefix checks that a chunk parsed after another, from the remembered bytes up to
+// the first one's text on when it starts with them, gives what parsing it alone gives. The second
+// chunk is the first one cut anywhere with any tail, so it often starts with the remembered bytes.
+func FuzzParseChunkPrefix(f *testing.F) {
+	token := `{"id":"cmpl-1","object":"text_completion","created":1767225600,"model":"qwen3","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[1234],"prompt_token_ids":null}],"usage":null}`
+	for _, s := range []struct {
+		first string
+		cut   uint16
+		tail  string
+	}{
+		{token, 108, `"\n\"x","logprobs":null,"finish_reason":"stop","stop_reason":151645,"token_ids":[1,2],"prompt_token_ids":null}],"usage":null}`},
+		{token, 108, ` "a","finish_reason":"length"}],"x":1}`},
+		{token, 107, `:  "a"}]}`},
+		{token, 90, `]}`},
+		{`{"choices":[{"text":"a"}]}`, 20, `"b","text":"c"}]}`},
+		{`{"choices":[{"finish_reason":"stop","text":"a"}]}`, 40, `"b"}]}`},
+		{`{"object":"x","choices":[{"text":"a"}]}`, 33, `"b"}],"object":"y"}`},
+	} {
+		f.Add([]byte(s.first), s.cut, []byte(s.tail))
+	}
+	f.Fuzz(func(t *testing.T, first []byte, cut uint16, tail []byte) {
+		var prefix stream.ChunkPrefix
+		var c stream.Chunk
+		stream.ParseChunkFastAfterForTest(first, &c, &prefix)
+		second := append(append([]byte(nil), first[:min(int(cut), len(first))]...), tail...)
+		var after, alone stream.Chunk
+		okAfter := stream.ParseChunkFastAfterForTest(second, &after, &prefix)
+		okAlone := stream.ParseChunkFastForTest(second, &alone)
+		if okAfter != okAlone {
+			t.Fatalf("%q after %q: taken %v, alone %v", second, first, okAfter, okAlone)
+		}
+		if diff := cmp.Diff(alone, after, cmpopts.IgnoreUnexported(stream.Chunk{})); okAlone && diff != "" {
+			t.Fatalf("%q after %q (-alone +after):\n%s", second, first, diff)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
@@ -16,58 +17,34 @@ import (
 // with escapes or seen twice — and ParseChunk then takes the general path. When it reports true,
 // c is what the general path would have produced (FuzzParseChunkFast checks it). echo, when not
 // nil, is the prompt echo the request expects (ChunkReader.ExpectPromptEcho).
-func parseChunkFast(data []byte, c *Chunk, echo *promptEcho) bool {
+func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix) bool {
 	p := fastParser{b: data, echo: echo}
-	p.ws()
-	if !p.byte('{') {
-		return false
-	}
 	var seen uint8
-	p.ws()
-	if p.peek() == '}' {
-		p.i++
-		return p.end()
+	resume := prefix != nil && len(prefix.b) > 0 && bytes.HasPrefix(data, prefix.b)
+	if resume {
+		p.i, seen = len(prefix.b), prefix.seen
+	} else {
+		p.ws()
+		if !p.byte('{') {
+			return false
+		}
+		p.ws()
+		if p.peek() == '}' {
+			p.i++
+			return p.end()
+		}
+		if prefix != nil {
+			p.textAt = -1 // record where the text value starts, if the chunk is one to record
+		}
 	}
 	for {
-		key, ok := p.key()
-		if !ok {
+		if resume {
+			resume = false
+			if !p.choicesFromText(c) {
+				return false
+			}
+		} else if !p.member(c, &seen) {
 			return false
-		}
-		var bit uint8
-		switch key {
-		case "choices":
-			bit = 1
-		case "usage":
-			bit = 2
-		case "object":
-			bit = 4
-		case "error":
-			return false
-		}
-		if bit != 0 {
-			if seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-		}
-		switch key {
-		case "choices":
-			if !p.choices(c) {
-				return false
-			}
-		case "usage":
-			if !p.literal("null") {
-				return false
-			}
-		case "object":
-			s, ok := p.plainString()
-			if !ok || s == "error" {
-				return false
-			}
-		default:
-			if !p.scalar() {
-				return false
-			}
 		}
 		p.ws()
 		switch p.next() {
@@ -75,10 +52,64 @@ func parseChunkFast(data []byte, c *Chunk, echo *promptEcho) bool {
 			p.ws()
 			continue
 		case '}':
-			return p.end()
+			if !p.end() {
+				return false
+			}
+			if p.textAt > 0 {
+				prefix.b = append(prefix.b[:0], data[:p.textAt]...)
+				prefix.seen = p.textSeen
+			}
+			return true
 		}
 		return false
 	}
+}
+
+// chunkPrefix is what a ChunkReader remembers of its last chunk so the next one, which vLLM
+// writes with the same id, object, created, model and choice index, is not parsed again up to
+// its text (issue 32): the bytes up to and including `"text":`, and the top level's seen keys
+// there. parseChunkFast is a function of the bytes it has read so far, and none of the members
+// before the text sets a Chunk field (it records only then), so a chunk starting with these
+// bytes is parsed from there exactly as from its start.
+type chunkPrefix struct {
+	b    []byte
+	seen uint8
+}
+
+// member reads one top-level member into c; seen holds the keys read so far that must be unique.
+func (p *fastParser) member(c *Chunk, seen *uint8) bool {
+	key, ok := p.key()
+	if !ok {
+		return false
+	}
+	var bit uint8
+	switch key {
+	case "choices":
+		bit = 1
+	case "usage":
+		bit = 2
+	case "object":
+		bit = 4
+	case "error":
+		return false
+	}
+	if bit != 0 {
+		if *seen&bit != 0 {
+			return false
+		}
+		*seen |= bit
+	}
+	switch key {
+	case "choices":
+		p.seen = *seen
+		return p.choices(c)
+	case "usage":
+		return p.literal("null")
+	case "object":
+		s, ok := p.plainString()
+		return ok && s != "error"
+	}
+	return p.scalar()
 }
 
 // fastParser is parseChunkFast's cursor over the chunk.
@@ -86,6 +117,12 @@ type fastParser struct {
 	b    []byte
 	i    int
 	echo *promptEcho
+	// textAt, when recording (-1 until found), is where the one choice's text value starts if
+	// only members that set nothing came before it in the choice; textSeen is the top level's
+	// seen keys then, and seen the top level's seen keys while the choices are read.
+	textAt   int
+	textSeen uint8
+	seen     uint8
 }
 
 func (p *fastParser) ws() {
@@ -294,27 +331,48 @@ func (p *fastParser) choices(c *Chunk) bool {
 	if p.byte(']') {
 		return true
 	}
-	if !p.choice(c) {
+	if !p.choice(c, false) {
 		return false
 	}
 	p.ws()
 	return p.byte(']')
 }
 
-// choice reads one choice object into c.
-func (p *fastParser) choice(c *Chunk) bool {
-	if !p.byte('{') {
+// choicesFromText reads the rest of `[{…}]` from the choice's text value on (a chunkPrefix's end).
+func (p *fastParser) choicesFromText(c *Chunk) bool {
+	p.ws()
+	if !p.choice(c, true) {
 		return false
 	}
 	p.ws()
-	if p.byte('}') {
-		return true
+	return p.byte(']')
+}
+
+// choice reads one choice object into c; fromText: from its text value on, with no member
+// before it that set anything (chunkPrefix).
+func (p *fastParser) choice(c *Chunk, fromText bool) bool {
+	if !fromText {
+		if !p.byte('{') {
+			return false
+		}
+		p.ws()
+		if p.byte('}') {
+			return true
+		}
 	}
 	var seen uint8
 	for {
-		key, ok := p.key()
-		if !ok {
-			return false
+		var key string
+		if fromText {
+			key, fromText = "text", false
+		} else {
+			var ok bool
+			if key, ok = p.key(); !ok {
+				return false
+			}
+			if key == "text" && seen == 0 && p.textAt < 0 {
+				p.textAt, p.textSeen = p.i, p.seen
+			}
 		}
 		var bit uint8
 		switch key {

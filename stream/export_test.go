@@ -3,7 +3,7 @@ package stream
 // ParseChunkFastForTest is ParseChunk's fast path alone; it reports whether it took data.
 func ParseChunkFastForTest(data []byte, c *Chunk) bool {
 	c.reset()
-	ok := parseChunkFast(data, c, nil)
+	ok := parseChunkFast(data, c, nil, nil)
 	if ok && len(c.StopReason) == 0 {
 		c.StopReason = nil
 	}
@@ -40,3 +40,17 @@ type (
 	ArgumentsDeltaEvent = argumentsDeltaEvent
 	ArgumentsDoneEvent  = argumentsDoneEvent
 )
+
+// ChunkPrefix is a ChunkReader's memory of its last chunk, for tests that parse chunk after
+// chunk with it.
+type ChunkPrefix = chunkPrefix
+
+// ParseChunkFastAfterForTest is ParseChunkFastForTest remembering (and using) prefix.
+func ParseChunkFastAfterForTest(data []byte, c *Chunk, prefix *ChunkPrefix) bool {
+	c.reset()
+	ok := parseChunkFast(data, c, nil, prefix)
+	if ok && len(c.StopReason) == 0 {
+		c.StopReason = nil
+	}
+	return ok
+}

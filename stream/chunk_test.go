@@ -197,6 +197,9 @@ func FuzzParseChunkPrefix(f *testing.F) {
 		{token, 108, ` "a","finish_reason":"length"}],"x":1}`},
 		{token, 107, `:  "a"}]}`},
 		{token, 90, `]}`},
+		{token, 184, `[1],"finish_reason":null}]}`},
+		{token, 184, `[1,2]}],"usage":null}`},
+		{token, 184, ` [1],"stop_reason":"x"}]}`},
 		{`{"choices":[{"text":"a"}]}`, 20, `"b","text":"c"}]}`},
 		{`{"choices":[{"finish_reason":"stop","text":"a"}]}`, 40, `"b"}]}`},
 		{`{"object":"x","choices":[{"text":"a"}]}`, 33, `"b"}],"object":"y"}`},
@@ -204,18 +207,19 @@ func FuzzParseChunkPrefix(f *testing.F) {
 		f.Add([]byte(s.first), s.cut, []byte(s.tail))
 	}
 	f.Fuzz(func(t *testing.T, first []byte, cut uint16, tail []byte) {
-		var prefix stream.ChunkPrefix
-		var c stream.Chunk
-		stream.ParseChunkFastAfterForTest(first, &c, &prefix)
 		second := append(append([]byte(nil), first[:min(int(cut), len(first))]...), tail...)
-		var after, alone stream.Chunk
-		okAfter := stream.ParseChunkFastAfterForTest(second, &after, &prefix)
-		okAlone := stream.ParseChunkFastForTest(second, &alone)
-		if okAfter != okAlone {
-			t.Fatalf("%q after %q: taken %v, alone %v", second, first, okAfter, okAlone)
-		}
-		if diff := cmp.Diff(alone, after, cmpopts.IgnoreUnexported(stream.Chunk{})); okAlone && diff != "" {
-			t.Fatalf("%q after %q (-alone +after):\n%s", second, first, diff)
+		var prefix stream.ChunkPrefix
+		// Each chunk after each (what one remembers from the other or from itself).
+		for i, data := range [][]byte{first, second, second, first, first, second} {
+			var after, alone stream.Chunk
+			okAfter := stream.ParseChunkFastAfterForTest(data, &after, &prefix)
+			okAlone := stream.ParseChunkFastForTest(data, &alone)
+			if okAfter != okAlone {
+				t.Fatalf("chunk %d %q (first %q): taken %v, alone %v", i, data, first, okAfter, okAlone)
+			}
+			if diff := cmp.Diff(alone, after, cmpopts.IgnoreUnexported(stream.Chunk{})); okAlone && diff != "" {
+				t.Fatalf("chunk %d %q (first %q) (-alone +after):\n%s", i, data, first, diff)
+			}
 		}
 	})
 }

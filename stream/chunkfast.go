@@ -18,7 +18,7 @@ import (
 // c is what the general path would have produced (FuzzParseChunkFast checks it). echo, when not
 // nil, is the prompt echo the request expects (ChunkReader.ExpectPromptEcho).
 func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix) bool {
-	p := fastParser{b: data, echo: echo}
+	p := fastParser{b: data, echo: echo, prefix: prefix}
 	var seen uint8
 	resume := prefix != nil && len(prefix.b) > 0 && bytes.HasPrefix(data, prefix.b)
 	if resume {
@@ -59,6 +59,10 @@ func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix
 				prefix.b = append(prefix.b[:0], data[:p.textAt]...)
 				prefix.seen = p.textSeen
 			}
+			if p.midTo > 0 {
+				prefix.mid = append(prefix.mid[:0], data[p.midFrom:p.midTo]...)
+				prefix.midSeen = p.midSeen
+			}
 			return true
 		}
 		return false
@@ -71,9 +75,16 @@ func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix
 // there. parseChunkFast is a function of the bytes it has read so far, and none of the members
 // before the text sets a Chunk field (it records only then), so a chunk starting with these
 // bytes is parsed from there exactly as from its start.
+//
+// mid does the same for what follows the text up to and including `"token_ids":` (vLLM's
+// "logprobs":null,"finish_reason":null,"stop_reason":null while generating), when none of it set
+// a Chunk field; midSeen is the choice's seen keys there. The choice's state after a text read
+// from prefix's end is always the same (only the text seen), so mid is valid after any such text.
 type chunkPrefix struct {
-	b    []byte
-	seen uint8
+	b       []byte
+	seen    uint8
+	mid     []byte
+	midSeen uint8
 }
 
 // member reads one top-level member into c; seen holds the keys read so far that must be unique.
@@ -123,6 +134,17 @@ type fastParser struct {
 	textAt   int
 	textSeen uint8
 	seen     uint8
+	// prefix is the ChunkReader's memory (nil: none). midFrom is where the members after the
+	// text at its end start, when this chunk has that text and no remembered mid matched; sets
+	// counts the Chunk fields set, and midSets is sets then. midTo and midSeen are where
+	// `"token_ids":` ends when nothing was set before it since midFrom, and the choice's seen
+	// keys then.
+	prefix  *chunkPrefix
+	midFrom int
+	midSets int
+	sets    int
+	midTo   int
+	midSeen uint8
 }
 
 func (p *fastParser) ws() {
@@ -361,17 +383,27 @@ func (p *fastParser) choice(c *Chunk, fromText bool) bool {
 		}
 	}
 	var seen uint8
+	atText := false // this member is the text at chunkPrefix's end
+	next := ""      // the key already read (chunkPrefix), if any
+	if fromText {
+		next = "text"
+	}
 	for {
-		var key string
-		if fromText {
-			key, fromText = "text", false
+		key := next
+		if next != "" {
+			atText, next = key == "text", ""
 		} else {
 			var ok bool
 			if key, ok = p.key(); !ok {
 				return false
 			}
+			atText = false
 			if key == "text" && seen == 0 && p.textAt < 0 {
 				p.textAt, p.textSeen = p.i, p.seen
+				atText = true
+			}
+			if key == "token_ids" && p.midFrom > 0 && p.sets == p.midSets {
+				p.midTo, p.midSeen = p.i, seen
 			}
 		}
 		var bit uint8
@@ -411,6 +443,15 @@ func (p *fastParser) choice(c *Chunk, fromText bool) bool {
 				// gjson's String() of a non-string: not what vLLM sends.
 				return false
 			}
+			if atText && p.prefix != nil {
+				if mid := p.prefix.mid; len(mid) > 0 && bytes.HasPrefix(p.b[p.i:], mid) {
+					p.i += len(mid)
+					p.ws() // as key() does after the colon
+					seen, next = p.prefix.midSeen, "token_ids"
+					continue
+				}
+				p.midFrom, p.midSets = p.i, p.sets
+			}
 		case "finish_reason":
 			switch p.peek() {
 			case '"':
@@ -419,6 +460,7 @@ func (p *fastParser) choice(c *Chunk, fromText bool) bool {
 					return false
 				}
 				c.FinishReason = finishReason(s)
+				p.sets++
 			default:
 				if !p.literal("null") {
 					return false
@@ -431,8 +473,10 @@ func (p *fastParser) choice(c *Chunk, fromText bool) bool {
 			}
 			if raw := p.b[start:p.i]; string(raw) != "null" {
 				c.StopReason = append(c.StopReason, raw...)
+				p.sets++
 			}
 		case "token_ids":
+			p.sets++
 			if p.peek() == '[' {
 				if _, ok := p.ids(&c.TokenIDs); !ok {
 					return false
@@ -447,6 +491,7 @@ func (p *fastParser) choice(c *Chunk, fromText bool) bool {
 			// the request's encoding is known, the echo is compared with it (memequal); otherwise,
 			// or when it differs, it is validated and counted in place.
 			c.PromptTokens = 0
+			p.sets++
 			switch {
 			case p.peek() != '[':
 				if !p.literal("null") {

@@ -8,10 +8,13 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/stitchllm/stitch/stream"
 )
 
-// Chunk.Text and the events a Converter returns must stay what they were after later reads: the
+// A ChunkReader's chunks are what each parses to alone (chunkPrefix), and Chunk.Text and the events a Converter returns must stay what they were after later reads: the
 // read buffer slides and is reused, and the text arena and event slab must never hand out memory
 // that a later chunk overwrites. Each case keeps every Text and event of a long stream read in
 // small pieces (so the buffer slides many times) and compares them at the end with copies taken
@@ -30,6 +33,12 @@ func TestChunkTextAndEventsOutliveLaterReads(t *testing.T) {
 		// Texts of varied length and escapes, so arena blocks fill at different offsets.
 		text := strings.Repeat("w", i%37) + []string{"", `\n`, `\"`, `é`, `\u00e9`}[i%5]
 		fmt.Fprintf(&body, `data: {"id":"cmpl-%d","object":"text_completion","created":1,"model":"qwen3","choices":[{"index":0,"text":"%s","logprobs":null,"finish_reason":%s,"stop_reason":null,"token_ids":[%d],"prompt_token_ids":null}],"usage":null}`+"\n\n", i, text, finish, id)
+	}
+	var lines [][]byte // each chunk's data
+	for _, event := range bytes.Split(body.Bytes(), []byte("\n\n")) {
+		if len(event) > 0 {
+			lines = append(lines, bytes.TrimPrefix(event, []byte("data: ")))
+		}
 	}
 	body.WriteString("data: [DONE]\n\n")
 
@@ -66,6 +75,14 @@ func TestChunkTextAndEventsOutliveLaterReads(t *testing.T) {
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				// What the reader parsed (from the remembered prefix on) is what the chunk parses to alone.
+				var alone stream.Chunk
+				if err := stream.ParseChunk(lines[len(texts)], &alone); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(alone, *ch, cmpopts.IgnoreUnexported(stream.Chunk{}), cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("chunk %d (-alone +reader):\n%s", len(texts), diff)
 				}
 				texts = append(texts, ch.Text)
 				textCopies = append(textCopies, strings.Clone(ch.Text))

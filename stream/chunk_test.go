@@ -203,6 +203,10 @@ func FuzzParseChunkPrefix(f *testing.F) {
 		{`{"choices":[{"text":"a"}]}`, 20, `"b","text":"c"}]}`},
 		{`{"choices":[{"finish_reason":"stop","text":"a"}]}`, 40, `"b"}]}`},
 		{`{"object":"x","choices":[{"text":"a"}]}`, 33, `"b"}],"object":"y"}`},
+		// The remembered tail must be read with the same seen keys and set nothing.
+		{`{"choices":[{"text":"a","token_ids":[1],"stop_reason":null}]}`, 24, `"stop_reason":null,"token_ids":[1],"stop_reason":null}]}`},
+		{`{"choices":[{"text":"a","token_ids":[1]}],"usage":null}`, 0, `{"usage":null,"choices":[{"text":"a","token_ids":[1]}],"usage":null}`},
+		{`{"choices":[{"text":"a","token_ids":[1],"finish_reason":"stop"}]}`, 37, `2],"finish_reason":"stop"}]}`},
 	} {
 		f.Add([]byte(s.first), s.cut, []byte(s.tail))
 	}

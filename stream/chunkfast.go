@@ -22,7 +22,7 @@ func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix
 	var seen uint8
 	resume := prefix != nil && len(prefix.b) > 0 && bytes.HasPrefix(data, prefix.b)
 	if resume {
-		p.i, seen = len(prefix.b), prefix.seen
+		p.i, seen, p.seen = len(prefix.b), prefix.seen, prefix.seen
 	} else {
 		p.ws()
 		if !p.byte('{') {
@@ -46,15 +46,18 @@ func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix
 		} else if !p.member(c, &seen) {
 			return false
 		}
-		p.ws()
-		switch p.next() {
-		case ',':
+		end := p.done // the rest was the remembered tail
+		if !end {
 			p.ws()
-			continue
-		case '}':
-			if !p.end() {
-				return false
+			switch p.next() {
+			case ',':
+				p.ws()
+				continue
+			case '}':
+				end = p.end()
 			}
+		}
+		if end {
 			if p.textAt > 0 {
 				prefix.b = append(prefix.b[:0], data[:p.textAt]...)
 				prefix.seen = p.textSeen
@@ -62,6 +65,9 @@ func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix
 			if p.midTo > 0 {
 				prefix.mid = append(prefix.mid[:0], data[p.midFrom:p.midTo]...)
 				prefix.midSeen = p.midSeen
+			}
+			if p.tailFrom > 0 && p.sets == p.tailSets {
+				prefix.tail = chunkTail{b: append(prefix.tail.b[:0], data[p.tailFrom:]...), choiceSeen: p.tailSeen, topSeen: p.seen}
 			}
 			return true
 		}
@@ -80,11 +86,24 @@ func parseChunkFast(data []byte, c *Chunk, echo *promptEcho, prefix *chunkPrefix
 // "logprobs":null,"finish_reason":null,"stop_reason":null while generating), when none of it set
 // a Chunk field; midSeen is the choice's seen keys there. The choice's state after a text read
 // from prefix's end is always the same (only the text seen), so mid is valid after any such text.
+//
+// tail is the rest of a chunk after its token ids, when it set no Chunk field (vLLM's
+// ,"prompt_token_ids":null}],"usage":null} after the first chunk): a chunk whose ids are
+// followed by the same bytes, with the same keys seen in the choice and at the top level, ends
+// there as that one did.
 type chunkPrefix struct {
 	b       []byte
 	seen    uint8
 	mid     []byte
 	midSeen uint8
+	tail    chunkTail
+}
+
+// chunkTail is a chunkPrefix's tail and the seen keys it was read with.
+type chunkTail struct {
+	b          []byte
+	choiceSeen uint8
+	topSeen    uint8
 }
 
 // member reads one top-level member into c; seen holds the keys read so far that must be unique.
@@ -145,6 +164,12 @@ type fastParser struct {
 	sets    int
 	midTo   int
 	midSeen uint8
+	// tailFrom is where the members after the token ids start, tailSets and tailSeen sets and
+	// the choice's seen keys there (chunkPrefix.tail); done: the tail matched, the chunk is read.
+	tailFrom int
+	tailSets int
+	tailSeen uint8
+	done     bool
 }
 
 func (p *fastParser) ws() {
@@ -356,6 +381,9 @@ func (p *fastParser) choices(c *Chunk) bool {
 	if !p.choice(c, false) {
 		return false
 	}
+	if p.done {
+		return true
+	}
 	p.ws()
 	return p.byte(']')
 }
@@ -365,6 +393,9 @@ func (p *fastParser) choicesFromText(c *Chunk) bool {
 	p.ws()
 	if !p.choice(c, true) {
 		return false
+	}
+	if p.done {
+		return true
 	}
 	p.ws()
 	return p.byte(']')
@@ -484,23 +515,32 @@ func (p *fastParser) choice(c *Chunk, fromText bool) bool {
 			} else if !p.literal("null") {
 				return false
 			}
+			if p.prefix != nil {
+				if t := &p.prefix.tail; len(t.b) > 0 && seen == t.choiceSeen && p.seen == t.topSeen &&
+					string(p.b[p.i:]) == string(t.b) {
+					p.i, p.done = len(p.b), true
+					return true
+				}
+				p.tailFrom, p.tailSets, p.tailSeen = p.i, p.sets, seen
+			}
 		case "prompt_token_ids":
 			// The prompt echo (up to the whole 100k-id prompt, first chunk only) is never decoded
 			// into a slice: stitch sent these ids and only needs their number
 			// (Chunk.PromptTokens). Copying them was most of a turn's stream CPU (issue 32). When
 			// the request's encoding is known, the echo is compared with it (memequal); otherwise,
 			// or when it differs, it is validated and counted in place.
-			c.PromptTokens = 0
-			p.sets++
+			c.PromptTokens = 0 // a no-op for null: an earlier prompt_token_ids is refused
 			switch {
 			case p.peek() != '[':
 				if !p.literal("null") {
 					return false
 				}
 			case p.echo != nil && p.echo.prefixOf(p.b[p.i:]):
+				p.sets++
 				p.i += p.echo.size
 				c.PromptTokens = p.echo.ids
 			default:
+				p.sets++
 				c.PromptEchoDiffers = p.echo != nil
 				n, ok := p.ids(nil)
 				if !ok {

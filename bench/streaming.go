@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -344,24 +343,14 @@ func profileStreams(ctx context.Context, path string, c *http.Client, url, body 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	runtime.GC()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("profile %s: %w", path, err)
-	}
-	for range profileStreamReps {
-		if _, _, err = drainStream(ctx, c, url, body); err != nil {
-			break
+	err := writeCPUProfile(path, func() error {
+		for range profileStreamReps {
+			if _, _, err := drainStream(ctx, c, url, body); err != nil {
+				return err
+			}
 		}
-	}
-	pprof.StopCPUProfile()
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write %s: %w", path, cerr)
-	}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", path, err)
 	}

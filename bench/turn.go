@@ -175,33 +175,43 @@ func timeTurns(ctx context.Context, runs []*modeRun, opts Options) error {
 			return err
 		}
 		path := filepath.Join(opts.ProfileDir, "turn-"+r.result.Mode+".pprof")
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", path, err)
-		}
-		runtime.GC()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			_ = f.Close()
-			return fmt.Errorf("profile %s: %w", r.result.Mode, err)
-		}
 		var t TurnTiming
-		for range profileReps {
-			for _, sl := range slots {
-				if err = c.replay(ctx, sl, pathHot, &t); err != nil {
-					break
+		err = writeCPUProfile(path, func() error {
+			for range profileReps {
+				for _, sl := range slots {
+					if err := c.replay(ctx, sl, pathHot, &t); err != nil {
+						return err
+					}
 				}
 			}
-		}
-		pprof.StopCPUProfile()
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("write %s: %w", path, cerr)
-		}
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("%s: profile pass: %w", r.result.Mode, err)
 		}
 		fmt.Fprintf(opts.Progress, "%s: %d turns of 100k in %s\n", r.result.Mode, profileReps*len(slots), path)
 	}
 	return nil
+}
+
+// writeCPUProfile writes a CPU profile of work to path, starting from a collected heap so that
+// earlier passes' garbage is not charged to it.
+func writeCPUProfile(path string, work func() error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	runtime.GC()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	err = work()
+	pprof.StopCPUProfile()
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", path, cerr)
+	}
+	return err
 }
 
 // profileReps is how many times the profile pass sends each 100k turn.

@@ -91,13 +91,17 @@ func appendCheckpointRecord(dst []byte, r *checkpointRecord) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
+// appendKey appends ,"name": (name is one of the record's own member names: nothing to escape).
+func appendKey(dst []byte, name string) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	return append(dst, '"', ':')
+}
+
 // appendMember appends ,"name":s (s valid UTF-8: jsonappend.StringJS then writes what encoding/json
 // does).
 func appendMember(dst []byte, name, s string) []byte {
-	dst = append(dst, ',', '"')
-	dst = append(dst, name...)
-	dst = append(dst, '"', ':')
-	return jsonappend.StringJS(dst, s)
+	return jsonappend.StringJS(appendKey(dst, name), s)
 }
 
 // appendMemberOmit is appendMember for an omitempty string: nothing when s is empty.
@@ -113,9 +117,7 @@ func appendStrings(dst []byte, name string, list []string) []byte {
 	if len(list) == 0 {
 		return dst
 	}
-	dst = append(dst, ',', '"')
-	dst = append(dst, name...)
-	dst = append(dst, '"', ':', '[')
+	dst = append(appendKey(dst, name), '[')
 	for i, s := range list {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -131,9 +133,7 @@ func appendRawMember(dst []byte, name string, raw json.RawMessage) ([]byte, bool
 	if len(raw) == 0 {
 		return dst, true
 	}
-	dst = append(dst, ',', '"')
-	dst = append(dst, name...)
-	dst = append(dst, '"', ':')
+	dst = appendKey(dst, name)
 	if validJSON(raw) && !spaceOutsideStrings(raw) { // compact already: json.Compact would copy it as it is
 		return append(dst, raw...), true
 	}
@@ -166,9 +166,7 @@ func appendBytesMember(dst []byte, name string, b []byte) []byte {
 	if len(b) == 0 {
 		return dst
 	}
-	dst = append(dst, ',', '"')
-	dst = append(dst, name...)
-	dst = append(dst, '"', ':', '"')
+	dst = append(appendKey(dst, name), '"')
 	dst = base64.StdEncoding.AppendEncode(dst, b)
 	return append(dst, '"')
 }

@@ -10,6 +10,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/stitchllm/stitch/internal/jsonscan"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -150,7 +152,7 @@ func isDelim(c byte) bool {
 // The byte after a backslash is never the closing quote (nor is any of a \uXXXX's digits).
 func stringEnd(b []byte, i int) int {
 	for {
-		i = nextQuoteOrBackslash(b, i)
+		i = jsonscan.NextQuoteOrBackslash(b, i)
 		if b[i] == '"' {
 			return i + 1
 		}
@@ -225,7 +227,7 @@ func copyToBackslash(dst, src []byte) int {
 	for ; i+8 <= len(src); i += 8 {
 		w := binary.LittleEndian.Uint64(src[i:])
 		binary.LittleEndian.PutUint64(dst[i:], w)
-		if m := eqMask(w, '\\'); m != 0 {
+		if m := jsonscan.EqMask(w, '\\'); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -364,7 +366,7 @@ func validArray(b []byte, i int) (int, bool) {
 // closing quote.
 func validString(b []byte, i int) (int, bool) {
 	for {
-		if i = nextStringSpecial(b, i); i == len(b) {
+		if i = jsonscan.NextStringSpecial(b, i); i == len(b) {
 			return i, false
 		}
 		switch b[i] {
@@ -407,55 +409,6 @@ func escapeLen(b []byte) int {
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// The string scans below read eight bytes at a time and find the first byte of interest with
-// the "has zero byte" / "has byte less than n" word tricks. Their masks can flag a byte above
-// (after) a true match spuriously, never one below it, so the lowest flagged byte is exact. Tool
-// outputs have an escape every few bytes, so finding its position in the word matters more than
-// skipping long runs (which bytes.IndexByte would do faster, at a higher cost per call).
-
-const (
-	lowBits  = 0x0101010101010101
-	highBits = 0x8080808080808080
-)
-
-// eqMask flags the bytes of w equal to c.
-func eqMask(w uint64, c byte) uint64 {
-	x := w ^ lowBits*uint64(c)
-	return (x - lowBits) &^ x & highBits
-}
-
-// ltMask flags the bytes of w below n (n <= 0x80).
-func ltMask(w uint64, n byte) uint64 {
-	return (w - lowBits*uint64(n)) &^ w & highBits
-}
-
-// nextQuoteOrBackslash returns the index of the first '"' or '\\' in b at or after i, or len(b).
-func nextQuoteOrBackslash(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		if m := eqMask(w, '"') | eqMask(w, '\\'); m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for ; i < len(b) && b[i] != '"' && b[i] != '\\'; i++ {
-	}
-	return i
-}
-
-// nextStringSpecial returns the index of the first byte at or after i that ends a run of plain
-// string bytes: '"', '\\' or a control character (invalid in a string); len(b) if none.
-func nextStringSpecial(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		if m := eqMask(w, '"') | eqMask(w, '\\') | ltMask(w, ' '); m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for ; i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= ' '; i++ {
-	}
-	return i
 }
 
 // validNumber validates the number starting at b[i] with gjson's grammar (JSON's).

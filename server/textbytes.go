@@ -1,10 +1,10 @@
 package server
 
 import (
-	"encoding/binary"
-	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/stitchllm/stitch/internal/jsonscan"
 
 	"github.com/tidwall/gjson"
 )
@@ -124,21 +124,10 @@ func stringIs(raw []byte, s string) bool {
 // len(gjson's Str) gives it (the same escapes, a lone surrogate as utf8.RuneError), in one pass
 // that skips eight plain bytes at a time.
 func scanString(b []byte, i int) (end int, n int64) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	start := i + 1 // of the plain bytes not yet counted
 	for j := start; j < len(b); {
-		if j+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[j:])
-			quote, backslash := w^('"'*ones), w^('\\'*ones)
-			found := ((quote-ones)&^quote | (backslash-ones)&^backslash) & highs
-			if found == 0 {
-				j += 8
-				continue
-			}
-			j += bits.TrailingZeros64(found) / 8 // the lowest is a true match: no false positive below one
-		} else if c := b[j]; c != '"' && c != '\\' {
-			j++
-			continue
+		if j = jsonscan.NextQuoteOrBackslash(b, j); j == len(b) {
+			break
 		}
 		if b[j] == '"' {
 			return j + 1, n + int64(j-start)

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/stitchllm/stitch/internal/jsonscan"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -286,26 +288,10 @@ func (p *fastParser) str() (raw []byte, escaped, ok bool) {
 }
 
 // skipPlain moves p.i over string bytes that need no attention (not '"', '\\' or a control
-// character) eight at a time, stopping at the first word holding one: the byte loops after it
-// see the same bytes from there, so it changes what they cost, not what they take.
+// character) eight at a time, stopping at the first that does: the byte loops after it see the
+// same bytes from there, so it changes what they cost, not what they take.
 func (p *fastParser) skipPlain() {
-	b, i := p.b, p.i
-	for ; i+8 <= len(b); i += 8 {
-		if m := plainStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-			i += bits.TrailingZeros64(m) / 8
-			break
-		}
-	}
-	p.i = i
-}
-
-// plainStops marks (high bit of the lane) the bytes of w that are '"', '\\' or below 0x20. A
-// borrow may also mark lanes above a marked one, never below it: the lowest mark is exact.
-func plainStops(w uint64) uint64 {
-	const ones = 0x0101010101010101
-	quote := w ^ ('"' * ones)
-	backslash := w ^ ('\\' * ones)
-	return ((quote-ones)&^quote | (backslash-ones)&^backslash | (w-0x20*ones)&^w) & laneHigh
+	p.i = jsonscan.NextStringSpecial(p.b, p.i)
 }
 
 func (p *fastParser) literal(lit string) bool {
